@@ -1,0 +1,147 @@
+//! Text renderings: `.exr`-style exception records and the `!analyze -v`-style report.
+
+use crate::exception::{decode, Access, ExceptionKind};
+use crate::report::Report;
+use ntdbg_engine::Session;
+use ntdbg_targets::ExceptionEvent;
+use std::fmt::Write;
+
+/// Zero-padded hex without prefix at the target's pointer width (`00007ff7a13110d9`).
+fn ptr_hex(v: u64, pointer_size: usize) -> String {
+    if pointer_size == 4 {
+        format!("{:08x}", v & 0xffff_ffff)
+    } else {
+        format!("{v:016x}")
+    }
+}
+
+/// An exception record as WinDbg's `.exr -1` prints it.
+pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> String {
+    let ptr = session.arch().pointer_size();
+    let d = decode(event, ptr);
+    let sym = session.symbolize(event.address);
+    let mut out = String::new();
+    let location = match (&sym.module, &sym.function) {
+        (Some(m), Some(f)) => format!(
+            " ({m}!{}+0x{})",
+            ntdbg_engine::symbolize::short_function_name(f),
+            ptr_hex(sym.function_offset.unwrap_or(0), ptr)
+        ),
+        (Some(m), None) => format!(
+            " ({m}+0x{})",
+            ptr_hex(event.address.wrapping_sub(sym.module_base.unwrap_or(0)), ptr)
+        ),
+        _ => String::new(),
+    };
+    let _ = writeln!(out, "ExceptionAddress: {}{location}", ptr_hex(event.address, ptr));
+    let _ = writeln!(out, "   ExceptionCode: {:08x} ({})", event.code, d.short);
+    let _ = writeln!(out, "  ExceptionFlags: {:08x}", event.flags);
+    let _ = writeln!(out, "NumberParameters: {}", event.parameters.len());
+    for (i, p) in event.parameters.iter().enumerate() {
+        let _ = writeln!(out, "   Parameter[{i}]: {}", ptr_hex(*p, ptr));
+    }
+    match d.kind {
+        ExceptionKind::AccessViolation { access: Some(a), address: Some(addr), .. } => {
+            let verb = match a {
+                Access::Read => "read from",
+                Access::Write => "write to",
+                Access::Execute => "execute",
+            };
+            let _ = writeln!(out, "Attempt to {verb} address {}", ptr_hex(addr, ptr));
+        }
+        ExceptionKind::FastFail { code: Some(code) } => {
+            let name = crate::ntstatus::fast_fail_name(code).unwrap_or("unknown");
+            let _ = writeln!(out, "   Subcode: 0x{code:x} {name}");
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The report as text for people, in the spirit of `!analyze -v`.
+pub fn render_report(report: &Report) -> String {
+    let mut out = String::new();
+    let line = "*".repeat(79);
+    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "*{:^77}*", "Exception Analysis");
+    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out);
+    let d = &report.dump;
+    let _ = writeln!(out, "DUMP_FILE:      {}", d.path);
+    let _ = writeln!(
+        out,
+        "DUMP_KIND:      {} ({}, Windows {}), {} threads, {} modules",
+        d.kind, d.arch, d.os_build, d.threads, d.modules
+    );
+    let _ = writeln!(out);
+    let e = &report.event;
+    match (&e.code, &e.name) {
+        (Some(code), Some(name)) => {
+            let _ = writeln!(out, "EXCEPTION_CODE: {code} ({name})");
+            if let Some(a) = &e.address {
+                let _ = writeln!(out, "EXCEPTION_ADDR: {a}");
+            }
+            if !e.parameters.is_empty() {
+                let _ = writeln!(out, "EXCEPTION_PARAMETERS: {}", e.parameters.join(" "));
+            }
+            if let Some(t) = &e.thread_id {
+                let _ = writeln!(out, "FAULTING_THREAD: {t}");
+            }
+        }
+        _ => {
+            let _ = writeln!(out, "EXCEPTION_CODE: none");
+        }
+    }
+    let _ = writeln!(out, "DESCRIPTION:    {}", e.description);
+    if let Some(m) = &report.faulting_module {
+        let _ = writeln!(
+            out,
+            "FAULTING_MODULE: {} base {} size {} timestamp {}{}",
+            m.name,
+            m.base,
+            m.size,
+            m.timestamp,
+            m.version.as_ref().map(|v| format!(" version {v}")).unwrap_or_default()
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "STACK_TEXT:");
+    for f in &report.stack {
+        let site = match (&f.module, &f.function, &f.offset) {
+            (Some(m), Some(func), Some(off)) if off != "0x0" => {
+                format!("{m}!{}+{off}", ntdbg_engine::symbolize::short_function_name(func))
+            }
+            (Some(m), Some(func), _) => {
+                format!("{m}!{}", ntdbg_engine::symbolize::short_function_name(func))
+            }
+            (Some(m), None, Some(off)) => format!("{m}+{off}"),
+            _ => f.address.clone(),
+        };
+        let source = f.source.as_ref().map(|s| format!(" [{s}]")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{:02x} {:>18} {site}{source}  ({})",
+            f.frame, f.address, f.found_by
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "SIGNATURE:      {}", report.signature);
+    if !report.inferences.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "INFERENCES:");
+        for i in &report.inferences {
+            let _ = writeln!(out, "  - {}", i.text);
+            let _ = writeln!(out, "    basis: {}", i.basis);
+        }
+    }
+    if !report.limitations.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "LIMITATIONS:");
+        for l in &report.limitations {
+            let _ = writeln!(out, "  - {l}");
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "NEXT_COMMANDS:  {}", report.next_commands.join("; "));
+    out
+}

@@ -1,0 +1,119 @@
+//! `ntdbg`: Windows crash-dump analysis from the command line.
+//!
+//! Thin by design: argument parsing ([`args`]), then the engine, analysis and command crates
+//! do the work. Exit status: 0 success, 1 the dump or a command failed, 2 usage error.
+
+mod args;
+mod repl;
+
+use anyhow::Context;
+use args::{Cli, Command};
+use clap::Parser;
+use ntdbg_commands::Status;
+use ntdbg_engine::Session;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`ntdbg … | head`) is not an error worth reporting.
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("error: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Analyze { dump, json, symbols } => {
+            let session = open(&dump, symbols.as_deref())?;
+            let report = ntdbg_analysis::analyze(&session);
+            let mut out = std::io::stdout().lock();
+            if json {
+                serde_json::to_writer_pretty(&mut out, &report)?;
+                writeln!(out)?;
+            } else {
+                out.write_all(ntdbg_analysis::render::render_report(&report).as_bytes())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Run { dump, commands, symbols, json } => {
+            let mut session = open(&dump, symbols.as_deref())?;
+            run_commands(&mut session, &commands, json)
+        }
+        Command::Repl { dump, symbols } => {
+            let mut session = open(&dump, symbols.as_deref())?;
+            repl::run(&mut session)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn open(dump: &std::path::Path, symbols: Option<&str>) -> anyhow::Result<Session> {
+    Session::open_dump(dump, symbols).with_context(|| format!("cannot open {}", dump.display()))
+}
+
+/// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a
+/// command failed.
+fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let prompt = |s: &Session| format!("0:{:03}> ", s.current_thread_index());
+    let mut first_prompt = prompt(session);
+    let results = ntdbg_commands::run_batch(session, commands)?;
+    let mut out = std::io::stdout().lock();
+    let mut failed = false;
+    if json {
+        let values: Vec<_> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "index": r.index,
+                    "command": r.command,
+                    "status": r.status.name(),
+                    "output": r.output,
+                    "result": r.typed,
+                    "error": r.error.as_ref().map(|e| serde_json::json!({
+                        "code": e.code, "message": e.message, "hint": e.hint,
+                    })),
+                })
+            })
+            .collect();
+        failed = results.iter().any(|r| r.status == Status::Failed);
+        serde_json::to_writer_pretty(&mut out, &values)?;
+        writeln!(out)?;
+    } else {
+        for r in &results {
+            match r.status {
+                Status::Succeeded => {
+                    write!(out, "{first_prompt}{}\n{}", r.command, r.output)?;
+                    if !r.output.is_empty() && !r.output.ends_with('\n') {
+                        writeln!(out)?;
+                    }
+                }
+                Status::Failed => {
+                    writeln!(out, "{first_prompt}{}", r.command)?;
+                    out.flush()?;
+                    eprintln!("error: {}", r.output);
+                    failed = true;
+                }
+                Status::NotExecuted => {
+                    eprintln!("not executed (an earlier command failed): {}", r.command);
+                }
+                Status::TimedOut => {
+                    eprintln!("timed out: {}", r.command);
+                    failed = true;
+                }
+            }
+            first_prompt = prompt(session);
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}

@@ -1,0 +1,155 @@
+//! Events and exception context: `.lastevent`, `.exr`, `.ecxr`, `.cxr`, `!analyze`.
+
+use super::{eval, no_args};
+use crate::error::CommandError;
+use crate::output::{CommandOutput, TypedResult};
+use crate::spec::{CommandSpec, Invocation};
+use ntdbg_analysis::exception::decode;
+use ntdbg_analysis::render::{render_exception_record, render_report};
+use ntdbg_engine::Session;
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[
+    CommandSpec::inspect(
+        &[".lastevent"],
+        ".lastevent",
+        "show the last event (the exception that caused the dump)",
+        "",
+        lastevent,
+    ),
+    CommandSpec::inspect(
+        &[".exr"],
+        ".exr -1 | .exr ADDR",
+        "show an exception record (-1: the last event's)",
+        "`.exr ADDR` reads an EXCEPTION_RECORD from memory.",
+        exr,
+    ),
+    CommandSpec::inspect(
+        &[".ecxr"],
+        ".ecxr",
+        "switch to the exception context of the last event and show its registers",
+        "",
+        ecxr,
+    ),
+    CommandSpec::inspect(
+        &[".cxr"],
+        ".cxr [ADDR]",
+        "use a CONTEXT record at ADDR as the register context; no ADDR: back to the thread's",
+        "",
+        cxr,
+    ),
+    CommandSpec::inspect(
+        &["!analyze"],
+        "!analyze [-v]",
+        "crash triage: exception, faulting module and frame, stack, signature, inferences",
+        "The text is ntdbg's own report in the spirit of `!analyze -v`; `-v` is accepted and implied.",
+        analyze,
+    ),
+];
+
+fn event_required(session: &Session) -> Result<&ntdbg_targets::ExceptionEvent, CommandError> {
+    session.target().event().ok_or_else(|| {
+        CommandError::new("no_exception", "There is no exception record in this dump")
+            .with_hint("`~*k` shows what every thread was doing")
+    })
+}
+
+fn event_typed(session: &Session) -> Option<TypedResult> {
+    let e = session.target().event()?;
+    let d = decode(e, session.arch().pointer_size());
+    Some(TypedResult::Event {
+        code: format!("{:#010x}", e.code),
+        name: d.name,
+        address: format!("{:#x}", e.address),
+        thread_id: format!("{:#x}", e.thread_id),
+        parameters: e.parameters.iter().map(|p| format!("{p:#x}")).collect(),
+        description: d.description,
+    })
+}
+
+fn lastevent(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    no_args(inv.name, inv.args)?;
+    let e = event_required(session)?;
+    let d = decode(e, session.arch().pointer_size());
+    let pid = session.target().system().process_id.unwrap_or(0);
+    let mut text = format!(
+        "Last event: {pid:x}.{:x}: {} - code {:08x} (first/second chance not available)\n",
+        e.thread_id, d.short, e.code
+    );
+    if let Some(t) = session.target().system().dump_time {
+        text.push_str(&format!("  debugger time: {}\n", crate::render::windbg_time(t)));
+    }
+    Ok(CommandOutput { text, typed: event_typed(session) })
+}
+
+fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let arg = inv.args.trim();
+    if !arg.is_empty() && arg != "-1" {
+        let addr = eval(session, arg)?;
+        let e = read_exception_record(session, addr)?;
+        return Ok(CommandOutput::text(render_exception_record(session, &e)));
+    }
+    let e = event_required(session)?.clone();
+    Ok(CommandOutput { text: render_exception_record(session, &e), typed: event_typed(session) })
+}
+
+/// Reads an EXCEPTION_RECORD (32- or 64-bit layout by target) from memory.
+fn read_exception_record(
+    session: &Session,
+    addr: u64,
+) -> Result<ntdbg_targets::ExceptionEvent, CommandError> {
+    let ptr = session.arch().pointer_size() as u64;
+    let t = session.target();
+    let unreadable = || {
+        CommandError::new(
+            "memory_unavailable",
+            format!("Cannot read Exception record @ {}", crate::render::addr(session, addr)),
+        )
+    };
+    let code = t.read_uint(addr, 4).ok_or_else(unreadable)? as u32;
+    let flags = t.read_uint(addr + 4, 4).ok_or_else(unreadable)? as u32;
+    let nested = t.read_uint(addr + 8, ptr as usize).ok_or_else(unreadable)?;
+    let address = t.read_uint(addr + 8 + ptr, ptr as usize).ok_or_else(unreadable)?;
+    let count_at = addr + 8 + 2 * ptr;
+    let count = t.read_uint(count_at, 4).ok_or_else(unreadable)?.min(15);
+    let params_at = count_at + if ptr == 8 { 8 } else { 4 };
+    let parameters = (0..count)
+        .map(|i| t.read_uint(params_at + i * ptr, ptr as usize).ok_or_else(unreadable))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ntdbg_targets::ExceptionEvent {
+        thread_id: session.current_thread().map(|t| t.id).unwrap_or(0),
+        code,
+        flags,
+        address,
+        parameters,
+        nested_record: nested,
+        context: None,
+    })
+}
+
+fn ecxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    no_args(inv.name, inv.args)?;
+    session.select_exception_context().map_err(|e| {
+        CommandError::from(e).with_hint("this dump has no exception; use `~` and `k` on threads")
+    })?;
+    super::registers::show_current(session)
+}
+
+fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let arg = inv.args.trim();
+    if arg.is_empty() {
+        session.reset_scope();
+        return Ok(CommandOutput::text("Resetting default scope\n"));
+    }
+    let addr = eval(session, arg)?;
+    session.select_context_record(addr)?;
+    super::registers::show_current(session)
+}
+
+fn analyze(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let args = inv.args.trim();
+    if !(args.is_empty() || args == "-v") {
+        return Err(CommandError::syntax(format!("!analyze: unknown option '{args}' (use -v)")));
+    }
+    let report = ntdbg_analysis::analyze(session);
+    Ok(CommandOutput::with(render_report(&report), TypedResult::Analysis(Box::new(report))))
+}

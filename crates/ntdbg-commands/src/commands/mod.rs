@@ -1,0 +1,29 @@
+//! The command families, one module each. Every module exports `COMMANDS`.
+
+pub(crate) mod disasm;
+pub(crate) mod events;
+pub(crate) mod memory;
+pub(crate) mod meta;
+pub(crate) mod modules;
+pub(crate) mod process;
+pub(crate) mod registers;
+pub(crate) mod stack;
+pub(crate) mod symbols;
+pub(crate) mod threads;
+
+use crate::error::CommandError;
+use ntdbg_engine::Session;
+
+/// Evaluates an address expression, mapping errors to WinDbg's wording.
+pub(crate) fn eval(session: &Session, text: &str) -> Result<u64, CommandError> {
+    session.evaluate(text).map_err(CommandError::from)
+}
+
+/// Rejects arguments for commands that take none.
+pub(crate) fn no_args(name: &str, args: &str) -> Result<(), CommandError> {
+    if args.trim().is_empty() {
+        Ok(())
+    } else {
+        Err(CommandError::syntax(format!("Syntax error: '{name}' takes no arguments, got '{}'", args.trim())))
+    }
+}

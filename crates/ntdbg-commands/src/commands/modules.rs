@@ -1,0 +1,192 @@
+//! Modules: `lm`, `lm m PATTERN`, `lmv`, `lmv m NAME` (also written `lmvm NAME`).
+
+use crate::error::CommandError;
+use crate::output::{CommandOutput, ModuleRow, TypedResult};
+use crate::render::{addr, windbg_time};
+use crate::spec::{CommandSpec, Invocation};
+use minidump::MinidumpModule;
+use ntdbg_engine::{module_name, Session};
+use ntdbg_symbols::SymbolStatus;
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
+    &["lm", "lmv", "lmvm", "lmm"],
+    "lm [v] [m PATTERN]",
+    "list loaded modules with their symbol state; v: verbose (paths, timestamps, versions, symbol search)",
+    "PATTERN uses * and ? wildcards on the module name. Symbols are loaded for the modules listed, \
+     so the state is what was found, not `(deferred)`. `lmv` also lists every place the symbol \
+     search tried.",
+    lm,
+)];
+
+fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let name = inv.name.to_ascii_lowercase();
+    let mut verbose = name.starts_with("lmv");
+    let mut pattern: Option<String> = None;
+    let mut expect_pattern = name.ends_with('m') && name != "lm";
+    for word in inv.args.split_whitespace() {
+        if expect_pattern {
+            pattern = Some(word.to_string());
+            expect_pattern = false;
+            continue;
+        }
+        match word {
+            "v" => verbose = true,
+            "m" => expect_pattern = true,
+            "vm" => {
+                verbose = true;
+                expect_pattern = true;
+            }
+            other => {
+                return Err(CommandError::syntax(format!("Syntax error in 'lm': unexpected '{other}'"))
+                    .with_hint("use `lm`, `lmv`, `lm m PATTERN` or `lmv m NAME`"))
+            }
+        }
+    }
+    if expect_pattern {
+        return Err(CommandError::syntax("Syntax error in 'lm m': missing module pattern"));
+    }
+    let modules: Vec<&MinidumpModule> = session
+        .target()
+        .modules()
+        .by_addr()
+        .filter(|m| pattern.as_deref().is_none_or(|p| wildcard_match(p, &module_name(&m.name))))
+        .collect();
+    let ptr = session.arch().pointer_size();
+    let pad = if ptr == 4 { 8 } else { 17 };
+    let mut text = format!("{:<pad$} {:<pad$}   module name\n", "start", "end");
+    let mut rows = Vec::new();
+    for m in modules {
+        let symbols = session.module_symbols(m);
+        let base = m.raw.base_of_image;
+        let end = base.saturating_add(u64::from(m.raw.size_of_image));
+        let short = module_name(&m.name);
+        let state = match symbols.status() {
+            SymbolStatus::NoSymbols => "no symbols".to_string(),
+            s => s.label().to_string(),
+        };
+        let file = symbols.symbol_file_path().map(|p| p.display().to_string());
+        text.push_str(&format!(
+            "{} {}   {:<10} {:<22} {}\n",
+            addr(session, base),
+            addr(session, end),
+            short,
+            format!("({state})"),
+            file.clone().unwrap_or_default()
+        ));
+        let version = file_version(m);
+        if verbose {
+            text.push_str(&format!("    Image path: {}\n", m.name));
+            text.push_str(&format!(
+                "    Image name: {}\n",
+                m.name.rsplit(['\\', '/']).next().unwrap_or(&m.name)
+            ));
+            text.push_str(&format!(
+                "    Timestamp:        {} ({:08X})\n",
+                windbg_time(m.raw.time_date_stamp),
+                m.raw.time_date_stamp
+            ));
+            text.push_str(&format!("    CheckSum:         {:08X}\n", m.raw.checksum));
+            text.push_str(&format!("    ImageSize:        {:08X}\n", m.raw.size_of_image));
+            if let Some(v) = &version {
+                text.push_str(&format!("    File version:     {v}\n"));
+            }
+            if let Some(v) = product_version(m) {
+                text.push_str(&format!("    Product version:  {v}\n"));
+            }
+            if let Some((pdb, id)) = symbols.pdb_identity() {
+                text.push_str(&format!("    Debug file:       {pdb} ({id})\n"));
+            }
+            if let Some(img) = symbols.image_path() {
+                text.push_str(&format!("    Image file:       {}\n", img.display()));
+            }
+            if !symbols.tried().is_empty() {
+                text.push_str("    Symbol search:\n");
+                for t in symbols.tried() {
+                    text.push_str(&format!("      {t}\n"));
+                }
+            }
+        }
+        rows.push(ModuleRow {
+            name: short,
+            start: format!("{base:#x}"),
+            end: format!("{end:#x}"),
+            image: m.name.clone(),
+            timestamp: format!("{:#010x}", m.raw.time_date_stamp),
+            version,
+            symbols: symbols.status().name().to_string(),
+            symbol_file: file,
+        });
+    }
+    if rows.is_empty() {
+        if let Some(p) = &pattern {
+            return Err(CommandError::new("no_such_module", format!("No module matches '{p}'"))
+                .with_hint("`lm` lists every module"));
+        }
+    }
+    Ok(CommandOutput::with(text, TypedResult::Modules { modules: rows }))
+}
+
+fn file_version(m: &MinidumpModule) -> Option<String> {
+    let v = &m.raw.version_info;
+    (v.signature == 0xFEEF_04BD).then(|| {
+        format!(
+            "{}.{}.{}.{}",
+            v.file_version_hi >> 16,
+            v.file_version_hi & 0xffff,
+            v.file_version_lo >> 16,
+            v.file_version_lo & 0xffff
+        )
+    })
+}
+
+fn product_version(m: &MinidumpModule) -> Option<String> {
+    let v = &m.raw.version_info;
+    (v.signature == 0xFEEF_04BD).then(|| {
+        format!(
+            "{}.{}.{}.{}",
+            v.product_version_hi >> 16,
+            v.product_version_hi & 0xffff,
+            v.product_version_lo >> 16,
+            v.product_version_lo & 0xffff
+        )
+    })
+}
+
+/// WinDbg wildcard match (`*`, `?`), case-insensitive.
+pub(crate) fn wildcard_match(pattern: &str, text: &str) -> bool {
+    let p: Vec<char> = pattern.to_ascii_lowercase().chars().collect();
+    let t: Vec<char> = text.to_ascii_lowercase().chars().collect();
+    // Iterative matcher with backtracking to the last `*` (linear in practice, no recursion).
+    let (mut pi, mut ti) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
+            pi += 1;
+            ti += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wildcard_match;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard_match("crash*", "crashy"));
+        assert!(wildcard_match("*DLL", "ntdll"));
+        assert!(wildcard_match("n?dll", "ntdll"));
+        assert!(!wildcard_match("kernel*", "ntdll"));
+        assert!(wildcard_match("*", ""));
+    }
+}

@@ -1,0 +1,120 @@
+//! Registers: `r`, `r NAME[, NAME…]`.
+
+use crate::error::CommandError;
+use crate::output::{CommandOutput, NamedValue, TypedResult};
+use crate::spec::{CommandSpec, Invocation};
+use minidump::{MinidumpContext, MinidumpRawContext};
+use ntdbg_engine::registers::{flags_text, general_registers, register};
+use ntdbg_engine::Session;
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
+    &["r"],
+    "r [REG[, REG…]]",
+    "show the registers of the current context (after .ecxr: the exception context)",
+    "Register writes (`r rax=1`) are refused: dumps are read-only.",
+    r,
+)];
+
+fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let args = inv.args.trim();
+    if args.is_empty() {
+        return show_current(session);
+    }
+    if args.contains('=') {
+        return Err(CommandError::new("read_only", "Cannot change registers: the target is a dump")
+            .with_hint("registers of a dump are read-only"));
+    }
+    let ctx = current_context(session)?;
+    let ptr = session.arch().pointer_size();
+    let mut lines = Vec::new();
+    let mut values = Vec::new();
+    for name in args.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()) {
+        let clean = name.trim_start_matches('@').to_ascii_lowercase();
+        let value = register(&ctx, &clean).ok_or_else(|| {
+            CommandError::syntax(format!("Bad register error in 'r {name}'"))
+                .with_hint("`r` lists the registers of this architecture")
+        })?;
+        lines.push(format!("{clean}={}", padded(&clean, value, ptr)));
+        values.push(NamedValue { name: clean, value: format!("{value:#x}") });
+    }
+    Ok(CommandOutput::with(lines.join("\n") + "\n", TypedResult::Registers { registers: values }))
+}
+
+/// Width of a register's value as WinDbg prints it.
+fn padded(name: &str, value: u64, pointer_size: usize) -> String {
+    let width = match name {
+        "cs" | "ds" | "es" | "fs" | "gs" | "ss" => 4,
+        "efl" | "eflags" => 8,
+        n if n.starts_with('e') && n.len() == 3 => 8,
+        _ if pointer_size == 4 => 8,
+        _ => 16,
+    };
+    format!("{value:0width$x}")
+}
+
+fn current_context(session: &Session) -> Result<MinidumpContext, CommandError> {
+    session.context().ok_or_else(|| {
+        CommandError::new("no_context", "No register context for the current thread in this dump")
+    })
+}
+
+/// The full register display followed by the current instruction (what `r`, `.ecxr`, `.cxr`
+/// and `~Ns` print).
+pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, CommandError> {
+    let ctx = current_context(session)?;
+    let mut text = render_registers(&ctx);
+    let ip = ctx.get_instruction_pointer();
+    text.push_str(&super::disasm::current_instruction(session, ip));
+    let registers = general_registers(&ctx)
+        .into_iter()
+        .map(|(n, v)| NamedValue { name: n.to_string(), value: format!("{v:#x}") })
+        .collect();
+    Ok(CommandOutput::with(text, TypedResult::Registers { registers }))
+}
+
+/// Registers in WinDbg's `r` layout for the context's architecture.
+pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
+    let regs = general_registers(ctx);
+    let get = |n: &str| register(ctx, n).unwrap_or(0);
+    match &ctx.raw {
+        MinidumpRawContext::Amd64(_) => {
+            let mut out = String::new();
+            for (i, (name, value)) in regs.iter().enumerate() {
+                out.push_str(&format!("{name:>3}={value:016x}"));
+                out.push(if i % 3 == 2 || i + 1 == regs.len() { '\n' } else { ' ' });
+            }
+            let efl = get("efl");
+            out.push_str(&format!("iopl={:<9} {}\n", (efl >> 12) & 3, flags_text(efl)));
+            out.push_str(&format!(
+                "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
+                get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
+            ));
+            out
+        }
+        MinidumpRawContext::X86(_) => {
+            let mut out = String::new();
+            for (i, (name, value)) in regs.iter().enumerate() {
+                out.push_str(&format!("{name}={value:08x}"));
+                out.push(if i == 5 { '\n' } else { ' ' });
+            }
+            let efl = get("efl");
+            out.push_str(&format!("iopl={:<9} {}\n", (efl >> 12) & 3, flags_text(efl)));
+            out.push_str(&format!(
+                "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
+                get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
+            ));
+            out
+        }
+        _ => {
+            let mut out = String::new();
+            for (i, (name, value)) in regs.iter().enumerate() {
+                out.push_str(&format!("{name:>3}={value:016x}"));
+                out.push(if i % 3 == 2 || i + 1 == regs.len() { '\n' } else { ' ' });
+            }
+            if let Some(cpsr) = register(ctx, "cpsr") {
+                out.push_str(&format!("cpsr={cpsr:08x}\n"));
+            }
+            out
+        }
+    }
+}

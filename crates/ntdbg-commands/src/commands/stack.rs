@@ -1,0 +1,134 @@
+//! Call stacks: `k`, `kb`, `kn`, `kv`, `kp`, `kP`, `kc` (with an optional frame count).
+
+use super::eval;
+use crate::error::CommandError;
+use crate::output::{CommandOutput, TypedResult};
+use crate::render::addr;
+use crate::spec::{CommandSpec, Invocation};
+use ntdbg_engine::stack::{Frame, Stack};
+use ntdbg_engine::Session;
+
+/// WinDbg's default number of frames shown.
+const DEFAULT_FRAMES: u64 = 256;
+
+const K_DETAILS: &str = "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
+first stack words above the return address (\"Args to Child\"); `kp`/`kP` show the function's \
+parameter list as the symbols give it (parameter values need type information). Frames are \
+innermost first; each carries how it was found (context, cfi, frame_pointer, scan) in the typed result.";
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[
+    CommandSpec::inspect(&["k"], "k [COUNT]", "call stack of the current thread", K_DETAILS, k),
+    CommandSpec::inspect(&["kb"], "kb [COUNT]", "call stack with the first stack arguments", K_DETAILS, k),
+    CommandSpec::inspect(&["kn"], "kn [COUNT]", "call stack with frame numbers", K_DETAILS, k),
+    CommandSpec::inspect(&["kv"], "kv [COUNT]", "call stack with arguments (as kb)", K_DETAILS, k),
+    CommandSpec::inspect(&["kp", "kP"], "kp [COUNT]", "call stack with parameter lists", K_DETAILS, k),
+    CommandSpec::inspect(&["kc"], "kc [COUNT]", "call stack, call sites only", K_DETAILS, k),
+];
+
+#[derive(Debug, Clone, Copy)]
+struct Style {
+    numbers: bool,
+    args: bool,
+    params: bool,
+    clean: bool,
+}
+
+fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let lower = inv.name.to_ascii_lowercase();
+    let style = Style {
+        numbers: lower.contains('n'),
+        args: lower.contains('b') || lower.contains('v'),
+        params: lower.contains('p'),
+        clean: lower == "kc",
+    };
+    let count = match inv.args.trim() {
+        "" => DEFAULT_FRAMES,
+        a => eval(session, a.trim_start_matches("0n").trim())
+            .map_err(|_| CommandError::syntax(format!("Syntax error in '{} {a}': expected a frame count", inv.name)))?,
+    };
+    let mut stack = session.stack()?;
+    stack.frames.truncate(usize::try_from(count).unwrap_or(usize::MAX));
+    let text = render_stack(session, &stack, style);
+    Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
+}
+
+fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
+    let ptr = session.arch().pointer_size();
+    let x86 = ptr == 4;
+    let mut out = String::new();
+    if !style.clean {
+        let num = if style.numbers { " # " } else { "" };
+        let (sp, ra) = if x86 { ("ChildEBP", "RetAddr  ") } else { ("Child-SP          ", "RetAddr               ") };
+        let args = match (style.args, x86) {
+            (false, _) => String::new(),
+            (true, true) => "Args to Child              ".to_string(),
+            (true, false) => ": Args to Child                                                           : ".to_string(),
+        };
+        let ra = if style.args && !x86 { "RetAddr           " } else { ra };
+        out.push_str(&format!("{num}{sp} {ra}{args}Call Site\n"));
+    } else {
+        out.push_str("Call Site\n");
+    }
+    for f in &stack.frames {
+        if style.clean {
+            out.push_str(&call_site(f, style.params));
+            out.push('\n');
+            continue;
+        }
+        if style.numbers {
+            out.push_str(&format!("{:02x} ", f.index));
+        }
+        if f.inline {
+            let dashes = if x86 { "--------" } else { "--------`--------" };
+            out.push_str(&format!("(Inline Function) {dashes}"));
+            if style.args {
+                out.push_str(if x86 { " " } else { " : " });
+                out.push_str(&vec![dashes; if x86 { 3 } else { 4 }].join(" "));
+                out.push_str(if x86 { " " } else { " : " });
+            } else {
+                out.push_str(if x86 { " " } else { "     " });
+            }
+        } else {
+            let child = if x86 { f.frame_pointer.unwrap_or(f.stack_pointer) } else { f.stack_pointer };
+            let ret = f.return_address.map(|r| addr(session, r)).unwrap_or_else(|| addr(session, 0));
+            out.push_str(&format!("{} {ret}", addr(session, child)));
+            if style.args {
+                let words: Vec<String> = (0..if x86 { 3 } else { 4 })
+                    .map(|i| match f.args.get(i) {
+                        Some(v) => addr(session, *v),
+                        None => crate::render::unreadable_addr(ptr).to_string(),
+                    })
+                    .collect();
+                if x86 {
+                    out.push_str(&format!(" {} ", words.join(" ")));
+                } else {
+                    out.push_str(&format!(" : {} : ", words.join(" ")));
+                }
+            } else {
+                out.push_str(if x86 { " " } else { "     " });
+            }
+        }
+        out.push_str(&call_site(f, style.params));
+        if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
+            out.push_str(&format!(" [{file} @ {line}]"));
+        }
+        out.push('\n');
+    }
+    if let Some(note) = &stack.note {
+        out.push_str(&format!("WARNING: {note}\n"));
+    }
+    out
+}
+
+fn call_site(f: &Frame, params: bool) -> String {
+    if params {
+        if let (Some(m), Some(func)) = (&f.module, &f.function) {
+            let off = match f.function_offset {
+                Some(o) if o != 0 && !f.inline => format!("+{o:#x}"),
+                _ => String::new(),
+            };
+            return format!("{m}!{func}{off}");
+        }
+    }
+    f.call_site()
+}

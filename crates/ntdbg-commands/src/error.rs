@@ -1,0 +1,56 @@
+//! Command errors: a stable code, a message in WinDbg's words where it has them, and a hint.
+
+use ntdbg_engine::EngineError;
+
+/// Why a command failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandError {
+    /// Stable snake_case key (`unknown_command`, `syntax_error`, `memory_unavailable`, …).
+    pub code: &'static str,
+    /// What went wrong.
+    pub message: String,
+    /// What to do instead, when there is something to suggest.
+    pub hint: Option<String>,
+}
+
+impl CommandError {
+    /// An error with a code and message.
+    pub fn new(code: &'static str, message: impl Into<String>) -> CommandError {
+        CommandError { code, message: message.into(), hint: None }
+    }
+
+    /// Adds a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> CommandError {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// A syntax error in the arguments.
+    pub fn syntax(message: impl Into<String>) -> CommandError {
+        CommandError::new("syntax_error", message)
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, " (hint: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CommandError {}
+
+impl From<EngineError> for CommandError {
+    fn from(e: EngineError) -> CommandError {
+        CommandError::new(e.code(), e.to_string())
+    }
+}
+
+impl From<ntdbg_engine::expr::ExprError> for CommandError {
+    fn from(e: ntdbg_engine::expr::ExprError) -> CommandError {
+        CommandError::new(e.code(), e.to_string())
+    }
+}

@@ -1,0 +1,28 @@
+//! The WinDbg command language for ntdbg.
+//!
+//! One parser and one command table, shared by every front end (CLI, REPL, MCP): a line is
+//! split into commands ([`parse`]), each is looked up in the [`table`] and run by its family's
+//! handler (`commands/`), which returns WinDbg-shaped text and, where it has one, a
+//! [`TypedResult`]. Handlers never print.
+//!
+//! ```no_run
+//! let mut session = ntdbg_engine::Session::open_dump("crash.dmp".as_ref(), None)?;
+//! for result in ntdbg_commands::run_batch(&mut session, ".ecxr; kn")? {
+//!     print!("{}", result.output);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod commands;
+mod error;
+mod output;
+pub mod parse;
+pub mod render;
+mod run;
+pub mod spec;
+pub mod table;
+
+pub use error::CommandError;
+pub use output::{CommandOutput, ModuleRow, NamedValue, ThreadRow, TypedResult};
+pub use run::{run_batch, run_command, CommandResult, Status};

@@ -1,0 +1,144 @@
+//! What a command returns: WinDbg-shaped text and, where it has one, a typed result.
+
+use ntdbg_engine::stack::Stack;
+use ntdbg_engine::Symbolized;
+use serde::Serialize;
+
+/// The output of one command.
+#[derive(Debug, Clone, Default)]
+pub struct CommandOutput {
+    /// The text, as WinDbg would print it.
+    pub text: String,
+    /// The structured value, for `format: "json"` and `--json`.
+    pub typed: Option<TypedResult>,
+}
+
+impl CommandOutput {
+    /// Text only.
+    pub fn text(text: impl Into<String>) -> CommandOutput {
+        CommandOutput { text: text.into(), typed: None }
+    }
+
+    /// Text and a typed result.
+    pub fn with(text: impl Into<String>, typed: TypedResult) -> CommandOutput {
+        CommandOutput { text: text.into(), typed: Some(typed) }
+    }
+}
+
+/// Typed results of the commands that have one.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TypedResult {
+    /// `k` family: the walked stack.
+    Stack(Stack),
+    /// `~*k`: several stacks.
+    Stacks {
+        /// One stack per thread.
+        stacks: Vec<Stack>,
+    },
+    /// `r`: registers by name (`0x` hex strings).
+    Registers {
+        /// Name → value.
+        registers: Vec<NamedValue>,
+    },
+    /// `lm`: modules.
+    Modules {
+        /// The modules.
+        modules: Vec<ModuleRow>,
+    },
+    /// `~`: threads.
+    Threads {
+        /// The threads.
+        threads: Vec<ThreadRow>,
+    },
+    /// `d*`: memory, one entry per unit; `null` where the dump has no data.
+    Memory {
+        /// First address.
+        address: String,
+        /// Unit size in bytes.
+        unit: usize,
+        /// Values (`0x` hex), `None` for missing memory.
+        values: Vec<Option<String>>,
+    },
+    /// `u`/`ub`/`uf`: instructions.
+    Disassembly {
+        /// The instructions.
+        instructions: Vec<ntdbg_engine::disasm::Instruction>,
+    },
+    /// `?`: an evaluated expression.
+    Value {
+        /// The value as `0x` hex.
+        hex: String,
+        /// The value in decimal.
+        decimal: String,
+    },
+    /// `ln`, `x`: symbols.
+    Symbols {
+        /// The symbols.
+        symbols: Vec<Symbolized>,
+    },
+    /// `!analyze`: the analysis report.
+    Analysis(Box<ntdbg_analysis::Report>),
+    /// `.lastevent`, `.exr`: the exception.
+    Event {
+        /// Exception code.
+        code: String,
+        /// Its name.
+        name: String,
+        /// Exception address.
+        address: String,
+        /// Thread id.
+        thread_id: String,
+        /// Parameters.
+        parameters: Vec<String>,
+        /// What happened.
+        description: String,
+    },
+}
+
+/// A named value (`0x` hex string).
+#[derive(Debug, Clone, Serialize)]
+pub struct NamedValue {
+    /// Name.
+    pub name: String,
+    /// Value, `0x` hex.
+    pub value: String,
+}
+
+/// One row of `lm`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModuleRow {
+    /// WinDbg module name.
+    pub name: String,
+    /// Start address.
+    pub start: String,
+    /// End address (exclusive).
+    pub end: String,
+    /// Full image path as the dump records it.
+    pub image: String,
+    /// PE TimeDateStamp.
+    pub timestamp: String,
+    /// File version, when the dump records it.
+    pub version: Option<String>,
+    /// Symbol state (`pdb symbols`, `breakpad symbols`, `no symbols`).
+    pub symbols: String,
+    /// The symbol file used, when one was found.
+    pub symbol_file: Option<String>,
+}
+
+/// One row of `~`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadRow {
+    /// `~` number.
+    pub index: usize,
+    /// OS thread id (`0x` hex).
+    pub id: String,
+    /// Thread name, when known.
+    pub name: Option<String>,
+    /// TEB address.
+    pub teb: String,
+    /// Whether it is the current thread.
+    pub current: bool,
+    /// Whether it raised the last event.
+    pub event: bool,
+}

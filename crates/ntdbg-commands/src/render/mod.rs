@@ -1,0 +1,69 @@
+//! WinDbg text shapes shared by every command: addresses with the backtick, pointer-width
+//! values, and `module!function+0x1a` call sites.
+
+use ntdbg_engine::Session;
+
+/// A pointer-width value as WinDbg prints addresses: `00000001`40002134` on 64-bit targets,
+/// `00401ef3` on 32-bit ones.
+pub fn addr(session: &Session, value: u64) -> String {
+    addr_for(session.arch().pointer_size(), value)
+}
+
+/// [`addr`] for an explicit pointer size.
+pub fn addr_for(pointer_size: usize, value: u64) -> String {
+    if pointer_size == 4 {
+        format!("{:08x}", value & 0xffff_ffff)
+    } else {
+        format!("{:08x}`{:08x}", value >> 32, value & 0xffff_ffff)
+    }
+}
+
+/// The `????????` (or `????????`????????`) that WinDbg prints for an unreadable pointer.
+pub fn unreadable_addr(pointer_size: usize) -> &'static str {
+    if pointer_size == 4 {
+        "????????"
+    } else {
+        "????????`????????"
+    }
+}
+
+/// Time in WinDbg's form: `Mon Nov 30 02:02:06.000 2026 (UTC + 0:00)`.
+pub fn windbg_time(unix_seconds: u32) -> String {
+    let Ok(t) = time::OffsetDateTime::from_unix_timestamp(i64::from(unix_seconds)) else {
+        return format!("{unix_seconds} (seconds since 1970)");
+    };
+    let weekday = &format!("{}", t.weekday())[..3];
+    let month = &format!("{}", t.month())[..3];
+    format!(
+        "{weekday} {month} {:>2} {:02}:{:02}:{:02}.000 {} (UTC + 0:00)",
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.year()
+    )
+}
+
+/// A duration in WinDbg's form: `0 days 0:00:05.000`.
+pub fn windbg_duration(seconds: u64) -> String {
+    let days = seconds / 86_400;
+    let rest = seconds % 86_400;
+    format!("{days} days {}:{:02}:{:02}.000", rest / 3600, (rest % 3600) / 60, rest % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses() {
+        assert_eq!(addr_for(8, 0x1_4000_2134), "00000001`40002134");
+        assert_eq!(addr_for(4, 0x401ef3), "00401ef3");
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(windbg_time(0), "Thu Jan  1 00:00:00.000 1970 (UTC + 0:00)");
+        assert_eq!(windbg_duration(90_061), "1 days 1:01:01.000");
+    }
+}

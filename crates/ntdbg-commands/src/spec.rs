@@ -1,0 +1,80 @@
+//! What a command is: its names, help, what it needs, what it does, and its handler.
+
+use crate::error::CommandError;
+use crate::output::CommandOutput;
+use ntdbg_engine::Session;
+
+/// What state the target must be in for a command to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Runs on any target.
+    Any,
+    /// Needs a stopped target (every dump is stopped).
+    Halted,
+}
+
+/// What a command does to the target's execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Only reads or changes debugger state.
+    None,
+    /// Steps the target (`p`, `t`).
+    Step,
+    /// Resumes the target (`g`).
+    Run,
+}
+
+/// The arguments a handler receives.
+#[derive(Debug, Clone)]
+pub struct Invocation<'a> {
+    /// The command word as typed (original case, e.g. `kP`).
+    pub name: &'a str,
+    /// The rest of the command, trimmed.
+    pub args: &'a str,
+}
+
+/// A command handler. Handlers never print: they return text and a typed result.
+pub type Handler = fn(&mut Session, &Invocation<'_>) -> Result<CommandOutput, CommandError>;
+
+/// One command of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandSpec {
+    /// Names the command answers to (lower case; the first is the main one).
+    pub names: &'static [&'static str],
+    /// Usage line, e.g. `db [ADDR] [L COUNT]`.
+    pub usage: &'static str,
+    /// One line for the help list.
+    pub summary: &'static str,
+    /// Longer help, including deliberate differences from WinDbg.
+    pub details: &'static str,
+    /// Target state the command needs.
+    pub needs: Needs,
+    /// What it does to execution.
+    pub effect: Effect,
+    /// Whether it acts on the host (files, processes): refused over MCP on live targets.
+    pub host_effect: bool,
+    /// The handler.
+    pub handler: Handler,
+}
+
+impl CommandSpec {
+    /// A read-only command that runs on any stopped target (the common case).
+    pub const fn inspect(
+        names: &'static [&'static str],
+        usage: &'static str,
+        summary: &'static str,
+        details: &'static str,
+        handler: Handler,
+    ) -> CommandSpec {
+        CommandSpec {
+            names,
+            usage,
+            summary,
+            details,
+            needs: Needs::Halted,
+            effect: Effect::None,
+            host_effect: false,
+            handler,
+        }
+    }
+}

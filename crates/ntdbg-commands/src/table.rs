@@ -1,0 +1,55 @@
+//! The command table: every family's commands joined in help order, and lookup by name.
+
+use crate::commands;
+use crate::spec::CommandSpec;
+
+/// Every command, in the order `help` lists them.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    [
+        commands::events::COMMANDS,
+        commands::registers::COMMANDS,
+        commands::stack::COMMANDS,
+        commands::threads::COMMANDS,
+        commands::modules::COMMANDS,
+        commands::memory::COMMANDS,
+        commands::disasm::COMMANDS,
+        commands::symbols::COMMANDS,
+        commands::process::COMMANDS,
+        commands::meta::COMMANDS,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// The command answering to `name` (case-insensitive, except that `kP` is its own command).
+pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    let exact = all().find(|c| c.names.contains(&name));
+    exact.or_else(|| {
+        let lower = name.to_ascii_lowercase();
+        all().find(|c| c.names.contains(&lower.as_str()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in all() {
+            for n in c.names {
+                assert!(seen.insert(*n), "command name {n} registered twice");
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_has_help() {
+        for c in all() {
+            assert!(!c.names.is_empty());
+            assert!(!c.usage.is_empty(), "{:?} has no usage", c.names);
+            assert!(!c.summary.is_empty(), "{:?} has no summary", c.names);
+        }
+    }
+}

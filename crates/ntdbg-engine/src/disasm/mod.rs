@@ -1,0 +1,38 @@
+//! Disassembly for WinDbg's `u`, `ub` and `uf`, producing text shaped exactly like WinDbg/cdb:
+//!
+//! ```text
+//! crashy!crash_null_write+0x4:
+//! 00000001`40002134 c70134120000    mov     dword ptr [rcx],1234h
+//! 00000001`4000213a 5d              pop     rbp
+//! ```
+//!
+//! The engine supplies target memory ([`CodeMemory`]) and symbols ([`AddressNamer`]); this
+//! module decodes with iced-x86 and formats in WinDbg's MASM dialect (see `format.rs` for where
+//! that differs from iced's defaults). [`disassemble_forward`] is `u`, [`disassemble_backward`]
+//! is `ub` (heuristic, see `backward.rs`), [`disassemble_function`] is `uf`, [`render`] prints
+//! any of them. [`format_address`] and [`instruction_registers`] are shared with other
+//! commands and crash analysis.
+
+mod backward;
+mod flow;
+mod format;
+mod forward;
+mod line;
+mod registers;
+mod render;
+mod text;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use backward::disassemble_backward;
+pub use flow::{disassemble_function, MAX_FLOW_INSTRUCTIONS};
+pub use forward::{disassemble_forward, DEFAULT_COUNT};
+pub use registers::instruction_registers;
+pub use render::render;
+pub use text::format_address;
+pub use types::{
+    AddressNamer, Bitness, CodeMemory, DisasmError, Instruction, MemoryOperand, NoSymbols,
+    SliceMemory,
+};

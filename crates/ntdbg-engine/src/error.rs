@@ -1,0 +1,41 @@
+//! Engine errors.
+
+use ntdbg_targets::TargetError;
+
+/// An error from the engine. `code()` gives a stable key for machines.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// Opening the target failed.
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    /// The symbol path could not be parsed.
+    #[error("bad symbol path: {0}")]
+    SymbolPath(String),
+    /// A thread number or id that does not exist.
+    #[error("no thread {0} (use `~` to list threads)")]
+    NoSuchThread(String),
+    /// The target has no exception event (`.ecxr` on a dump without one).
+    #[error("the target has no exception context (no exception stream in the dump)")]
+    NoExceptionContext,
+    /// A thread without a register context.
+    #[error("thread {0:#x} has no register context in the dump")]
+    NoContext(u32),
+    /// A context record could not be read at an address (`.cxr ADDR`).
+    #[error("unable to read a context record at {0:#x}")]
+    BadContextRecord(u64),
+}
+
+impl EngineError {
+    /// A stable snake_case key for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EngineError::Target(e) => e.code(),
+            EngineError::SymbolPath(_) => "bad_symbol_path",
+            EngineError::NoSuchThread(_) => "no_such_thread",
+            EngineError::NoExceptionContext => "no_exception_context",
+            EngineError::NoContext(_) => "no_context",
+            EngineError::BadContextRecord(_) => "bad_context_record",
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! The session as the environment of MASM expressions: registers, pseudo-registers,
+//! memory and symbols.
+
+use crate::expr::{self, ExprEnv, ExprError};
+use crate::registers;
+use crate::session::Session;
+
+impl ExprEnv for Session {
+    fn register(&self, name: &str) -> Option<u64> {
+        let name = name.trim_start_matches('@');
+        match name {
+            "$ip" => self.instruction_pointer(),
+            "$csp" => self.register(registers::sp_name(self.arch())),
+            "$ra" => self.stack().ok()?.frames.get(1).map(|f| f.instruction),
+            "$exentry" | "$exr" => self.target().event().map(|e| e.address),
+            "$tid" => self.current_thread().map(|t| u64::from(t.id)),
+            "$tpid" => self.target().system().process_id.map(u64::from),
+            "$teb" | "$thread" => self.current_thread().map(|t| t.teb),
+            "$peb" | "$proc" => self.peb_address(),
+            "$ptrsize" => Some(self.arch().pointer_size() as u64),
+            _ => Session::register(self, name),
+        }
+    }
+
+    fn read_memory(&self, addr: u64, size: usize) -> Option<u64> {
+        self.target().read_uint(addr, size)
+    }
+
+    fn pointer_size(&self) -> usize {
+        self.arch().pointer_size()
+    }
+
+    fn symbol(&self, name: &str) -> Option<u64> {
+        self.resolve_symbol(name)
+    }
+}
+
+impl Session {
+    /// Evaluates a MASM expression in this session (`? EXPR`).
+    pub fn evaluate(&self, text: &str) -> Result<u64, ExprError> {
+        expr::evaluate(text, self)
+    }
+
+    /// The process environment block address, read from the current thread's TEB.
+    pub fn peb_address(&self) -> Option<u64> {
+        let teb = self.current_thread()?.teb;
+        let (offset, size) = match self.arch() {
+            ntdbg_targets::Arch::X86 => (0x30, 4),
+            _ => (0x60, 8),
+        };
+        self.target().read_uint(teb.checked_add(offset)?, size)
+    }
+}

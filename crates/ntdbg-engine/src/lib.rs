@@ -1,0 +1,32 @@
+//! The ntdbg engine: a [`Session`] over a [`Target`](ntdbg_targets::Target).
+//!
+//! A session joins a target (a user-mode minidump today) with symbols
+//! ([`ntdbg_symbols::SymbolStore`]), the stack walker ([`stack`]), the disassembler
+//! ([`disasm`]) and the MASM expression evaluator ([`expr`]). It keeps the debugger state
+//! that WinDbg users expect: the current thread (`~Ns`) and the register scope (`.ecxr`,
+//! `.cxr`). It prints nothing: the command layer renders what it returns.
+//!
+//! ```no_run
+//! use ntdbg_engine::Session;
+//! let mut session = Session::open_dump("crash.dmp".as_ref(), None)?;
+//! session.select_exception_context()?;
+//! for frame in session.stack()?.frames {
+//!     println!("{}", frame.call_site());
+//! }
+//! # Ok::<(), ntdbg_engine::EngineError>(())
+//! ```
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod disasm;
+mod error;
+pub mod expr;
+mod expr_env;
+mod provider;
+pub mod registers;
+mod session;
+pub mod stack;
+pub mod symbolize;
+
+pub use error::EngineError;
+pub use session::{RegisterScope, Session};
+pub use symbolize::{module_name, Symbolized};

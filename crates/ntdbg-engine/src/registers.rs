@@ -1,0 +1,260 @@
+//! Register access on a CPU context: full registers, their sub-registers, flags and segments,
+//! and reading CONTEXT records from memory for `.cxr`.
+
+use minidump::format as md;
+use minidump::{MinidumpContext, MinidumpRawContext};
+use ntdbg_targets::Arch;
+use scroll::Pread;
+
+/// The registers `r` shows, in WinDbg's order, with their values.
+pub fn general_registers(ctx: &MinidumpContext) -> Vec<(&'static str, u64)> {
+    const X64: &[&str] = &[
+        "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rip", "rsp", "rbp", "r8", "r9", "r10", "r11",
+        "r12", "r13", "r14", "r15",
+    ];
+    const X86: &[&str] = &["eax", "ebx", "ecx", "edx", "esi", "edi", "eip", "esp", "ebp"];
+    let names: Vec<&'static str> = match &ctx.raw {
+        MinidumpRawContext::Amd64(_) => X64.to_vec(),
+        MinidumpRawContext::X86(_) => X86.to_vec(),
+        MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => ARM64_NAMES.to_vec(),
+        _ => ctx.general_purpose_registers().to_vec(),
+    };
+    names
+        .into_iter()
+        .filter_map(|n| register(ctx, n).map(|v| (n, v)))
+        .collect()
+}
+
+const ARM64_NAMES: &[&str] = &[
+    "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
+    "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
+    "x28", "fp", "lr", "sp", "pc",
+];
+
+/// The value of a register by name (lower-case, no `@`), including sub-registers
+/// (`eax`, `ax`, `al`, `ah`, `r8d`, `r8w`, `r8b`), flags (`efl`) and segments (`cs`).
+pub fn register(ctx: &MinidumpContext, name: &str) -> Option<u64> {
+    let name = name.trim_start_matches('@').to_ascii_lowercase();
+    match &ctx.raw {
+        MinidumpRawContext::Amd64(c) => amd64_register(c, &name),
+        MinidumpRawContext::X86(c) => x86_register(c, &name),
+        MinidumpRawContext::Arm64(c) => arm64_register(&c.iregs, c.sp, c.pc, c.cpsr, &name),
+        MinidumpRawContext::OldArm64(c) => arm64_register(&c.iregs[..31], c.sp, c.pc, c.cpsr, &name),
+        _ => ctx.get_register(&name),
+    }
+}
+
+fn amd64_register(c: &md::CONTEXT_AMD64, name: &str) -> Option<u64> {
+    let full = |n: &str| -> Option<u64> {
+        Some(match n {
+            "rax" => c.rax,
+            "rbx" => c.rbx,
+            "rcx" => c.rcx,
+            "rdx" => c.rdx,
+            "rsi" => c.rsi,
+            "rdi" => c.rdi,
+            "rsp" => c.rsp,
+            "rbp" => c.rbp,
+            "rip" => c.rip,
+            "r8" => c.r8,
+            "r9" => c.r9,
+            "r10" => c.r10,
+            "r11" => c.r11,
+            "r12" => c.r12,
+            "r13" => c.r13,
+            "r14" => c.r14,
+            "r15" => c.r15,
+            _ => return None,
+        })
+    };
+    if let Some(v) = full(name) {
+        return Some(v);
+    }
+    match name {
+        "efl" | "eflags" | "rflags" => return Some(u64::from(c.eflags)),
+        "cs" => return Some(u64::from(c.cs)),
+        "ds" => return Some(u64::from(c.ds)),
+        "es" => return Some(u64::from(c.es)),
+        "fs" => return Some(u64::from(c.fs)),
+        "gs" => return Some(u64::from(c.gs)),
+        "ss" => return Some(u64::from(c.ss)),
+        "mxcsr" => return Some(u64::from(c.mx_csr)),
+        "dr0" => return Some(c.dr0),
+        "dr1" => return Some(c.dr1),
+        "dr2" => return Some(c.dr2),
+        "dr3" => return Some(c.dr3),
+        "dr6" => return Some(c.dr6),
+        "dr7" => return Some(c.dr7),
+        _ => {}
+    }
+    // r8d / r8w / r8b
+    if let Some(base) = name.strip_suffix('d').filter(|b| b.starts_with('r') && b.len() > 1) {
+        return full(base).map(|v| v & 0xffff_ffff);
+    }
+    if let Some(base) = name.strip_suffix('w').filter(|b| b.starts_with('r') && b.len() > 1) {
+        return full(base).map(|v| v & 0xffff);
+    }
+    if let Some(base) = name.strip_suffix('b').filter(|b| b.starts_with('r') && b.len() > 1) {
+        return full(base).map(|v| v & 0xff);
+    }
+    legacy_subregister(name, |n| full(&format!("r{n}")))
+}
+
+fn x86_register(c: &md::CONTEXT_X86, name: &str) -> Option<u64> {
+    let full = |n: &str| -> Option<u64> {
+        Some(u64::from(match n {
+            "eax" => c.eax,
+            "ebx" => c.ebx,
+            "ecx" => c.ecx,
+            "edx" => c.edx,
+            "esi" => c.esi,
+            "edi" => c.edi,
+            "esp" => c.esp,
+            "ebp" => c.ebp,
+            "eip" => c.eip,
+            "efl" | "eflags" => c.eflags,
+            "cs" => c.cs,
+            "ds" => c.ds,
+            "es" => c.es,
+            "fs" => c.fs,
+            "gs" => c.gs,
+            "ss" => c.ss,
+            "dr0" => c.dr0,
+            "dr1" => c.dr1,
+            "dr2" => c.dr2,
+            "dr3" => c.dr3,
+            "dr6" => c.dr6,
+            "dr7" => c.dr7,
+            _ => return None,
+        }))
+    };
+    full(name).or_else(|| legacy_subregister(name, |n| full(&format!("e{n}"))))
+}
+
+/// `ax`/`al`/`ah`/`si`/`sil`… resolved against the 32- or 64-bit register `full("ax")` names.
+fn legacy_subregister(name: &str, full: impl Fn(&str) -> Option<u64>) -> Option<u64> {
+    let (base, shift, mask) = match name {
+        "ax" | "bx" | "cx" | "dx" | "si" | "di" | "sp" | "bp" | "ip" => (name, 0, 0xffff),
+        "al" | "bl" | "cl" | "dl" => (&name[..1], 0, 0xff),
+        "ah" | "bh" | "ch" | "dh" => (&name[..1], 8, 0xff),
+        "sil" | "dil" | "spl" | "bpl" => (&name[..2], 0, 0xff),
+        _ => return None,
+    };
+    let base = match base {
+        "a" | "b" | "c" | "d" => format!("{base}x"),
+        other => other.to_string(),
+    };
+    full(&base).map(|v| (v >> shift) & mask)
+}
+
+fn arm64_register(iregs: &[u64], sp: u64, pc: u64, cpsr: u32, name: &str) -> Option<u64> {
+    match name {
+        "fp" => return iregs.get(29).copied(),
+        "lr" => return iregs.get(30).copied(),
+        "sp" => return Some(sp),
+        "pc" => return Some(pc),
+        "cpsr" => return Some(u64::from(cpsr)),
+        _ => {}
+    }
+    if let Some(n) = name.strip_prefix('x').and_then(|n| n.parse::<usize>().ok()) {
+        return iregs.get(n).copied();
+    }
+    if let Some(n) = name.strip_prefix('w').and_then(|n| n.parse::<usize>().ok()) {
+        return iregs.get(n).map(|v| v & 0xffff_ffff);
+    }
+    None
+}
+
+/// The flag mnemonics WinDbg prints after `iopl=`: `nv up ei pl zr na po nc`.
+pub fn flags_text(efl: u64) -> String {
+    let bit = |n: u32| efl & (1 << n) != 0;
+    let pick = |set: bool, on: &'static str, off: &'static str| if set { on } else { off };
+    [
+        pick(bit(11), "ov", "nv"),
+        pick(bit(10), "dn", "up"),
+        pick(bit(9), "ei", "di"),
+        pick(bit(7), "ng", "pl"),
+        pick(bit(6), "zr", "nz"),
+        pick(bit(4), "ac", "na"),
+        pick(bit(2), "pe", "po"),
+        pick(bit(0), "cy", "nc"),
+    ]
+    .join(" ")
+}
+
+/// Reads a CONTEXT record (as `.cxr ADDR` takes) of the given architecture from raw bytes.
+pub fn context_from_bytes(arch: Arch, bytes: &[u8]) -> Option<MinidumpContext> {
+    let le = scroll::Endian::Little;
+    let raw = match arch {
+        Arch::X64 => MinidumpRawContext::Amd64(bytes.pread_with::<md::CONTEXT_AMD64>(0, le).ok()?),
+        Arch::X86 => MinidumpRawContext::X86(bytes.pread_with::<md::CONTEXT_X86>(0, le).ok()?),
+        Arch::Arm64 => MinidumpRawContext::Arm64(bytes.pread_with::<md::CONTEXT_ARM64>(0, le).ok()?),
+        Arch::Other(_) => return None,
+    };
+    Some(MinidumpContext::from_raw(raw))
+}
+
+/// Size in bytes of a CONTEXT record for the architecture.
+pub fn context_size(arch: Arch) -> usize {
+    match arch {
+        Arch::X64 => 1232,
+        Arch::X86 => 716,
+        Arch::Arm64 => 912,
+        Arch::Other(_) => 0,
+    }
+}
+
+/// The instruction pointer register name for the architecture.
+pub fn ip_name(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86 => "eip",
+        Arch::X64 => "rip",
+        _ => "pc",
+    }
+}
+
+/// The stack pointer register name for the architecture.
+pub fn sp_name(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86 => "esp",
+        Arch::X64 => "rsp",
+        _ => "sp",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amd64() -> MinidumpContext {
+        let c = md::CONTEXT_AMD64 {
+            rax: 0x1122_3344_5566_7788,
+            r8: 0xdead_beef_cafe_f00d,
+            eflags: 0x10246,
+            cs: 0x33,
+            ..Default::default()
+        };
+        MinidumpContext::from_raw(MinidumpRawContext::Amd64(c))
+    }
+
+    #[test]
+    fn subregisters() {
+        let ctx = amd64();
+        assert_eq!(register(&ctx, "rax"), Some(0x1122_3344_5566_7788));
+        assert_eq!(register(&ctx, "eax"), Some(0x5566_7788));
+        assert_eq!(register(&ctx, "ax"), Some(0x7788));
+        assert_eq!(register(&ctx, "al"), Some(0x88));
+        assert_eq!(register(&ctx, "ah"), Some(0x77));
+        assert_eq!(register(&ctx, "r8d"), Some(0xcafe_f00d));
+        assert_eq!(register(&ctx, "r8w"), Some(0xf00d));
+        assert_eq!(register(&ctx, "r8b"), Some(0x0d));
+        assert_eq!(register(&ctx, "@cs"), Some(0x33));
+        assert_eq!(register(&ctx, "nope"), None);
+    }
+
+    #[test]
+    fn flags_like_windbg() {
+        assert_eq!(flags_text(0x10246), "nv up ei pl zr na pe nc");
+        assert_eq!(flags_text(0x10202), "nv up ei pl nz na po nc");
+    }
+}

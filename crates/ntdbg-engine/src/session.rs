@@ -1,0 +1,300 @@
+//! The debugging session: a target, its symbols, and the debugger state (current thread,
+//! register scope).
+
+use crate::error::EngineError;
+use crate::provider::load_module_symbols;
+use crate::registers;
+use crate::stack::{self, Stack};
+use crate::symbolize::{module_name, Symbolized};
+use minidump::{MinidumpContext, MinidumpModule};
+use ntdbg_symbols::{ModuleSymbols, SymbolPath, SymbolStore};
+use ntdbg_targets::{Arch, Target, ThreadInfo, UserDump};
+use std::path::Path;
+use std::sync::Arc;
+
+/// Which register context commands see, as WinDbg's `.ecxr` / `.cxr` select it.
+#[derive(Debug, Clone)]
+pub enum RegisterScope {
+    /// The current thread's own context (the default, and after `.cxr` with no argument).
+    Thread,
+    /// The exception context of the last event (after `.ecxr`).
+    Exception,
+    /// A context record read from memory (after `.cxr ADDR`).
+    Record {
+        /// Where the record was read.
+        address: u64,
+        /// The context.
+        context: Box<MinidumpContext>,
+    },
+}
+
+/// A debugging session over one target.
+#[derive(Debug)]
+pub struct Session {
+    target: Box<dyn Target>,
+    symbols: SymbolStore,
+    current_thread: usize,
+    scope: RegisterScope,
+    cursors: Cursors,
+}
+
+/// Where argument-less `d*` and `u` commands continue.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cursors {
+    display: Option<u64>,
+    disasm: Option<u64>,
+}
+
+impl Session {
+    /// Opens a dump file. Without a symbol path, symbols are searched in the dump's folder,
+    /// then `_NT_SYMBOL_PATH`.
+    pub fn open_dump(path: &Path, symbol_path: Option<&str>) -> Result<Session, EngineError> {
+        let target = UserDump::open(path)?;
+        let path_text = match symbol_path {
+            Some(p) => p.to_string(),
+            None => default_symbol_path(path),
+        };
+        let sympath =
+            SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
+        Ok(Session::new(Box::new(target), SymbolStore::new(sympath)))
+    }
+
+    /// A session over any target, starting on the event thread when there is one.
+    pub fn new(target: Box<dyn Target>, symbols: SymbolStore) -> Session {
+        let current_thread = event_thread_index(target.as_ref()).unwrap_or(0);
+        Session {
+            target,
+            symbols,
+            current_thread,
+            scope: RegisterScope::Thread,
+            cursors: Cursors::default(),
+        }
+    }
+
+    /// The target.
+    pub fn target(&self) -> &dyn Target {
+        self.target.as_ref()
+    }
+
+    /// The symbol store.
+    pub fn symbols(&self) -> &SymbolStore {
+        &self.symbols
+    }
+
+    /// The target's architecture.
+    pub fn arch(&self) -> Arch {
+        self.target.arch()
+    }
+
+    /// Index (`~N`) of the current thread.
+    pub fn current_thread_index(&self) -> usize {
+        self.current_thread
+    }
+
+    /// The current thread, if the target has threads.
+    pub fn current_thread(&self) -> Option<&ThreadInfo> {
+        self.target.threads().get(self.current_thread)
+    }
+
+    /// Index of the thread that raised the last event.
+    pub fn event_thread_index(&self) -> Option<usize> {
+        event_thread_index(self.target.as_ref())
+    }
+
+    /// Makes thread `index` current (`~Ns`); the register scope returns to the thread's own.
+    pub fn set_current_thread(&mut self, index: usize) -> Result<&ThreadInfo, EngineError> {
+        if index >= self.target.threads().len() {
+            return Err(EngineError::NoSuchThread(index.to_string()));
+        }
+        self.current_thread = index;
+        self.scope = RegisterScope::Thread;
+        self.cursors.disasm = None;
+        Ok(&self.target.threads()[index])
+    }
+
+    /// The register scope in force.
+    pub fn scope(&self) -> &RegisterScope {
+        &self.scope
+    }
+
+    /// `.ecxr`: switches to the event thread and its exception context.
+    pub fn select_exception_context(&mut self) -> Result<MinidumpContext, EngineError> {
+        let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
+        let context = event.context.clone().ok_or(EngineError::NoExceptionContext)?;
+        if let Some(index) = self.event_thread_index() {
+            self.current_thread = index;
+        }
+        self.scope = RegisterScope::Exception;
+        self.cursors.disasm = None;
+        Ok(context)
+    }
+
+    /// `.cxr ADDR`: reads a CONTEXT record from memory and makes it the scope.
+    pub fn select_context_record(&mut self, address: u64) -> Result<MinidumpContext, EngineError> {
+        let arch = self.arch();
+        let bytes = self
+            .target
+            .read_exact(address, registers::context_size(arch))
+            .ok_or(EngineError::BadContextRecord(address))?;
+        let context = registers::context_from_bytes(arch, &bytes)
+            .ok_or(EngineError::BadContextRecord(address))?;
+        self.scope = RegisterScope::Record { address, context: Box::new(context.clone()) };
+        self.cursors.disasm = None;
+        Ok(context)
+    }
+
+    /// `.cxr` with no argument: back to the current thread's own context.
+    pub fn reset_scope(&mut self) {
+        self.scope = RegisterScope::Thread;
+        self.cursors.disasm = None;
+    }
+
+    /// The register context commands see now.
+    pub fn context(&self) -> Option<MinidumpContext> {
+        match &self.scope {
+            RegisterScope::Thread => self.current_thread()?.context.clone(),
+            RegisterScope::Exception => self.target.event()?.context.clone(),
+            RegisterScope::Record { context, .. } => Some((**context).clone()),
+        }
+    }
+
+    /// A register of the current context, by name (sub-registers included).
+    pub fn register(&self, name: &str) -> Option<u64> {
+        registers::register(&self.context()?, name)
+    }
+
+    /// The current instruction pointer.
+    pub fn instruction_pointer(&self) -> Option<u64> {
+        Some(self.context()?.get_instruction_pointer())
+    }
+
+    /// The call stack of the current thread in the current scope.
+    pub fn stack(&self) -> Result<Stack, EngineError> {
+        let thread = self
+            .current_thread()
+            .ok_or_else(|| EngineError::NoSuchThread(self.current_thread.to_string()))?;
+        let context = self.context().ok_or(EngineError::NoContext(thread.id))?;
+        Ok(stack::walk(self.target.as_ref(), &self.symbols, thread.id, &context))
+    }
+
+    /// The call stack of thread `index` from its own context (as `~*k` shows).
+    pub fn thread_stack(&self, index: usize) -> Result<Stack, EngineError> {
+        let thread = self
+            .target
+            .threads()
+            .get(index)
+            .ok_or_else(|| EngineError::NoSuchThread(index.to_string()))?;
+        let context = thread.context.clone().ok_or(EngineError::NoContext(thread.id))?;
+        Ok(stack::walk(self.target.as_ref(), &self.symbols, thread.id, &context))
+    }
+
+    /// The call stack of the last event: the exception context on the event thread.
+    pub fn event_stack(&self) -> Result<Stack, EngineError> {
+        let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
+        let context = event.context.clone().ok_or(EngineError::NoExceptionContext)?;
+        Ok(stack::walk(self.target.as_ref(), &self.symbols, event.thread_id, &context))
+    }
+
+    /// The module containing `addr`.
+    pub fn module_at(&self, addr: u64) -> Option<&MinidumpModule> {
+        self.target.modules().module_at_address(addr)
+    }
+
+    /// A module by its WinDbg name (`ntdll`) or file name (`ntdll.dll`), case-insensitive.
+    pub fn module_by_name(&self, name: &str) -> Option<&MinidumpModule> {
+        self.target.modules().iter().find(|m| {
+            let short = module_name(&m.name);
+            let file = m.name.rsplit(['\\', '/']).next().unwrap_or(&m.name);
+            short.eq_ignore_ascii_case(name) || file.eq_ignore_ascii_case(name)
+        })
+    }
+
+    /// The symbols of a module (loaded on first use).
+    pub fn module_symbols(&self, module: &MinidumpModule) -> Arc<ModuleSymbols> {
+        load_module_symbols(self.target.as_ref(), &self.symbols, module)
+    }
+
+    /// Everything known about an address: module, function, offset, source line.
+    pub fn symbolize(&self, addr: u64) -> Symbolized {
+        let mut out = Symbolized { address: addr, ..Default::default() };
+        let Some(module) = self.module_at(addr) else {
+            return out;
+        };
+        let base = module.raw.base_of_image;
+        out.module = Some(module_name(&module.name));
+        out.module_base = Some(base);
+        if let Some(hit) = self.module_symbols(module).lookup(addr - base) {
+            out.function = Some(hit.name);
+            out.function_offset = Some((addr - base).wrapping_sub(hit.start_rva));
+            out.source_file = hit.file;
+            out.source_line = hit.line;
+        }
+        out
+    }
+
+    /// Resolves `mod!name`, `mod` or a bare `name` to an address.
+    pub fn resolve_symbol(&self, text: &str) -> Option<u64> {
+        if let Some((module, name)) = text.split_once('!') {
+            let m = self.module_by_name(module)?;
+            let rva = self.module_symbols(m).resolve(name)?;
+            return m.raw.base_of_image.checked_add(rva);
+        }
+        if let Some(m) = self.module_by_name(text) {
+            return Some(m.raw.base_of_image);
+        }
+        self.target.modules().iter().find_map(|m| {
+            let rva = self.module_symbols(m).resolve(text)?;
+            m.raw.base_of_image.checked_add(rva)
+        })
+    }
+
+    /// Reads memory (never invents bytes: `None` marks a hole).
+    pub fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {
+        self.target.read_virtual(addr, len)
+    }
+
+    /// Where an argument-less memory display (`db`, `dd`, …) continues.
+    pub fn display_cursor(&self) -> Option<u64> {
+        self.cursors.display
+    }
+
+    /// Records where the last memory display ended.
+    pub fn set_display_cursor(&mut self, addr: u64) {
+        self.cursors.display = Some(addr);
+    }
+
+    /// Where an argument-less `u` continues.
+    pub fn disasm_cursor(&self) -> Option<u64> {
+        self.cursors.disasm
+    }
+
+    /// Records where the last `u` ended.
+    pub fn set_disasm_cursor(&mut self, addr: u64) {
+        self.cursors.disasm = Some(addr);
+    }
+
+    /// Replaces the symbol path (`.sympath`), dropping loaded symbols.
+    pub fn set_symbol_path(&mut self, path: SymbolPath) {
+        self.symbols.set_path(path);
+    }
+}
+
+fn event_thread_index(target: &dyn Target) -> Option<usize> {
+    let event = target.event()?;
+    target.threads().iter().position(|t| t.id == event.thread_id)
+}
+
+/// The dump's own folder, then `_NT_SYMBOL_PATH`.
+fn default_symbol_path(dump: &Path) -> String {
+    let folder = dump
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut parts = vec![folder.display().to_string()];
+    if let Ok(env) = std::env::var("_NT_SYMBOL_PATH") {
+        if !env.trim().is_empty() {
+            parts.push(env);
+        }
+    }
+    parts.join(";")
+}

@@ -1,0 +1,115 @@
+//! Turning addresses into `module!function+0xoffset` names.
+
+use serde::Serialize;
+
+/// What is known about one address.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Symbolized {
+    /// The address.
+    pub address: u64,
+    /// The WinDbg module name (file name without extension), when in a module.
+    pub module: Option<String>,
+    /// The module's base address.
+    pub module_base: Option<u64>,
+    /// The function or public symbol containing the address.
+    pub function: Option<String>,
+    /// Offset of the address from the function start.
+    pub function_offset: Option<u64>,
+    /// Source file, when the symbols have line information.
+    pub source_file: Option<String>,
+    /// Source line.
+    pub source_line: Option<u32>,
+}
+
+impl Symbolized {
+    /// The WinDbg form: `crashy!main+0x10`, `crashy+0x1234`, or the bare hex address.
+    pub fn display(&self) -> String {
+        match (&self.module, &self.function, self.module_base) {
+            (Some(m), Some(f), _) => {
+                let f = short_function_name(f);
+                match self.function_offset {
+                    Some(0) | None => format!("{m}!{f}"),
+                    Some(off) => format!("{m}!{f}+{off:#x}"),
+                }
+            }
+            (Some(m), None, Some(base)) => format!("{m}+{:#x}", self.address.wrapping_sub(base)),
+            _ => format!("{:#x}", self.address),
+        }
+    }
+
+    /// ` [file @ line]` as WinDbg appends to stack frames, or an empty string.
+    pub fn source_suffix(&self) -> String {
+        match (&self.source_file, self.source_line) {
+            (Some(f), Some(l)) => format!(" [{f} @ {l}]"),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The WinDbg module name for a module path: the file name without its extension
+/// (`C:\Windows\System32\ntdll.dll` → `ntdll`).
+pub fn module_name(code_file: &str) -> String {
+    let file = code_file.rsplit(['\\', '/']).next().unwrap_or(code_file);
+    match file.rfind('.') {
+        Some(dot) if dot > 0 => file[..dot].to_string(),
+        _ => file.to_string(),
+    }
+}
+
+/// A function name as WinDbg prints it in stacks: without the parameter list
+/// (`crash_null_write(int*)` → `crash_null_write`; `Foo::bar(int) const` → `Foo::bar`).
+pub fn short_function_name(name: &str) -> &str {
+    let trimmed = name.trim_end();
+    if !trimmed.ends_with(')') && !trimmed.ends_with(" const") {
+        return trimmed;
+    }
+    // Find the '(' that opens the trailing parameter list, skipping nested parentheses.
+    let mut depth = 0i32;
+    for (i, c) in trimmed.char_indices().rev() {
+        match c {
+            ')' => depth += 1,
+            '(' => {
+                depth -= 1;
+                if depth == 0 {
+                    return if i == 0 { trimmed } else { &trimmed[..i] };
+                }
+            }
+            _ => {}
+        }
+    }
+    trimmed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names_drop_folder_and_extension() {
+        assert_eq!(module_name(r"C:\Windows\System32\ntdll.dll"), "ntdll");
+        assert_eq!(module_name("Z:\\tmp\\crashy.exe"), "crashy");
+        assert_eq!(module_name("/usr/lib/libc.so.6"), "libc.so");
+        assert_eq!(module_name("noext"), "noext");
+    }
+
+    #[test]
+    fn function_names_lose_parameter_lists() {
+        assert_eq!(short_function_name("crash_null_write(int*)"), "crash_null_write");
+        assert_eq!(short_function_name("main(int, char**)"), "main");
+        assert_eq!(short_function_name("Foo::bar(void (*)(int)) const"), "Foo::bar");
+        assert_eq!(short_function_name("mainCRTStartup"), "mainCRTStartup");
+        assert_eq!(short_function_name("(anonymous)"), "(anonymous)");
+    }
+
+    #[test]
+    fn display_forms() {
+        let mut s = Symbolized { address: 0x140002134, ..Default::default() };
+        assert_eq!(s.display(), "0x140002134");
+        s.module = Some("crashy".into());
+        s.module_base = Some(0x140000000);
+        assert_eq!(s.display(), "crashy+0x2134");
+        s.function = Some("crash_null_write(int*)".into());
+        s.function_offset = Some(4);
+        assert_eq!(s.display(), "crashy!crash_null_write+0x4");
+    }
+}

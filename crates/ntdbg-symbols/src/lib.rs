@@ -1,0 +1,58 @@
+//! Symbols for ntdbg: the symbol path, symbol-store lookup, PDB and Breakpad symbols, and
+//! unwinding from PE unwind tables.
+//!
+//! - [`SymbolPath`]: WinDbg symbol path syntax (`DIR;cache*DIR;srv*CACHE*URL`).
+//! - [`SymbolStore`]: finds and caches each module's [`ModuleSymbols`] — a Breakpad `.sym`
+//!   (also `.sym.xz`), else the PDB verified by GUID and age, plus the module image (verified
+//!   by timestamp and size, else read from dump memory) for identification and unwinding.
+//! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
+//!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
+//!   `minidump-unwind` symbol provider needs ([`ModuleSymbols::fill_symbol`],
+//!   [`ModuleSymbols::walk_frame`]).
+//!
+//! A module without symbols is not an error: its status is [`SymbolStatus::NoSymbols`] and
+//! [`ModuleSymbols::tried`] lists every place looked at and why it was not used. HTTP symbol
+//! servers are accepted in the path but not contacted yet.
+//!
+//! ```
+//! use ntdbg_symbols::{SymbolPath, SymbolStatus, SymbolStore};
+//! # let Some(data) = ntdbg_testutil::testdata_dir() else { return };
+//! let dir = data.join("winelab/x64");
+//! let store = SymbolStore::new(SymbolPath::parse(dir.to_str().unwrap()).unwrap());
+//! // A Wine dump's module: no CodeView record, found through the image's.
+//! let mut module = minidump::MinidumpModule::new(0x1_4000_0000, 0x5c000, r"Z:\tmp\crashy.exe");
+//! module.raw.time_date_stamp = 0x6b0cccd2;
+//! let symbols = store.module(&module, &|_, _| None);
+//! assert_eq!(symbols.status(), SymbolStatus::Pdb);
+//! let hit = symbols.lookup(0x2134).unwrap();
+//! assert_eq!(hit.name, "crash_null_write(int*)");
+//! assert_eq!(hit.line, Some(119));
+//! ```
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod demangle;
+mod error;
+mod image;
+mod load;
+mod locate;
+mod module;
+mod path;
+mod pdb_address;
+mod pdb_sym;
+mod store;
+mod unwind;
+mod unwind_arm64;
+mod wildcard;
+
+pub use error::SymbolError;
+pub use image::ImageSource;
+pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
+pub use path::{SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
+pub use store::SymbolStore;
+
+/// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions
+/// with lines and inlines, publics, `STACK WIN`). The identity is not checked: the `MODULE`
+/// line carries the PDB's own GUID and age.
+pub fn pdb_to_breakpad(path: &std::path::Path) -> Result<String, SymbolError> {
+    load::pdb_to_breakpad_text(path)
+}

@@ -1,0 +1,456 @@
+//! Finding and loading one module's symbols: the lookup order, each candidate's
+//! verification, and the `tried` notes.
+//!
+//! Order: (1) Breakpad `.sym`/`.sym.xz` by (PDB name, debug id); (2) the PDB by
+//! (name, GUID, age); both need the PDB identity, which comes from the dump's CodeView record
+//! or, when the dump has none (Wine), from the image's. The image itself (by name, timestamp
+//! and size, else from dump memory) is looked for first: it supplies that identity and the
+//! x64/ARM64 unwind tables. Every search directory is tried in store layout, then plain.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use breakpad_symbols::SymbolFile;
+use minidump::{CodeView, MinidumpModule, Module};
+use ntdbg_formats::store::{
+    breakpad_sym_name, file_name_of, image_key, Guid, PdbIdentity, PdbSignature,
+};
+use pdb_addr2line::pdb::PDB;
+
+use crate::image::{ImageSource, MappedImage};
+use crate::locate::{look, store_extras, Layout, Lookup};
+use crate::module::{ModuleSymbols, SymbolStatus};
+use crate::pdb_sym;
+use crate::unwind::PeUnwinder;
+use crate::{SymbolError, SymbolPath};
+
+/// Largest `.sym.xz` decompressed size accepted.
+const MAX_SYM_SIZE: usize = 1 << 30;
+
+/// What the dump says about a module.
+struct Identity {
+    code_name: String,
+    base: u64,
+    time_date_stamp: u32,
+    size_of_image: u32,
+    pdb: Option<PdbIdentity>,
+}
+
+impl Identity {
+    fn of(module: &MinidumpModule) -> Identity {
+        let pdb = match &module.codeview_info {
+            Some(CodeView::Pdb70(cv)) => {
+                let g = &cv.signature;
+                Some(PdbIdentity::new(
+                    &c_string(&cv.pdb_file_name),
+                    PdbSignature::Pdb70 {
+                        guid: Guid::from_fields(g.data1, g.data2, g.data3, g.data4),
+                        age: cv.age,
+                    },
+                ))
+            }
+            Some(CodeView::Pdb20(cv)) => Some(PdbIdentity::new(
+                &c_string(&cv.pdb_file_name),
+                PdbSignature::Pdb20 {
+                    signature: cv.signature,
+                    age: cv.age,
+                },
+            )),
+            _ => None,
+        }
+        .filter(|p| !p.name.is_empty());
+        Identity {
+            code_name: file_name_of(&module.code_file()).to_string(),
+            base: module.base_address(),
+            time_date_stamp: module.raw.time_date_stamp,
+            size_of_image: module.raw.size_of_image,
+            pdb,
+        }
+    }
+}
+
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// Runs a reader that might panic on damaged input; a panic becomes an error.
+fn guarded<T>(
+    path: &Path,
+    what: &'static str,
+    f: impl FnOnce() -> Result<T, SymbolError>,
+) -> Result<T, SymbolError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(SymbolError::Panicked {
+            path: path.to_path_buf(),
+            what,
+        })
+    })
+}
+
+fn io(path: &Path, source: std::io::Error) -> SymbolError {
+    SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Loads a module's symbols from `path`; never fails (failure is `NoSymbols` with reasons).
+pub(crate) fn load_module(
+    path: &SymbolPath,
+    module: &MinidumpModule,
+    read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+) -> ModuleSymbols {
+    let ident = Identity::of(module);
+    let mut tried = Vec::new();
+    let mut dirs = Vec::new();
+    for dir in path.local_dirs() {
+        if dir.is_dir() {
+            dirs.push(dir);
+        } else {
+            tried.push(format!("{}: directory not found", dir.display()));
+        }
+    }
+    for url in path.http_servers() {
+        tried.push(format!(
+            "{url}: symbol server not contacted: downloads are not supported yet"
+        ));
+    }
+    if dirs.is_empty() && path.is_empty() {
+        tried.push("symbol path is empty".to_string());
+    }
+
+    // The image: identity for CodeView-less dumps, unwind tables for x64/ARM64.
+    let mut image = find_image(&ident, &dirs, &mut tried);
+    let image_path = image.as_ref().and_then(|i| match &i.source {
+        ImageSource::File(p) => Some(p.clone()),
+        ImageSource::DumpMemory => None,
+    });
+    if image.is_none() {
+        image = image_from_memory(&ident, read_image, &mut tried);
+    }
+
+    let pdb = match (&ident.pdb, &image) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Some(img)) => match &img.info.codeview {
+            Some(cv) => {
+                let id = cv.identity();
+                tried.push(format!(
+                    "no CodeView record in the dump; the image names {} {}",
+                    id.name,
+                    id.key()
+                ));
+                Some(id).filter(|p| !p.name.is_empty())
+            }
+            None => {
+                tried.push("no CodeView record in the dump or in the image".to_string());
+                None
+            }
+        },
+        (None, None) => {
+            tried.push(
+                "no CodeView record in the dump and no image found: the PDB cannot be identified"
+                    .to_string(),
+            );
+            None
+        }
+    };
+
+    // The image's folder is searched (plain layout) for the PDB and .sym too.
+    let mut sym_dirs = dirs.clone();
+    if let Some(parent) = image_path.as_deref().and_then(Path::parent) {
+        if !sym_dirs.iter().any(|d| d == parent) {
+            sym_dirs.push(parent.to_path_buf());
+        }
+    }
+
+    let code = image
+        .as_ref()
+        .map(|i| (i.info.image_key(), ident.code_name.clone()));
+    let mut loaded: Option<(SymbolStatus, PathBuf, SymbolFile, Vec<(String, u64)>)> = None;
+    if let Some(pdb) = &pdb {
+        if let Some((p, sym)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
+            loaded = Some((SymbolStatus::Breakpad, p, sym, Vec::new()));
+        } else if let Some((p, sym, data)) = find_pdb(pdb, &sym_dirs, code.as_ref(), &mut tried) {
+            loaded = Some((SymbolStatus::Pdb, p, sym, data));
+        }
+    }
+
+    let mut out = match loaded {
+        Some((status, p, sym, data)) => {
+            tried.push(format!("{}: loaded ({})", p.display(), status.label()));
+            let mut m = ModuleSymbols::new(status, tried);
+            m.symbol_file_path = Some(p);
+            m.symbols = Some(sym);
+            m.data_symbols = data;
+            m
+        }
+        None => ModuleSymbols::new(SymbolStatus::NoSymbols, tried),
+    };
+    out.pdb_identity = pdb.map(|p| {
+        let key = p.key();
+        (p.name, key)
+    });
+    out.image_path = image_path;
+    if let Some(img) = image {
+        out.image_info = Some(img.info.clone());
+        out.image_source = Some(img.source.clone());
+        out.unwinder = PeUnwinder::new(Arc::new(img), ident.base);
+    }
+    out
+}
+
+/// Looks for the image by name and timestamp/size in every directory.
+fn find_image(ident: &Identity, dirs: &[PathBuf], tried: &mut Vec<String>) -> Option<MappedImage> {
+    if ident.code_name.is_empty() {
+        return None;
+    }
+    let key = image_key(ident.time_date_stamp, ident.size_of_image);
+    for dir in dirs {
+        for layout in [Layout::Store, Layout::Plain] {
+            let found = match look(dir, layout, &ident.code_name, &key) {
+                Lookup::Found(f) => f.path,
+                Lookup::Missing(note) => {
+                    tried.push(note);
+                    continue;
+                }
+            };
+            match read_image_file(&found, ident) {
+                Ok(img) => return Some(img),
+                Err(e) => tried.push(e.to_string()),
+            }
+        }
+    }
+    None
+}
+
+fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
+    let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+    let img = guarded(path, "PE reader", || {
+        MappedImage::from_file(&bytes, path.to_path_buf()).map_err(|source| SymbolError::Pe {
+            path: path.to_path_buf(),
+            source,
+        })
+    })?;
+    let want_ts = ident.time_date_stamp;
+    if (want_ts != 0 && img.info.time_date_stamp != want_ts)
+        || img.info.size_of_image != ident.size_of_image
+    {
+        return Err(SymbolError::Mismatch {
+            path: path.to_path_buf(),
+            what: "timestamp/size",
+            expected: image_key(want_ts, ident.size_of_image),
+            found: img.info.image_key(),
+        });
+    }
+    Ok(img)
+}
+
+fn image_from_memory(
+    ident: &Identity,
+    read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    tried: &mut Vec<String>,
+) -> Option<MappedImage> {
+    let what = format!("{} image in dump memory", ident.code_name);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        MappedImage::from_memory(read_image, ident.base, ident.size_of_image)
+    }));
+    match result {
+        Ok(Ok(Some(img))) => {
+            let read: u64 = img.valid.iter().map(|r| u64::from(r.end - r.start)).sum();
+            if read == u64::from(ident.size_of_image) {
+                tried.push(format!("{what}: complete"));
+            } else {
+                tried.push(format!(
+                    "{what}: partial ({read:#x} of {:#x} bytes)",
+                    ident.size_of_image
+                ));
+            }
+            Some(img)
+        }
+        Ok(Ok(None)) => {
+            tried.push(format!("{what}: not present"));
+            None
+        }
+        Ok(Err(e)) => {
+            tried.push(format!("{what}: not a readable PE image: {e}"));
+            None
+        }
+        Err(_) => {
+            tried.push(format!("{what}: reader crashed on damaged input"));
+            None
+        }
+    }
+}
+
+/// Looks for a Breakpad `.sym`/`.sym.xz` with the PDB's debug id.
+fn find_breakpad(
+    pdb: &PdbIdentity,
+    dirs: &[PathBuf],
+    tried: &mut Vec<String>,
+) -> Option<(PathBuf, SymbolFile)> {
+    let key = pdb.key();
+    let sym = breakpad_sym_name(&pdb.name);
+    let xz = format!("{sym}.xz");
+    for dir in dirs {
+        for (layout, name) in [
+            (Layout::Store, &sym),
+            (Layout::Store, &xz),
+            (Layout::Plain, &sym),
+            (Layout::Plain, &xz),
+        ] {
+            let components: Vec<&str> = match layout {
+                Layout::Store => vec![pdb.name.as_str(), key.as_str(), name.as_str()],
+                Layout::Plain => vec![name.as_str()],
+            };
+            let Some(found) = crate::locate::path_ci(dir, &components).filter(|p| p.is_file())
+            else {
+                let mut shown = dir.clone();
+                components.iter().for_each(|c| shown.push(c));
+                tried.push(format!("{}: not found", shown.display()));
+                continue;
+            };
+            match read_sym(&found, &key) {
+                Ok(sym) => return Some((found, sym)),
+                Err(e) => tried.push(e.to_string()),
+            }
+        }
+    }
+    None
+}
+
+fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
+    let raw = std::fs::read(path).map_err(|e| io(path, e))?;
+    let bad = |message: String| SymbolError::Breakpad {
+        path: path.to_path_buf(),
+        message,
+    };
+    let is_xz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
+    let sym = guarded(path, "Breakpad parser", || {
+        let text = if is_xz {
+            let mut out = Vec::new();
+            let mut input = std::io::BufReader::new(&raw[..]);
+            lzma_rs::xz_decompress(&mut input, &mut out)
+                .map_err(|e| bad(format!("xz: {e}")))?;
+            if out.len() > MAX_SYM_SIZE {
+                return Err(bad("decompressed file too large".to_string()));
+            }
+            out
+        } else {
+            raw
+        };
+        SymbolFile::from_bytes(&text).map_err(|e| bad(e.to_string()))
+    })?;
+    if !sym.module_id.eq_ignore_ascii_case(key) {
+        return Err(SymbolError::Mismatch {
+            path: path.to_path_buf(),
+            what: "debug id",
+            expected: key.to_string(),
+            found: sym.module_id,
+        });
+    }
+    Ok(sym)
+}
+
+type LoadedPdb = (PathBuf, SymbolFile, Vec<(String, u64)>);
+
+/// Looks for the PDB by name, GUID and age.
+fn find_pdb(
+    pdb: &PdbIdentity,
+    dirs: &[PathBuf],
+    code: Option<&(String, String)>,
+    tried: &mut Vec<String>,
+) -> Option<LoadedPdb> {
+    let key = pdb.key();
+    for dir in dirs {
+        let mut candidates = Vec::new();
+        match look(dir, Layout::Store, &pdb.name, &key) {
+            Lookup::Found(f) => candidates.push(f.path),
+            Lookup::Missing(note) => tried.push(note),
+        }
+        let (redirect, notes) = store_extras(dir, &pdb.name, &key);
+        tried.extend(notes);
+        candidates.extend(redirect);
+        match look(dir, Layout::Plain, &pdb.name, "") {
+            Lookup::Found(f) => candidates.push(f.path),
+            Lookup::Missing(note) => tried.push(note),
+        }
+        for path in candidates {
+            match read_pdb(&path, pdb, code) {
+                Ok((sym, data)) => return Some((path, sym, data)),
+                Err(e) => tried.push(e.to_string()),
+            }
+        }
+    }
+    None
+}
+
+/// Opens a PDB, checks its identity and converts it.
+pub(crate) fn read_pdb(
+    path: &Path,
+    want: &PdbIdentity,
+    code: Option<&(String, String)>,
+) -> Result<(SymbolFile, Vec<(String, u64)>), SymbolError> {
+    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
+    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
+        path: path.to_path_buf(),
+        source,
+    };
+    guarded(path, "PDB reader", || {
+        let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
+        let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
+        let matches = match &want.signature {
+            PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
+            PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
+        };
+        if !matches {
+            let found = match &want.signature {
+                PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
+                PdbSignature::Pdb20 { .. } => {
+                    ntdbg_formats::store::pdb20_key(own.signature, own.age())
+                }
+            };
+            return Err(SymbolError::Mismatch {
+                path: path.to_path_buf(),
+                what: "GUID/age",
+                expected: want.key(),
+                found,
+            });
+        }
+        let code = code.map(|(id, file)| (id.as_str(), file.as_str()));
+        let converted =
+            pdb_sym::convert(&mut pdb, &want.key(), &want.name, code).map_err(pdb_err)?;
+        let sym = SymbolFile::from_bytes(converted.text.as_bytes()).map_err(|e| {
+            SymbolError::Breakpad {
+                path: path.to_path_buf(),
+                message: format!("converted PDB did not parse: {e}"),
+            }
+        })?;
+        Ok((sym, converted.data_symbols))
+    })
+}
+
+/// Converts a PDB to Breakpad symbol text without checking its identity (for tools and
+/// tests): the `MODULE` line carries the PDB's own GUID and age.
+pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
+    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
+    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
+        path: path.to_path_buf(),
+        source,
+    };
+    guarded(path, "PDB reader", || {
+        let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
+        let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
+        let key = ntdbg_formats::store::pdb_key(&own.guid, own.age());
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        pdb_sym::convert(&mut pdb, &key, &name, None)
+            .map(|c| c.text)
+            .map_err(pdb_err)
+    })
+}

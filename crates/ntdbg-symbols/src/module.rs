@@ -1,0 +1,368 @@
+//! One module's symbols, as the engine sees them: status, where they came from, lookups,
+//! and the two stack-walker hooks.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module, SymbolFile};
+use ntdbg_formats::pe::PeInfo;
+
+use crate::demangle::strip_parameters;
+use crate::image::ImageSource;
+use crate::unwind::PeUnwinder;
+use crate::wildcard::wildcard_match;
+
+/// What kind of symbols a module has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolStatus {
+    /// A matching PDB was loaded.
+    Pdb,
+    /// A matching Breakpad `.sym` (or `.sym.xz`) was loaded.
+    Breakpad,
+    /// Nothing usable was found ([`ModuleSymbols::tried`] says why).
+    NoSymbols,
+}
+
+impl SymbolStatus {
+    /// A stable `snake_case` key: `pdb`, `breakpad`, `no_symbols`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SymbolStatus::Pdb => "pdb",
+            SymbolStatus::Breakpad => "breakpad",
+            SymbolStatus::NoSymbols => "no_symbols",
+        }
+    }
+
+    /// Text for people: `pdb symbols`, `breakpad symbols`, `no symbols`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SymbolStatus::Pdb => "pdb symbols",
+            SymbolStatus::Breakpad => "breakpad symbols",
+            SymbolStatus::NoSymbols => "no symbols",
+        }
+    }
+}
+
+/// One inlined call at an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlineHit {
+    /// The inlined function's name.
+    pub name: String,
+    /// Source file of the location inside this inlined function.
+    pub file: Option<String>,
+    /// Line of that location.
+    pub line: Option<u32>,
+}
+
+/// What an address resolves to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolHit {
+    /// The function (or public symbol) containing the address. Functions from PDBs carry
+    /// their argument list (`crash_null_write(int*)`).
+    pub name: String,
+    /// RVA where it starts.
+    pub start_rva: u64,
+    /// Its size, when known (functions yes, public symbols no).
+    pub size: Option<u64>,
+    /// Source file of the location in `name` itself (for an inlined call: the call site).
+    pub file: Option<String>,
+    /// Line of that location.
+    pub line: Option<u32>,
+    /// Inlined calls at the address, **outermost first**: `inlines[0]` was inlined into
+    /// `name`, each next one into the previous; the last is where the instruction really is.
+    pub inlines: Vec<InlineHit>,
+    /// Whether the hit is a public symbol (no size, no lines).
+    pub is_public: bool,
+}
+
+/// One symbol found by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolEntry {
+    /// The name as stored (functions with their argument list).
+    pub name: String,
+    /// Its RVA.
+    pub rva: u64,
+    /// Its size, when known.
+    pub size: Option<u64>,
+    /// Whether it is a function (else a public or data symbol).
+    pub is_function: bool,
+}
+
+/// Names → RVA, built on first use by [`ModuleSymbols::resolve`].
+#[derive(Debug, Default)]
+struct NameIndex {
+    /// Lower-cased full and parameterless names → RVA (first definition wins, functions
+    /// first).
+    by_name: HashMap<String, u64>,
+}
+
+/// The symbols of one module. Cheap to share (`Arc`), `Send + Sync`.
+#[derive(Debug)]
+pub struct ModuleSymbols {
+    pub(crate) status: SymbolStatus,
+    pub(crate) symbol_file_path: Option<PathBuf>,
+    pub(crate) image_path: Option<PathBuf>,
+    pub(crate) image_info: Option<PeInfo>,
+    pub(crate) image_source: Option<ImageSource>,
+    pub(crate) pdb_identity: Option<(String, String)>,
+    pub(crate) tried: Vec<String>,
+    pub(crate) symbols: Option<SymbolFile>,
+    pub(crate) data_symbols: Vec<(String, u64)>,
+    pub(crate) unwinder: Option<PeUnwinder>,
+    index: OnceLock<NameIndex>,
+}
+
+/// Collects what `SymbolFile::fill_symbol` reports.
+#[derive(Default)]
+struct Collect {
+    instruction: u64,
+    function: Option<(String, u64)>,
+    source: Option<(String, u32)>,
+    inlines: Vec<InlineHit>,
+}
+
+impl FrameSymbolizer for Collect {
+    fn get_instruction(&self) -> u64 {
+        self.instruction
+    }
+    fn set_function(&mut self, name: &str, base: u64, _parameter_size: u32) {
+        self.function = Some((name.to_string(), base));
+    }
+    fn set_source_file(&mut self, file: &str, line: u32, _base: u64) {
+        self.source = Some((file.to_string(), line));
+    }
+    fn add_inline_frame(&mut self, name: &str, file: Option<&str>, line: Option<u32>) {
+        self.inlines.push(InlineHit {
+            name: name.to_string(),
+            file: file.map(str::to_string),
+            line,
+        });
+    }
+}
+
+/// Forwards to the walker's symbolizer and notes whether a function name was set.
+struct Detect<'a> {
+    inner: &'a mut dyn FrameSymbolizer,
+    named: bool,
+}
+
+impl FrameSymbolizer for Detect<'_> {
+    fn get_instruction(&self) -> u64 {
+        self.inner.get_instruction()
+    }
+    fn set_function(&mut self, name: &str, base: u64, parameter_size: u32) {
+        self.named |= !name.is_empty();
+        self.inner.set_function(name, base, parameter_size);
+    }
+    fn set_source_file(&mut self, file: &str, line: u32, base: u64) {
+        self.inner.set_source_file(file, line, base);
+    }
+    fn add_inline_frame(&mut self, name: &str, file: Option<&str>, line: Option<u32>) {
+        self.inner.add_inline_frame(name, file, line);
+    }
+}
+
+impl ModuleSymbols {
+    pub(crate) fn new(status: SymbolStatus, tried: Vec<String>) -> ModuleSymbols {
+        ModuleSymbols {
+            status,
+            symbol_file_path: None,
+            image_path: None,
+            image_info: None,
+            image_source: None,
+            pdb_identity: None,
+            tried,
+            symbols: None,
+            data_symbols: Vec::new(),
+            unwinder: None,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// What kind of symbols were loaded.
+    pub fn status(&self) -> SymbolStatus {
+        self.status
+    }
+
+    /// The symbol file used (a `.pdb`, `.sym` or `.sym.xz`).
+    pub fn symbol_file_path(&self) -> Option<&Path> {
+        self.symbol_file_path.as_deref()
+    }
+
+    /// The image file found on the symbol path (verified by timestamp and size), if any.
+    pub fn image_path(&self) -> Option<&Path> {
+        self.image_path.as_deref()
+    }
+
+    /// The image's headers (from the file on the symbol path, else from dump memory):
+    /// version resource, sections, CodeView record.
+    pub fn image_info(&self) -> Option<&PeInfo> {
+        self.image_info.as_ref()
+    }
+
+    /// Where the unwind tables used by [`ModuleSymbols::walk_frame`] come from, if any.
+    pub fn unwind_source(&self) -> Option<&ImageSource> {
+        self.unwinder.as_ref().map(|u| &u.image().source)
+    }
+
+    /// The PDB this module asks for: (file name, Breakpad debug id). From the dump's CodeView
+    /// record or, failing that, from the image's.
+    pub fn pdb_identity(&self) -> Option<(String, String)> {
+        self.pdb_identity.clone()
+    }
+
+    /// Every place looked at and why it was not used, in order (e.g.
+    /// `/syms/crashy.pdb: GUID/age mismatch (want …, file has …)`); the last entry says what
+    /// was loaded.
+    pub fn tried(&self) -> &[String] {
+        &self.tried
+    }
+
+    /// The loaded symbols in Breakpad's representation.
+    pub fn symbol_file(&self) -> Option<&SymbolFile> {
+        self.symbols.as_ref()
+    }
+
+    /// Fills a stack frame's function, parameter size, source line and inline frames (outermost
+    /// first, Breakpad's order). Returns whether a function name was found.
+    pub fn fill_symbol(&self, module: &dyn Module, frame: &mut dyn FrameSymbolizer) -> bool {
+        let Some(symbols) = &self.symbols else {
+            return false;
+        };
+        let mut detect = Detect {
+            inner: frame,
+            named: false,
+        };
+        symbols.fill_symbol(module, &mut detect);
+        detect.named
+    }
+
+    /// Recovers the caller's registers for the frame `walker` describes: Breakpad `STACK CFI`
+    /// / `STACK WIN` records first, else the image's x64/ARM64 unwind tables.
+    ///
+    /// For the innermost frame (`!walker.has_grand_callee()`) `get_instruction()` is the exact
+    /// program counter; for callers it is inside the call instruction (return address − 1),
+    /// as minidump-unwind provides it. `None` when nothing covers the address: the caller
+    /// then falls back to frame pointers or scanning.
+    pub fn walk_frame(&self, module: &dyn Module, walker: &mut dyn FrameWalker) -> Option<()> {
+        if let Some(symbols) = &self.symbols {
+            if symbols.walk_frame(module, walker).is_some() {
+                return Some(());
+            }
+        }
+        self.unwinder.as_ref()?.walk(module.base_address(), walker)
+    }
+
+    /// What `rva` resolves to: function (or nearest public symbol), source line, inlines.
+    pub fn lookup(&self, rva: u64) -> Option<SymbolHit> {
+        let symbols = self.symbols.as_ref()?;
+        let mut c = Collect {
+            instruction: rva,
+            ..Collect::default()
+        };
+        // A module at base 0, so Breakpad's lookup takes the RVA as is.
+        symbols.fill_symbol(&breakpad_symbols::SimpleModule::default(), &mut c);
+        let (name, start_rva) = c.function?;
+        let func = symbols.functions.get(rva).filter(|f| f.address == start_rva);
+        let (file, line) = match c.source {
+            Some((f, l)) => (Some(f), (l != 0).then_some(l)),
+            None => (None, None),
+        };
+        Some(SymbolHit {
+            name,
+            start_rva,
+            size: func.map(|f| u64::from(f.size)),
+            file,
+            line,
+            inlines: c.inlines,
+            is_public: func.is_none(),
+        })
+    }
+
+    /// The `[start, end)` RVA range of the function containing `rva` (functions only: public
+    /// symbols have no known end).
+    pub fn function_range(&self, rva: u64) -> Option<(u64, u64)> {
+        let f = self.symbols.as_ref()?.functions.get(rva)?;
+        Some((f.address, f.address + u64::from(f.size)))
+    }
+
+    /// Symbols whose name matches a WinDbg wildcard pattern (`*`, `?`; case-insensitive),
+    /// with or without the argument list: `crash_*` and `crash_null_write` both find
+    /// `crash_null_write(int*)`. Sorted by RVA.
+    pub fn find(&self, pattern: &str) -> Vec<SymbolEntry> {
+        let Some(symbols) = &self.symbols else {
+            return Vec::new();
+        };
+        let matches = |name: &str| {
+            wildcard_match(pattern, name) || wildcard_match(pattern, strip_parameters(name))
+        };
+        let mut out: Vec<SymbolEntry> = Vec::new();
+        for (_, f) in symbols.functions.ranges_values() {
+            if matches(&f.name) {
+                out.push(SymbolEntry {
+                    name: f.name.clone(),
+                    rva: f.address,
+                    size: Some(u64::from(f.size)),
+                    is_function: true,
+                });
+            }
+        }
+        for p in &symbols.publics {
+            if matches(&p.name) {
+                out.push(SymbolEntry {
+                    name: p.name.clone(),
+                    rva: p.address,
+                    size: None,
+                    is_function: false,
+                });
+            }
+        }
+        for (name, rva) in &self.data_symbols {
+            if matches(name) {
+                out.push(SymbolEntry {
+                    name: name.clone(),
+                    rva: *rva,
+                    size: None,
+                    is_function: false,
+                });
+            }
+        }
+        out.sort_by(|a, b| (a.rva, &a.name).cmp(&(b.rva, &b.name)));
+        out.dedup_by(|a, b| a.rva == b.rva && a.name == b.name);
+        out
+    }
+
+    /// The RVA of the symbol with exactly this name (case-insensitive; with or without its
+    /// argument list). Functions win over public and data symbols.
+    pub fn resolve(&self, name: &str) -> Option<u64> {
+        let index = self.index.get_or_init(|| self.build_index());
+        let key = name.trim().to_lowercase();
+        index
+            .by_name
+            .get(&key)
+            .or_else(|| index.by_name.get(strip_parameters(&key)))
+            .copied()
+    }
+
+    fn build_index(&self) -> NameIndex {
+        let mut by_name = HashMap::new();
+        let mut add = |name: &str, rva: u64| {
+            let lower = name.to_lowercase();
+            by_name.entry(strip_parameters(&lower).to_string()).or_insert(rva);
+            by_name.entry(lower).or_insert(rva);
+        };
+        if let Some(symbols) = &self.symbols {
+            for (_, f) in symbols.functions.ranges_values() {
+                add(&f.name, f.address);
+            }
+            for p in &symbols.publics {
+                add(&p.name, p.address);
+            }
+        }
+        for (name, rva) in &self.data_symbols {
+            add(name, *rva);
+        }
+        NameIndex { by_name }
+    }
+}

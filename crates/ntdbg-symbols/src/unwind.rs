@@ -1,0 +1,276 @@
+//! Unwinding with the image's own unwind tables (`.pdata`/`.xdata`), for modules whose symbol
+//! file has no `STACK CFI`/`STACK WIN` record at the address.
+//!
+//! - x64: framehop's PE unwinder, fed the mapped image. Before framehop runs, the
+//!   `RUNTIME_FUNCTION` covering the address and its whole `UNWIND_INFO` chain are checked to be
+//!   present in the image; when they are not (a dump with holes), no answer is given, so the
+//!   caller falls back to frame-pointer or scanning with the right trust instead of getting a
+//!   guess dressed up as CFI.
+//! - ARM64: [`ntdbg_formats::unwind_arm64`] (framehop 0.16 has no ARM64 PE unwinder).
+//!
+//! Registers restored: x64 `rip`, `rsp` and the non-volatile integer registers (`rbx`, `rbp`,
+//! `rsi`, `rdi`, `r12`–`r15`); ARM64 `pc`, `sp`, `fp`, `lr` and `x19`–`x28`.
+
+use std::ops::{Deref, Range};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+
+use breakpad_symbols::FrameWalker;
+use framehop::x86_64::{CacheX86_64, Reg, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{FrameAddress, ModuleSectionInfo, Unwinder};
+use ntdbg_formats::pe::pdata::{
+    lookup_x64, read_runtime_functions_arm64, read_runtime_functions_x64, RuntimeFunctionArm64,
+    RuntimeFunctionX64, UnwindInfoX64,
+};
+use ntdbg_formats::pe::Machine;
+
+use crate::image::MappedImage;
+
+/// Longest `UNWIND_INFO` chain followed.
+const MAX_CHAIN: usize = 32;
+
+/// A view of part of an image, as framehop wants section data.
+#[derive(Clone, Debug)]
+struct ImageSlice {
+    data: Arc<[u8]>,
+    range: Range<usize>,
+}
+
+impl Deref for ImageSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.data.get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+/// x64 non-volatile registers: walker name and framehop register.
+const X64_NONVOLATILE: [(&str, Reg); 8] = [
+    ("rbx", Reg::RBX),
+    ("rbp", Reg::RBP),
+    ("rsi", Reg::RSI),
+    ("rdi", Reg::RDI),
+    ("r12", Reg::R12),
+    ("r13", Reg::R13),
+    ("r14", Reg::R14),
+    ("r15", Reg::R15),
+];
+
+/// x64 register numbers as `UNWIND_INFO` encodes them.
+const X64_BY_NUMBER: [&str; 16] = [
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
+    "r13", "r14", "r15",
+];
+
+/// The unwind tables of one module.
+pub(crate) struct PeUnwinder {
+    image: Arc<MappedImage>,
+    arch: Arch,
+}
+
+enum Arch {
+    X64 {
+        functions: Vec<RuntimeFunctionX64>,
+        unwinder: Box<UnwinderX86_64<ImageSlice>>,
+        cache: Mutex<CacheX86_64>,
+    },
+    Arm64 {
+        functions: Vec<RuntimeFunctionArm64>,
+    },
+}
+
+impl std::fmt::Debug for PeUnwinder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (arch, count) = match &self.arch {
+            Arch::X64 { functions, .. } => ("x64", functions.len()),
+            Arch::Arm64 { functions } => ("arm64", functions.len()),
+        };
+        f.debug_struct("PeUnwinder")
+            .field("arch", &arch)
+            .field("functions", &count)
+            .field("source", &self.image.source)
+            .finish()
+    }
+}
+
+/// framehop's view of the image: `.pdata` is the cleaned entry list, and both the unwind data
+/// and the code are the whole image (RVA = offset; base SVMA 0).
+struct Sections {
+    pdata: Arc<[u8]>,
+    image: Arc<[u8]>,
+}
+
+impl ModuleSectionInfo<ImageSlice> for Sections {
+    fn base_svma(&self) -> u64 {
+        0
+    }
+    fn section_svma_range(&mut self, name: &[u8]) -> Option<Range<u64>> {
+        match name {
+            b".pdata" => Some(0..self.pdata.len() as u64),
+            b".rdata" | b".text" => Some(0..self.image.len() as u64),
+            _ => None,
+        }
+    }
+    fn section_data(&mut self, name: &[u8]) -> Option<ImageSlice> {
+        let data = match name {
+            b".pdata" => self.pdata.clone(),
+            b".rdata" | b".text" => self.image.clone(),
+            _ => return None,
+        };
+        let range = 0..data.len();
+        Some(ImageSlice { data, range })
+    }
+}
+
+impl PeUnwinder {
+    /// Unwind tables for an image loaded at `base`; `None` when the image has no usable
+    /// exception directory or is not x64/ARM64.
+    pub fn new(image: Arc<MappedImage>, base: u64) -> Option<PeUnwinder> {
+        let dir = image.info.exception_directory?;
+        if !image.is_valid(dir.rva, dir.size) {
+            return None;
+        }
+        let pdata = image.bytes.get(dir.rva as usize..)?.get(..dir.size as usize)?;
+        let size = image.info.size_of_image.min(image.bytes.len() as u32);
+        let arch = match image.info.machine {
+            Machine::X64 => {
+                let functions = read_runtime_functions_x64(pdata, size);
+                if functions.is_empty() {
+                    return None;
+                }
+                let cleaned: Vec<u8> = functions
+                    .iter()
+                    .flat_map(|f| {
+                        [f.begin, f.end, f.unwind_info]
+                            .into_iter()
+                            .flat_map(u32::to_le_bytes)
+                    })
+                    .collect();
+                let mut unwinder = UnwinderX86_64::new();
+                let sections = Sections {
+                    pdata: cleaned.into(),
+                    image: image.bytes.clone(),
+                };
+                let end = base.checked_add(u64::from(size))?;
+                unwinder.add_module(framehop::Module::new(
+                    String::new(),
+                    base..end,
+                    base,
+                    sections,
+                ));
+                Arch::X64 {
+                    functions,
+                    unwinder: Box::new(unwinder),
+                    cache: Mutex::new(CacheX86_64::new()),
+                }
+            }
+            Machine::Arm64 => {
+                let functions = read_runtime_functions_arm64(pdata, size);
+                if functions.is_empty() {
+                    return None;
+                }
+                Arch::Arm64 { functions }
+            }
+            _ => return None,
+        };
+        Some(PeUnwinder { image, arch })
+    }
+
+    /// Where the unwind tables came from.
+    pub fn image(&self) -> &MappedImage {
+        &self.image
+    }
+
+    /// Unwinds one frame of the module loaded at `base`.
+    pub fn walk(&self, base: u64, walker: &mut dyn FrameWalker) -> Option<()> {
+        match &self.arch {
+            Arch::X64 {
+                functions,
+                unwinder,
+                cache,
+            } => self.walk_x64(base, functions, unwinder, cache, walker),
+            Arch::Arm64 { functions } => {
+                crate::unwind_arm64::walk(&self.image, functions, base, walker)
+            }
+        }
+    }
+
+    fn walk_x64(
+        &self,
+        base: u64,
+        functions: &[RuntimeFunctionX64],
+        unwinder: &UnwinderX86_64<ImageSlice>,
+        cache: &Mutex<CacheX86_64>,
+        walker: &mut dyn FrameWalker,
+    ) -> Option<()> {
+        let ip = walker.get_instruction();
+        let rva = u32::try_from(ip.checked_sub(base)?).ok()?;
+        let first = !walker.has_grand_callee();
+        let mut frame_register = 0u8;
+        match lookup_x64(functions, rva) {
+            // Only a leaf function has no entry, and only the innermost frame can be in one.
+            None if !first => return None,
+            None => {}
+            Some(f) => frame_register = self.check_chain_x64(f)?,
+        }
+        if frame_register != 0
+            && walker
+                .get_callee_register(X64_BY_NUMBER[usize::from(frame_register & 15)])
+                .is_none()
+        {
+            return None;
+        }
+        let sp = walker.get_callee_register("rsp")?;
+        let rip = walker.get_callee_register("rip").unwrap_or(ip);
+        let mut regs = UnwindRegsX86_64::new(rip, sp, 0);
+        let mut known = [false; 8];
+        for (i, (name, reg)) in X64_NONVOLATILE.iter().enumerate() {
+            if let Some(v) = walker.get_callee_register(name) {
+                regs.set(*reg, v);
+                known[i] = true;
+            }
+        }
+        let before = regs;
+        let address = if first {
+            FrameAddress::from_instruction_pointer(ip)
+        } else {
+            FrameAddress::from_return_address(ip.checked_add(1)?)?
+        };
+        let result = {
+            let reader: &dyn FrameWalker = walker;
+            let mut read = |addr: u64| reader.get_register_at_address(addr).ok_or(());
+            let mut cache = cache.lock().ok()?;
+            catch_unwind(AssertUnwindSafe(|| {
+                unwinder.unwind_frame(address, &mut regs, &mut cache, &mut read)
+            }))
+        };
+        let ra = result.ok()?.ok()??;
+        walker.set_cfa(regs.sp())?;
+        walker.set_ra(ra)?;
+        for (i, (name, reg)) in X64_NONVOLATILE.iter().enumerate() {
+            let v = regs.get(*reg);
+            if known[i] || v != before.get(*reg) {
+                walker.set_caller_register(name, v);
+            }
+        }
+        Some(())
+    }
+
+    /// Checks that `f`'s `UNWIND_INFO` and every chained one are really in the image;
+    /// returns the frame register of the first.
+    fn check_chain_x64(&self, f: &RuntimeFunctionX64) -> Option<u8> {
+        let mut at = f.unwind_info;
+        let mut frame_register = None;
+        for _ in 0..MAX_CHAIN {
+            let info = UnwindInfoX64::parse(self.image.at(at)?).ok()?;
+            if !self.image.is_valid(at, info.len as u32) {
+                return None;
+            }
+            frame_register.get_or_insert(info.frame_register);
+            match info.chained {
+                Some(next) => at = next.unwind_info,
+                None => return frame_register,
+            }
+        }
+        None
+    }
+}

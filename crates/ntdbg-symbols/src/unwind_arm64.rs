@@ -1,0 +1,88 @@
+//! Glue between [`ntdbg_formats::unwind_arm64`] and a Breakpad [`FrameWalker`].
+
+use breakpad_symbols::FrameWalker;
+use ntdbg_formats::pe::pdata::RuntimeFunctionArm64;
+use ntdbg_formats::unwind_arm64::{function_length, unwind, Arm64Regs};
+
+use crate::image::MappedImage;
+
+/// Registers the walker knows by these names, with their `x` index.
+const NAMED: [(&str, usize); 12] = [
+    ("x19", 19),
+    ("x20", 20),
+    ("x21", 21),
+    ("x22", 22),
+    ("x23", 23),
+    ("x24", 24),
+    ("x25", 25),
+    ("x26", 26),
+    ("x27", 27),
+    ("x28", 28),
+    ("fp", 29),
+    ("lr", 30),
+];
+
+/// The entry covering `rva`, with its `.xdata` when it has one.
+fn entry_for<'i>(
+    image: &'i MappedImage,
+    functions: &'i [RuntimeFunctionArm64],
+    rva: u32,
+) -> Option<(&'i RuntimeFunctionArm64, Option<&'i [u8]>)> {
+    let i = functions.partition_point(|f| f.begin <= rva).checked_sub(1)?;
+    let entry = functions.get(i)?;
+    let xdata = if entry.flag() == 0 {
+        let at = entry.unwind_data;
+        let bytes = image.at(at)?;
+        let header = ntdbg_formats::unwind_arm64::XdataHeader::parse(bytes).ok()?;
+        // Unwind data from a dump with holes must really be there.
+        if !image.is_valid(at, header.len() as u32) {
+            return None;
+        }
+        Some(bytes)
+    } else {
+        None
+    };
+    let len = function_length(entry, xdata).ok()?;
+    (rva < entry.begin.checked_add(len)?).then_some((entry, xdata))
+}
+
+/// Unwinds one ARM64 frame of the module at `base`.
+pub(crate) fn walk(
+    image: &MappedImage,
+    functions: &[RuntimeFunctionArm64],
+    base: u64,
+    walker: &mut dyn FrameWalker,
+) -> Option<()> {
+    let ip = walker.get_instruction();
+    let rva = u32::try_from(ip.checked_sub(base)?).ok()?;
+    let first = !walker.has_grand_callee();
+    let mut regs = Arm64Regs {
+        sp: walker.get_callee_register("sp")?,
+        pc: ip,
+        ..Arm64Regs::default()
+    };
+    for (name, i) in NAMED {
+        regs.x[i] = walker.get_callee_register(name);
+    }
+    let before = regs.clone();
+    match entry_for(image, functions, rva) {
+        Some((entry, xdata)) => {
+            let offset = rva - entry.begin;
+            let mut read = |addr: u64| walker.get_register_at_address(addr);
+            unwind(entry, xdata, offset, &mut regs, &mut read).ok()?;
+        }
+        // No entry: a leaf function, which only the innermost frame can be in.
+        None if first => regs.pc = regs.x[30]?,
+        None => return None,
+    }
+    walker.set_cfa(regs.sp)?;
+    walker.set_ra(regs.pc)?;
+    for (name, i) in NAMED {
+        if let Some(v) = regs.x[i] {
+            if before.x[i].is_some() || Some(v) != before.x[i] {
+                walker.set_caller_register(name, v);
+            }
+        }
+    }
+    Some(())
+}

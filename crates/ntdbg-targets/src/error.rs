@@ -1,0 +1,56 @@
+//! Errors raised while opening or reading a target.
+
+use std::path::PathBuf;
+
+/// An error opening or reading a target. `code()` gives a stable key for machines.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// The file could not be opened or mapped.
+    #[error("cannot open {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// The file does not start with a dump signature we know.
+    #[error("{path} is not a Windows dump file (signature {signature:?})")]
+    NotADump {
+        /// The file.
+        path: PathBuf,
+        /// The first bytes of the file, as text when printable.
+        signature: String,
+    },
+    /// The file is a dump but its structure is damaged or cut short.
+    #[error("{path} is a corrupt or truncated minidump: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The dump is of a kind this build cannot open yet.
+    #[error("{path}: {what} is not supported yet")]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is unsupported.
+        what: String,
+    },
+}
+
+impl TargetError {
+    /// A stable snake_case key for this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TargetError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                "file_not_found"
+            }
+            TargetError::Io { .. } => "io_error",
+            TargetError::NotADump { .. } => "not_a_dump",
+            TargetError::Corrupt { .. } => "corrupt_dump",
+            TargetError::Unsupported { .. } => "unsupported_dump",
+        }
+    }
+}

@@ -1,0 +1,89 @@
+//! Virtual memory as a target exposes it: contiguous present chunks, holes reported.
+
+use std::borrow::Cow;
+
+/// One contiguous range of memory captured in a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryRegion {
+    /// First virtual address.
+    pub base: u64,
+    /// Length in bytes.
+    pub size: u64,
+}
+
+impl MemoryRegion {
+    /// One past the last address (saturating).
+    pub fn end(&self) -> u64 {
+        self.base.saturating_add(self.size)
+    }
+    /// Whether `addr` lies inside the region.
+    pub fn contains(&self, addr: u64) -> bool {
+        addr >= self.base && addr < self.end()
+    }
+}
+
+/// Reading virtual memory. Implementors supply [`MemoryView::read_chunk`]; everything else
+/// is built on it and never invents bytes.
+pub trait MemoryView {
+    /// The bytes present at `addr`, at most `max` of them, contiguous from `addr`.
+    /// `None` when `addr` itself is not present.
+    fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>>;
+
+    /// The captured memory regions, sorted by base address.
+    fn regions(&self) -> Vec<MemoryRegion>;
+
+    /// `len` bytes from `addr`, each `None` where the target has no data.
+    fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut cursor = addr;
+        while out.len() < len {
+            let want = len - out.len();
+            match self.read_chunk(cursor, want) {
+                Some(chunk) if !chunk.is_empty() => {
+                    out.extend(chunk.iter().map(|b| Some(*b)));
+                    cursor = cursor.wrapping_add(chunk.len() as u64);
+                }
+                _ => {
+                    // Skip to the next present region (or fill the rest with holes).
+                    let next = self
+                        .regions()
+                        .into_iter()
+                        .map(|r| r.base)
+                        .find(|&b| b > cursor)
+                        .map(|b| b - cursor)
+                        .unwrap_or(u64::MAX);
+                    let gap = usize::try_from(next).unwrap_or(usize::MAX).min(want);
+                    out.extend(std::iter::repeat_n(None, gap));
+                    cursor = cursor.wrapping_add(gap as u64);
+                }
+            }
+        }
+        out
+    }
+
+    /// Exactly `len` bytes from `addr`, or `None` if any of them is missing.
+    fn read_exact(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(len);
+        let mut cursor = addr;
+        while out.len() < len {
+            let chunk = self.read_chunk(cursor, len - out.len())?;
+            if chunk.is_empty() {
+                return None;
+            }
+            out.extend_from_slice(&chunk);
+            cursor = cursor.checked_add(chunk.len() as u64)?;
+        }
+        Some(out)
+    }
+
+    /// A little-endian unsigned value of `size` bytes (1, 2, 4 or 8).
+    fn read_uint(&self, addr: u64, size: usize) -> Option<u64> {
+        if !matches!(size, 1 | 2 | 4 | 8) {
+            return None;
+        }
+        let bytes = self.read_exact(addr, size)?;
+        let mut buf = [0u8; 8];
+        buf[..size].copy_from_slice(&bytes);
+        Some(u64::from_le_bytes(buf))
+    }
+}

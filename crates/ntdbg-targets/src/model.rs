@@ -1,0 +1,117 @@
+//! Owned facts about a target: architecture, system, threads, the last event.
+
+use crate::memory::MemoryRegion;
+use minidump::MinidumpContext;
+
+/// What sort of target a session is attached to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetKind {
+    /// A Windows user-mode minidump (MDMP).
+    UserDump,
+}
+
+impl TargetKind {
+    /// Stable key, as used in JSON (`"user"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::UserDump => "user",
+        }
+    }
+}
+
+/// CPU architecture of the debuggee.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// 32-bit x86.
+    X86,
+    /// x86-64 (AMD64).
+    X64,
+    /// 64-bit ARM.
+    Arm64,
+    /// Anything else, by its MINIDUMP_SYSTEM_INFO processor architecture.
+    Other(u16),
+}
+
+impl Arch {
+    /// Stable key, as used in JSON (`"x86"`, `"x64"`, `"arm64"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::X86 => "x86",
+            Arch::X64 => "x64",
+            Arch::Arm64 => "arm64",
+            Arch::Other(_) => "unknown",
+        }
+    }
+    /// Size of a pointer in bytes.
+    pub fn pointer_size(self) -> usize {
+        match self {
+            Arch::X86 => 4,
+            _ => 8,
+        }
+    }
+}
+
+/// Operating system, CPU and process facts.
+#[derive(Debug, Clone, Default)]
+pub struct SystemFacts {
+    /// `major.minor.build`, e.g. `10.0.19041`.
+    pub os_version: String,
+    /// The build number alone.
+    pub os_build: u32,
+    /// Service pack / CSD text, when present.
+    pub csd_version: Option<String>,
+    /// `VER_NT_WORKSTATION` (1), domain controller (2) or server (3).
+    pub product_type: u8,
+    /// Number of processors.
+    pub cpu_count: u32,
+    /// CPU vendor / description, when present.
+    pub cpu_info: Option<String>,
+    /// Process id, when the dump records it.
+    pub process_id: Option<u32>,
+    /// When the dump was written (seconds since the Unix epoch).
+    pub dump_time: Option<u32>,
+    /// When the process started (seconds since the Unix epoch).
+    pub process_create_time: Option<u32>,
+    /// Seconds the process spent in user mode.
+    pub process_user_time: Option<u32>,
+    /// Seconds the process spent in kernel mode.
+    pub process_kernel_time: Option<u32>,
+}
+
+/// One thread of the target.
+#[derive(Debug, Clone)]
+pub struct ThreadInfo {
+    /// The OS thread id.
+    pub id: u32,
+    /// The thread's name, when the dump records one.
+    pub name: Option<String>,
+    /// Suspend count.
+    pub suspend_count: u32,
+    /// Priority.
+    pub priority: u32,
+    /// Address of the thread environment block.
+    pub teb: u64,
+    /// The thread's register context, when present.
+    pub context: Option<MinidumpContext>,
+    /// Where the dump captured the thread's stack.
+    pub stack: Option<MemoryRegion>,
+}
+
+/// The last event of the target: the exception that caused the dump.
+#[derive(Debug, Clone)]
+pub struct ExceptionEvent {
+    /// The thread that raised it.
+    pub thread_id: u32,
+    /// The NTSTATUS / exception code.
+    pub code: u32,
+    /// EXCEPTION_RECORD flags (1 = non-continuable).
+    pub flags: u32,
+    /// Where it was raised.
+    pub address: u64,
+    /// The exception parameters (ExceptionInformation).
+    pub parameters: Vec<u64>,
+    /// Address of a chained exception record, or 0.
+    pub nested_record: u64,
+    /// The context at the time of the exception (what `.ecxr` selects).
+    pub context: Option<MinidumpContext>,
+}

@@ -1,0 +1,230 @@
+//! The user-mode minidump target.
+
+use crate::error::TargetError;
+use crate::memory::{MemoryRegion, MemoryView};
+use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::Target;
+use memmap2::Mmap;
+use minidump::system_info::Cpu;
+use minidump::{
+    Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo,
+    MinidumpThreadList, MinidumpThreadNames, UnifiedMemory,
+};
+use std::borrow::Cow;
+use std::fs::File;
+use std::path::Path;
+
+/// Where one captured memory range lives in the file.
+#[derive(Debug, Clone, Copy)]
+struct MappedRange {
+    region: MemoryRegion,
+    file_offset: usize,
+}
+
+/// A Windows user-mode minidump opened for debugging.
+#[derive(Debug)]
+pub struct UserDump {
+    origin: String,
+    map: Mmap,
+    ranges: Vec<MappedRange>,
+    arch: Arch,
+    system: SystemFacts,
+    threads: Vec<ThreadInfo>,
+    modules: MinidumpModuleList,
+    event: Option<ExceptionEvent>,
+}
+
+impl UserDump {
+    /// Opens and indexes a minidump file.
+    pub fn open(path: &Path) -> Result<UserDump, TargetError> {
+        let io_err = |source| TargetError::Io { path: path.to_path_buf(), source };
+        let file = File::open(path).map_err(io_err)?;
+        // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
+        // truncated by another process while it is open.
+        let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
+        check_signature(path, &map)?;
+        Self::from_map(path, map)
+    }
+
+    fn from_map(path: &Path, map: Mmap) -> Result<UserDump, TargetError> {
+        let corrupt = |reason: String| TargetError::Corrupt { path: path.to_path_buf(), reason };
+        let dump = Minidump::read(&map[..]).map_err(|e| corrupt(e.to_string()))?;
+        let system_info = dump
+            .get_stream::<MinidumpSystemInfo>()
+            .map_err(|e| corrupt(format!("system info stream: {e}")))?;
+        let misc = dump.get_stream::<MinidumpMiscInfo>().ok();
+        let arch = match system_info.cpu {
+            Cpu::X86 => Arch::X86,
+            Cpu::X86_64 => Arch::X64,
+            Cpu::Arm64 => Arch::Arm64,
+            _ => Arch::Other(system_info.raw.processor_architecture),
+        };
+        let mask = if arch == Arch::X86 { u64::from(u32::MAX) } else { u64::MAX };
+
+        let mut ranges = Vec::new();
+        if let Some(memory) = dump.get_memory() {
+            for m in memory.iter() {
+                let (base, bytes) = match m {
+                    UnifiedMemory::Memory(m) => (m.base_address, m.bytes),
+                    UnifiedMemory::Memory64(m) => (m.base_address, m.bytes),
+                };
+                push_range(&mut ranges, &map, base, bytes);
+            }
+        }
+
+        let names = dump.get_stream::<MinidumpThreadNames>().ok();
+        let mut threads = Vec::new();
+        if let Ok(list) = dump.get_stream::<MinidumpThreadList>() {
+            for t in &list.threads {
+                let region = t.raw.stack.memory;
+                let stack_region = (region.data_size > 0).then(|| MemoryRegion {
+                    base: t.raw.stack.start_of_memory_range,
+                    size: u64::from(region.data_size),
+                });
+                let rva = region.rva as usize;
+                if let (Some(r), Some(bytes)) =
+                    (stack_region, map.get(rva..rva.saturating_add(region.data_size as usize)))
+                {
+                    push_range(&mut ranges, &map, r.base, bytes);
+                }
+                threads.push(ThreadInfo {
+                    id: t.raw.thread_id,
+                    name: names
+                        .as_ref()
+                        .and_then(|n| n.get_name(t.raw.thread_id))
+                        .map(|n| n.into_owned()),
+                    suspend_count: t.raw.suspend_count,
+                    priority: t.raw.priority,
+                    teb: t.raw.teb & mask,
+                    context: t.context(&system_info, misc.as_ref()).map(Cow::into_owned),
+                    stack: stack_region,
+                });
+            }
+        }
+        ranges.sort_by_key(|r| r.region.base);
+        ranges.dedup_by_key(|r| r.region.base);
+
+        let modules = dump.get_stream::<MinidumpModuleList>().unwrap_or_default();
+        let event = dump.get_stream::<MinidumpException>().ok().map(|e| {
+            let rec = &e.raw.exception_record;
+            let count = (rec.number_parameters as usize).min(rec.exception_information.len());
+            ExceptionEvent {
+                thread_id: e.thread_id,
+                code: rec.exception_code,
+                flags: rec.exception_flags,
+                address: rec.exception_address & mask,
+                parameters: rec.exception_information[..count]
+                    .iter()
+                    .map(|p| p & mask)
+                    .collect(),
+                nested_record: rec.exception_record & mask,
+                context: e.context(&system_info, misc.as_ref()).map(Cow::into_owned),
+            }
+        });
+
+        let raw = &system_info.raw;
+        let misc_raw = misc.as_ref().map(|m| &m.raw);
+        let system = SystemFacts {
+            os_version: format!("{}.{}.{}", raw.major_version, raw.minor_version, raw.build_number),
+            os_build: raw.build_number,
+            csd_version: system_info.csd_version().map(|s| s.into_owned()).filter(|s| !s.is_empty()),
+            product_type: raw.product_type,
+            cpu_count: u32::from(raw.number_of_processors),
+            cpu_info: system_info.cpu_info().map(|s| s.into_owned()),
+            process_id: misc_raw.and_then(|m| m.process_id().copied()),
+            dump_time: Some(dump.header.time_date_stamp).filter(|&t| t != 0),
+            process_create_time: misc_raw.and_then(|m| m.process_create_time().copied()),
+            process_user_time: misc_raw.and_then(|m| m.process_user_time().copied()),
+            process_kernel_time: misc_raw.and_then(|m| m.process_kernel_time().copied()),
+        };
+
+        drop(dump);
+        Ok(UserDump {
+            origin: path.display().to_string(),
+            map,
+            ranges,
+            arch,
+            system,
+            threads,
+            modules,
+            event,
+        })
+    }
+
+    fn range_at(&self, addr: u64) -> Option<&MappedRange> {
+        let idx = self.ranges.partition_point(|r| r.region.base <= addr);
+        let candidate = self.ranges.get(idx.checked_sub(1)?)?;
+        candidate.region.contains(addr).then_some(candidate)
+    }
+}
+
+/// Records a captured range, given the slice of the mapping that holds it.
+fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]) {
+    let start = map.as_ptr() as usize;
+    let Some(file_offset) = (bytes.as_ptr() as usize).checked_sub(start) else {
+        return;
+    };
+    if bytes.is_empty() || file_offset.saturating_add(bytes.len()) > map.len() {
+        return;
+    }
+    ranges.push(MappedRange {
+        region: MemoryRegion { base, size: bytes.len() as u64 },
+        file_offset,
+    });
+}
+
+fn check_signature(path: &Path, map: &[u8]) -> Result<(), TargetError> {
+    let head = map.get(..8).unwrap_or(map);
+    if head.starts_with(b"MDMP") {
+        return Ok(());
+    }
+    if head.starts_with(b"PAGEDU64") || head.starts_with(b"PAGEDUMP") {
+        return Err(TargetError::Unsupported {
+            path: path.to_path_buf(),
+            what: "kernel dumps (PAGEDU64/PAGEDUMP)".into(),
+        });
+    }
+    let signature = head
+        .iter()
+        .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
+        .collect();
+    Err(TargetError::NotADump { path: path.to_path_buf(), signature })
+}
+
+impl MemoryView for UserDump {
+    fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
+        let range = self.range_at(addr)?;
+        let skip = usize::try_from(addr - range.region.base).ok()?;
+        let len = usize::try_from(range.region.size).ok()?.checked_sub(skip)?.min(max);
+        let start = range.file_offset.checked_add(skip)?;
+        self.map.get(start..start.checked_add(len)?).map(Cow::Borrowed)
+    }
+
+    fn regions(&self) -> Vec<MemoryRegion> {
+        self.ranges.iter().map(|r| r.region).collect()
+    }
+}
+
+impl Target for UserDump {
+    fn kind(&self) -> TargetKind {
+        TargetKind::UserDump
+    }
+    fn arch(&self) -> Arch {
+        self.arch
+    }
+    fn system(&self) -> &SystemFacts {
+        &self.system
+    }
+    fn threads(&self) -> &[ThreadInfo] {
+        &self.threads
+    }
+    fn modules(&self) -> &MinidumpModuleList {
+        &self.modules
+    }
+    fn event(&self) -> Option<&ExceptionEvent> {
+        self.event.as_ref()
+    }
+    fn origin(&self) -> &str {
+        &self.origin
+    }
+}
