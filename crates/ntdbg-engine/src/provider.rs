@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use breakpad_symbols::{FileError, FileKind, FillSymbolError, FrameSymbolizer, FrameWalker, Module};
 use minidump_unwind::SymbolProvider;
-use ntdbg_symbols::{ModuleSymbols, SymbolStore};
+use ntdbg_symbols::{ModuleSymbols, SymbolStatus, SymbolStore};
 use ntdbg_targets::Target;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,10 +40,13 @@ impl SymbolProvider for StoreProvider<'_> {
         frame: &mut (dyn FrameSymbolizer + Send),
     ) -> Result<(), FillSymbolError> {
         let symbols = self.symbols_for(module.base_address()).ok_or(FillSymbolError {})?;
-        if symbols.fill_symbol(module, frame) {
-            Ok(())
-        } else {
+        // `Ok` means "this module has symbols", even when the address has no name: the stack
+        // scanner then rejects candidate return addresses that fall outside every function.
+        symbols.fill_symbol(module, frame);
+        if symbols.status() == SymbolStatus::NoSymbols {
             Err(FillSymbolError {})
+        } else {
+            Ok(())
         }
     }
 

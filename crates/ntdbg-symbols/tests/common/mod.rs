@@ -116,6 +116,8 @@ pub struct TestWalker {
     pub callee: HashMap<&'static str, u64>,
     pub stack: HashMap<u64, u64>,
     pub regions: Vec<(u64, Vec<u8>)>,
+    /// Values for addresses nowhere else (synthetic stacks).
+    pub any: Option<fn(u64) -> u64>,
     pub word: u64,
     pub caller: HashMap<String, u64>,
     pub cfa: Option<u64>,
@@ -130,6 +132,7 @@ impl TestWalker {
             callee: callee.iter().copied().collect(),
             stack: HashMap::new(),
             regions: Vec::new(),
+            any: None,
             word,
             caller: HashMap::new(),
             cfa: None,
@@ -153,13 +156,16 @@ impl FrameWalker for TestWalker {
             return Some(*v);
         }
         let n = self.word as usize;
-        self.regions.iter().find_map(|(base, bytes)| {
-            let off = usize::try_from(address.checked_sub(*base)?).ok()?;
-            let b = bytes.get(off..off.checked_add(n)?)?;
-            let mut v = [0u8; 8];
-            v[..n].copy_from_slice(b);
-            Some(u64::from_le_bytes(v))
-        })
+        self.regions
+            .iter()
+            .find_map(|(base, bytes)| {
+                let off = usize::try_from(address.checked_sub(*base)?).ok()?;
+                let b = bytes.get(off..off.checked_add(n)?)?;
+                let mut v = [0u8; 8];
+                v[..n].copy_from_slice(b);
+                Some(u64::from_le_bytes(v))
+            })
+            .or_else(|| self.any.map(|f| f(address)))
     }
     fn get_callee_register(&self, name: &str) -> Option<u64> {
         self.callee.get(name).copied()
