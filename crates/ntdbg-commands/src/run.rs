@@ -104,7 +104,7 @@ pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, C
         return dispatch(session, line.name, line.args);
     };
     let threads = select_threads(session, &selector)?;
-    // `~Ns` switches; `~` / `~N` alone lists; anything else runs on each selected thread.
+    // `~Ns` switches; `~N` / `~*` alone list; anything else runs on each selected thread.
     if line.name.eq_ignore_ascii_case("s") && line.args.is_empty() {
         let [index] = threads[..] else {
             return Err(CommandError::syntax("~s needs exactly one thread"));
@@ -112,7 +112,7 @@ pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, C
         session.set_current_thread(index)?;
         return commands::registers::show_current(session);
     }
-    if line.name.is_empty() {
+    if line.name == "~" && line.args.is_empty() {
         return commands::threads::list(session, Some(&threads));
     }
     let saved = session.current_thread_index();

@@ -210,7 +210,9 @@ pub fn parse_debug_id(text: &str) -> Result<(Guid, u32), FormatError> {
         reason,
     };
     if text.len() <= 32 || !text.is_ascii() {
-        return Err(invalid("expected 32 hex digits of GUID followed by the age"));
+        return Err(invalid(
+            "expected 32 hex digits of GUID followed by the age",
+        ));
     }
     let (guid, age) = text.split_at(32);
     let guid = Guid::parse(guid).map_err(|_| invalid("GUID part is not hex"))?;
@@ -227,7 +229,11 @@ pub fn file_name_of(path: &str) -> &str {
 /// otherwise `.sym` appended (`crashy.pdb` → `crashy.sym`, `libfoo.so` → `libfoo.so.sym`).
 pub fn breakpad_sym_name(debug_file: &str) -> String {
     let name = file_name_of(debug_file);
-    match name.len().checked_sub(4).and_then(|i| name.get(i..).map(|ext| (i, ext))) {
+    match name
+        .len()
+        .checked_sub(4)
+        .and_then(|i| name.get(i..).map(|ext| (i, ext)))
+    {
         Some((i, ext)) if ext.eq_ignore_ascii_case(".pdb") => format!("{}.sym", &name[..i]),
         _ => format!("{name}.sym"),
     }
@@ -300,9 +306,6 @@ mod tests {
         );
         assert_eq!(id.name, "crashy.pdb");
         assert_eq!(id.key(), "000000012");
-        assert_eq!(
-            store_components("a.pdb", "K"),
-            ["a.pdb", "K", "a.pdb"]
-        );
+        assert_eq!(store_components("a.pdb", "K"), ["a.pdb", "K", "a.pdb"]);
     }
 }

@@ -75,7 +75,12 @@ impl XdataHeader {
         } else {
             at + epilog_count as usize * 4
         };
-        slice(xdata, codes_at, code_words as usize * 4, ".xdata unwind codes")?;
+        slice(
+            xdata,
+            codes_at,
+            code_words as usize * 4,
+            ".xdata unwind codes",
+        )?;
         Ok(XdataHeader {
             function_length: (w & 0x3ffff) * 4,
             has_handler: w & (1 << 20) != 0,
@@ -208,7 +213,13 @@ impl Machine<'_, '_> {
     /// Loads `count` registers from `reg` on, from `sp + 8 * max(pos, 0)`; a negative `pos`
     /// (pre-indexed store) then pops `-8 * pos` bytes. `reg >= 31` means "floating point,
     /// skip the value".
-    fn restore(&mut self, reg: usize, count: usize, pos: i64, float: bool) -> Result<(), FormatError> {
+    fn restore(
+        &mut self,
+        reg: usize,
+        count: usize,
+        pos: i64,
+        float: bool,
+    ) -> Result<(), FormatError> {
         let offset = pos.max(0) as u64;
         if !float {
             for i in 0..count {
@@ -254,7 +265,12 @@ fn sequence_len(codes: &[u8], mut at: usize) -> usize {
 }
 
 /// Runs unwind codes from `at`, skipping the first `skip` of them.
-fn run_codes(codes: &[u8], mut at: usize, mut skip: usize, m: &mut Machine<'_, '_>) -> Result<(), FormatError> {
+fn run_codes(
+    codes: &[u8],
+    mut at: usize,
+    mut skip: usize,
+    m: &mut Machine<'_, '_>,
+) -> Result<(), FormatError> {
     while skip > 0 {
         match codes.get(at) {
             Some(&op) if op != 0xe4 && op != 0xe5 => {
@@ -379,7 +395,12 @@ fn restore_context(m: &mut Machine<'_, '_>) -> Result<(), FormatError> {
 
 fn unwind_full(xdata: &[u8], instr: u32, m: &mut Machine<'_, '_>) -> Result<(), FormatError> {
     let h = XdataHeader::parse(xdata)?;
-    let codes = slice(xdata, h.codes_at, h.code_words as usize * 4, ".xdata unwind codes")?;
+    let codes = slice(
+        xdata,
+        h.codes_at,
+        h.code_words as usize * 4,
+        ".xdata unwind codes",
+    )?;
     let code_bytes = codes.len() as u32;
     let instr_usize = instr as usize;
 
@@ -429,11 +450,13 @@ fn unwind_packed(word: u32, instr: u32, m: &mut Machine<'_, '_>) -> Result<(), F
     let int_bytes = reg_i * 8 + if cr == 1 { 8 } else { 0 };
     let fp_bytes = if reg_f > 0 { (reg_f + 1) * 8 } else { 0 };
     let save_bytes = (int_bytes + fp_bytes + 64 * homes + 15) & !15;
-    let local = frame.checked_sub(save_bytes).ok_or(FormatError::Malformed {
-        what: "ARM64 packed unwind data",
-        offset: u64::from(word),
-        reason: "frame smaller than its register save area",
-    })?;
+    let local = frame
+        .checked_sub(save_bytes)
+        .ok_or(FormatError::Malformed {
+            what: "ARM64 packed unwind data",
+            offset: u64::from(word),
+            reason: "frame smaller than its register save area",
+        })?;
     let int_regs = i64::from(int_bytes / 8);
     let fp_regs = i64::from(fp_bytes / 8);
     let save_regs = i64::from(save_bytes / 8);
@@ -486,15 +509,17 @@ fn unwind_packed(word: u32, instr: u32, m: &mut Machine<'_, '_>) -> Result<(), F
     // Partial: replay the canonical prologue backwards, step by step, skipping the first
     // `skip` steps.
     let mut pos = 0u32;
-    let mut step = |m: &mut Machine<'_, '_>, f: &mut dyn FnMut(&mut Machine<'_, '_>) -> Result<(), FormatError>| {
-        let run = pos >= skip;
-        pos += 1;
-        if run {
-            f(m)
-        } else {
-            Ok(())
-        }
-    };
+    let mut step =
+        |m: &mut Machine<'_, '_>,
+         f: &mut dyn FnMut(&mut Machine<'_, '_>) -> Result<(), FormatError>| {
+            let run = pos >= skip;
+            pos += 1;
+            if run {
+                f(m)
+            } else {
+                Ok(())
+            }
+        };
     let local_regs = i64::from(local / 8);
     if cr >= 2 {
         step(m, &mut |m| {
@@ -528,7 +553,7 @@ fn unwind_packed(word: u32, instr: u32, m: &mut Machine<'_, '_>) -> Result<(), F
         if reg_f % 2 == 0 {
             step(m, &mut |m| m.restore(0, 1, int_regs + fp_regs - 1, true))?;
         }
-        for i in (0..(reg_f + 1) / 2).rev() {
+        for i in (0..reg_f.div_ceil(2)).rev() {
             let i = i64::from(i);
             step(m, &mut |m| {
                 if i == 0 && int_bytes == 0 {

@@ -41,7 +41,9 @@ pub(crate) fn public_name(raw: &str, x86: bool) -> Undecorated {
 /// underscore is removed from `__f` but `_f` is kept (`__SEH_prolog4` → `_SEH_prolog4`,
 /// `_aulldvrm` stays), matching WinDbg and dump_syms.
 pub(crate) fn masm_procedure_name(raw: &str) -> String {
-    if let Some(u) = strip_x86_decoration(raw).filter(|u| u.parameter_size > 0 || raw.starts_with('@')) {
+    if let Some(u) =
+        strip_x86_decoration(raw).filter(|u| u.parameter_size > 0 || raw.starts_with('@'))
+    {
         return u.name;
     }
     match raw.strip_prefix('_') {
@@ -114,10 +116,12 @@ pub(crate) fn strip_parameters(name: &str) -> &str {
     };
     // Only a parameter list if nothing but qualifiers follows the ')'.
     let tail = &trimmed[close + 1..];
-    if !tail
-        .split_whitespace()
-        .all(|w| matches!(w, "const" | "volatile" | "&" | "&&" | "noexcept" | "__ptr64"))
-    {
+    if !tail.split_whitespace().all(|w| {
+        matches!(
+            w,
+            "const" | "volatile" | "&" | "&&" | "noexcept" | "__ptr64"
+        )
+    }) {
         return name;
     }
     let mut depth = 0usize;
@@ -182,20 +186,32 @@ mod tests {
     fn masm_procedures() {
         assert_eq!(masm_procedure_name("__SEH_prolog4"), "_SEH_prolog4");
         assert_eq!(masm_procedure_name("_aulldvrm"), "_aulldvrm");
-        assert_eq!(masm_procedure_name("@_EH4_LocalUnwind@16"), "_EH4_LocalUnwind");
+        assert_eq!(
+            masm_procedure_name("@_EH4_LocalUnwind@16"),
+            "_EH4_LocalUnwind"
+        );
         assert_eq!(masm_procedure_name("_RtlUnwind@16"), "RtlUnwind");
         assert_eq!(masm_procedure_name("memcpy"), "memcpy");
     }
 
     #[test]
     fn parameter_lists_are_stripped() {
-        assert_eq!(strip_parameters("crash_null_write(int*)"), "crash_null_write");
+        assert_eq!(
+            strip_parameters("crash_null_write(int*)"),
+            "crash_null_write"
+        );
         assert_eq!(strip_parameters("main(int, char**)"), "main");
         assert_eq!(strip_parameters("ns::C::f() const"), "ns::C::f");
         assert_eq!(strip_parameters("f(void (*)(int))"), "f");
-        assert_eq!(strip_parameters("ns::C::operator()(int)"), "ns::C::operator()");
+        assert_eq!(
+            strip_parameters("ns::C::operator()(int)"),
+            "ns::C::operator()"
+        );
         assert_eq!(strip_parameters("mainCRTStartup"), "mainCRTStartup");
-        assert_eq!(strip_parameters("(anonymous namespace)::f"), "(anonymous namespace)::f");
+        assert_eq!(
+            strip_parameters("(anonymous namespace)::f"),
+            "(anonymous namespace)::f"
+        );
         assert_eq!(strip_parameters("x)"), "x)");
     }
 }

@@ -43,7 +43,7 @@ impl MappedImage {
         Ok(MappedImage {
             bytes: bytes.into(),
             // The loader zero-fills what the file does not hold, so all of it is real.
-            valid: vec![0..len],
+            valid: vec![Range { start: 0, end: len }],
             info,
             source: ImageSource::File(path),
         })
@@ -64,20 +64,27 @@ impl MappedImage {
             let info = PeInfo::parse(&bytes, PeLayout::Mapped)?;
             return Ok(Some(MappedImage {
                 bytes: bytes.into(),
-                valid: vec![0..size],
+                valid: vec![Range {
+                    start: 0,
+                    end: size,
+                }],
                 info,
                 source: ImageSource::DumpMemory,
             }));
         }
         let header_len = size.min(0x1000);
-        let Some(header) = read(base, header_len as usize).filter(|b| b.len() == header_len as usize)
+        let Some(header) =
+            read(base, header_len as usize).filter(|b| b.len() == header_len as usize)
         else {
             return Ok(None);
         };
         let headers = PeInfo::parse(&header, PeLayout::Mapped)?;
         let mut bytes = vec![0u8; size as usize];
         bytes[..header.len()].copy_from_slice(&header);
-        let mut valid = vec![0..header_len];
+        let mut valid = vec![Range {
+            start: 0,
+            end: header_len,
+        }];
         for s in &headers.sections {
             let start = s.virtual_address;
             let Some(end) = start.checked_add(s.mapped_size()).map(|e| e.min(size)) else {
@@ -150,8 +157,8 @@ mod tests {
         let bytes = full.bytes.clone();
         let read = move |addr: u64, len: usize| -> Option<Vec<u8>> {
             let rva = addr.checked_sub(base)? as usize;
-            let text_range = text.virtual_address as usize
-                ..(text.virtual_address + text.virtual_size) as usize;
+            let text_range =
+                text.virtual_address as usize..(text.virtual_address + text.virtual_size) as usize;
             if rva < text_range.end && rva + len > text_range.start {
                 return None;
             }
@@ -162,7 +169,12 @@ mod tests {
             .unwrap();
         assert_eq!(image.source, ImageSource::DumpMemory);
         assert_eq!(image.info.codeview, full.info.codeview);
-        let t = full.info.sections.iter().find(|s| s.name == ".text").unwrap();
+        let t = full
+            .info
+            .sections
+            .iter()
+            .find(|s| s.name == ".text")
+            .unwrap();
         assert!(!image.is_valid(t.virtual_address, 1));
         assert!(image.is_valid(0, 0x40));
         let pdata = full.info.exception_directory.unwrap();
@@ -170,6 +182,8 @@ mod tests {
         assert!(!image.is_valid(u32::MAX, 2));
         // Nothing readable: no image.
         let nothing = |_: u64, _: usize| -> Option<Vec<u8>> { None };
-        assert!(MappedImage::from_memory(&nothing, base, 0x5c000).unwrap().is_none());
+        assert!(MappedImage::from_memory(&nothing, base, 0x5c000)
+            .unwrap()
+            .is_none());
     }
 }

@@ -96,6 +96,14 @@ fn io(path: &Path, source: std::io::Error) -> SymbolError {
     }
 }
 
+/// A symbol file that was found and read.
+struct Loaded {
+    status: SymbolStatus,
+    path: PathBuf,
+    symbols: SymbolFile,
+    data: Vec<(String, u64)>,
+}
+
 /// Loads a module's symbols from `path`; never fails (failure is `NoSymbols` with reasons).
 pub(crate) fn load_module(
     path: &SymbolPath,
@@ -168,22 +176,38 @@ pub(crate) fn load_module(
     let code = image
         .as_ref()
         .map(|i| (i.info.image_key(), ident.code_name.clone()));
-    let mut loaded: Option<(SymbolStatus, PathBuf, SymbolFile, Vec<(String, u64)>)> = None;
+    let mut loaded = None;
     if let Some(pdb) = &pdb {
-        if let Some((p, sym)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
-            loaded = Some((SymbolStatus::Breakpad, p, sym, Vec::new()));
-        } else if let Some((p, sym, data)) = find_pdb(pdb, &sym_dirs, code.as_ref(), &mut tried) {
-            loaded = Some((SymbolStatus::Pdb, p, sym, data));
+        if let Some((path, symbols)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
+            loaded = Some(Loaded {
+                status: SymbolStatus::Breakpad,
+                path,
+                symbols,
+                data: Vec::new(),
+            });
+        } else if let Some((path, symbols, data)) =
+            find_pdb(pdb, &sym_dirs, code.as_ref(), &mut tried)
+        {
+            loaded = Some(Loaded {
+                status: SymbolStatus::Pdb,
+                path,
+                symbols,
+                data,
+            });
         }
     }
 
     let mut out = match loaded {
-        Some((status, p, sym, data)) => {
-            tried.push(format!("{}: loaded ({})", p.display(), status.label()));
-            let mut m = ModuleSymbols::new(status, tried);
-            m.symbol_file_path = Some(p);
-            m.symbols = Some(sym);
-            m.data_symbols = data;
+        Some(l) => {
+            tried.push(format!(
+                "{}: loaded ({})",
+                l.path.display(),
+                l.status.label()
+            ));
+            let mut m = ModuleSymbols::new(l.status, tried);
+            m.symbol_file_path = Some(l.path);
+            m.symbols = Some(l.symbols);
+            m.data_symbols = l.data;
             m
         }
         None => ModuleSymbols::new(SymbolStatus::NoSymbols, tried),
@@ -333,8 +357,7 @@ fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
         let text = if is_xz {
             let mut out = Vec::new();
             let mut input = std::io::BufReader::new(&raw[..]);
-            lzma_rs::xz_decompress(&mut input, &mut out)
-                .map_err(|e| bad(format!("xz: {e}")))?;
+            lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| bad(format!("xz: {e}")))?;
             if out.len() > MAX_SYM_SIZE {
                 return Err(bad("decompressed file too large".to_string()));
             }

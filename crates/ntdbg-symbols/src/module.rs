@@ -264,7 +264,10 @@ impl ModuleSymbols {
         // A module at base 0, so Breakpad's lookup takes the RVA as is.
         symbols.fill_symbol(&breakpad_symbols::SimpleModule::default(), &mut c);
         let (name, start_rva) = c.function?;
-        let func = symbols.functions.get(rva).filter(|f| f.address == start_rva);
+        let func = symbols
+            .functions
+            .get(rva)
+            .filter(|f| f.address == start_rva);
         let (file, line) = match c.source {
             Some((f, l)) => (Some(f), (l != 0).then_some(l)),
             None => (None, None),
@@ -349,7 +352,9 @@ impl ModuleSymbols {
         let mut by_name = HashMap::new();
         let mut add = |name: &str, rva: u64| {
             let lower = name.to_lowercase();
-            by_name.entry(strip_parameters(&lower).to_string()).or_insert(rva);
+            by_name
+                .entry(strip_parameters(&lower).to_string())
+                .or_insert(rva);
             by_name.entry(lower).or_insert(rva);
         };
         if let Some(symbols) = &self.symbols {

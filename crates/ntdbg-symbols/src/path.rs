@@ -161,9 +161,7 @@ fn parse_element(element: &str) -> Result<SymbolPathEntry, SymbolError> {
         },
         "srv" => parse_server(element, rest),
         "symsrv" => match rest.split_first() {
-            Some((dll, rest)) if !dll.is_empty() && !rest.is_empty() => {
-                parse_server(element, rest)
-            }
+            Some((dll, rest)) if !dll.is_empty() && !rest.is_empty() => parse_server(element, rest),
             _ => Err(invalid(element, "symsrv* needs a DLL name and a store")),
         },
         _ => Err(invalid(

@@ -83,12 +83,17 @@ struct Omap {
 
 impl Omap {
     fn internal_rva(&self, off: PdbInternalSectionOffset) -> Option<u32> {
-        let va = *self.section_vas.get(usize::from(off.section).checked_sub(1)?)?;
+        let va = *self
+            .section_vas
+            .get(usize::from(off.section).checked_sub(1)?)?;
         va.checked_add(off.offset)
     }
 
     fn lookup(&self, rva: u32) -> Option<u32> {
-        let i = self.entries.partition_point(|e| e.0 <= rva).checked_sub(1)?;
+        let i = self
+            .entries
+            .partition_point(|e| e.0 <= rva)
+            .checked_sub(1)?;
         let (src, dst) = self.entries[i];
         (dst != 0).then(|| dst.wrapping_add(rva - src))
     }
@@ -123,7 +128,10 @@ impl Omap {
 
     fn ranges(&self, start: u32, end: u32) -> Vec<(u32, u32)> {
         let mut out: Vec<(u32, u32)> = Vec::new();
-        let first = self.entries.partition_point(|e| e.0 <= start).saturating_sub(1);
+        let first = self
+            .entries
+            .partition_point(|e| e.0 <= start)
+            .saturating_sub(1);
         for (i, &(src, dst)) in self.entries.iter().enumerate().skip(first) {
             if src >= end {
                 break;
@@ -239,7 +247,12 @@ mod tests {
     fn omap_ranges_split_and_skip_eliminated_code() {
         let o = Omap::new(
             vec![0x1000],
-            vec![(0x1000, 0x5000), (0x1010, 0x2000), (0x1020, 0), (0x1030, 0x1030)],
+            vec![
+                (0x1000, 0x5000),
+                (0x1010, 0x2000),
+                (0x1020, 0),
+                (0x1030, 0x1030),
+            ],
         );
         assert_eq!(o.lookup(0x1004), Some(0x5004));
         assert_eq!(o.lookup(0x1024), None);

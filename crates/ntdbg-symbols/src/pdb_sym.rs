@@ -188,7 +188,11 @@ pub(crate) fn convert<'s, S: Source<'s> + Send + 's>(
     funcs.sort_by_key(|f| f.rva);
 
     let mut text = String::new();
-    let _ = writeln!(text, "MODULE windows {arch} {debug_id} {}", clean(debug_file));
+    let _ = writeln!(
+        text,
+        "MODULE windows {arch} {debug_id} {}",
+        clean(debug_file)
+    );
     if let Some((code_id, code_file)) = code {
         let _ = writeln!(text, "INFO CODE_ID {code_id} {}", clean(code_file));
     }
@@ -207,7 +211,12 @@ pub(crate) fn convert<'s, S: Source<'s> + Send + 's>(
     }
     for (rva, u) in &code_publics {
         if !func_starts.contains(rva) {
-            let _ = writeln!(text, "PUBLIC {rva:x} {:x} {}", u.parameter_size, clean(&u.name));
+            let _ = writeln!(
+                text,
+                "PUBLIC {rva:x} {:x} {}",
+                u.parameter_size,
+                clean(&u.name)
+            );
         }
     }
     for line in &stack_win {
@@ -373,7 +382,10 @@ fn convert_module<'a, 's>(
 ) -> Result<(), pdb::Error> {
     let program = info.line_program().ok();
     let inlinees: BTreeMap<IdIndex, Inlinee<'a>> = match info.inlinees() {
-        Ok(iter) => iter.map(|i| Ok((i.index(), i))).collect().unwrap_or_default(),
+        Ok(iter) => iter
+            .map(|i| Ok((i.index(), i)))
+            .collect()
+            .unwrap_or_default(),
         Err(_) => BTreeMap::new(),
     };
     let mut iter = info.symbols()?;
@@ -396,7 +408,14 @@ fn convert_module<'a, 's>(
                     name: procedure_name(ctx, module_index, &proc, masm),
                 };
                 last_proc = Some((proc.offset, proc_ref.name.clone()));
-                convert_procedure(ctx, &proc_ref, program.as_ref(), &inlinees, &mut body, funcs);
+                convert_procedure(
+                    ctx,
+                    &proc_ref,
+                    program.as_ref(),
+                    &inlinees,
+                    &mut body,
+                    funcs,
+                );
                 iter.skip_to(proc.end)?;
             }
             Ok(SymbolData::SeparatedCode(sep)) => {
@@ -414,7 +433,14 @@ fn convert_module<'a, 's>(
                     end: sep.end,
                     name,
                 };
-                convert_procedure(ctx, &proc_ref, program.as_ref(), &inlinees, &mut body, funcs);
+                convert_procedure(
+                    ctx,
+                    &proc_ref,
+                    program.as_ref(),
+                    &inlinees,
+                    &mut body,
+                    funcs,
+                );
             }
             _ => {}
         }
@@ -442,7 +468,9 @@ fn procedure_name(
         .formatter
         .format_function(&raw, module_index, proc.type_index)
         .ok()
-        .filter(|n| !n.is_empty() && !(proc.type_index.0 == 0 && n.starts_with('?')))
+        .filter(|n| !n.is_empty())
+        // Untyped decorated names are demangled below instead.
+        .filter(|n| proc.type_index.0 != 0 || !n.starts_with('?'))
         .or_else(|| demangle::function_signature(&raw))
         .unwrap_or_else(|| raw.to_string())
         // pdb-addr2line writes a C varargs parameter as `<NoType>`.
@@ -611,7 +639,10 @@ fn code_lines(
 fn file_id(ctx: &mut Ctx<'_, '_>, program: &LineProgram<'_>, index: pdb::FileIndex) -> u32 {
     let name = ctx.strings.and_then(|strings| {
         let info = program.get_file_info(index).ok()?;
-        info.name.to_string_lossy(strings).ok().map(|n| n.into_owned())
+        info.name
+            .to_string_lossy(strings)
+            .ok()
+            .map(|n| n.into_owned())
     });
     match name {
         Some(n) => ctx.files.id(&n),
@@ -643,7 +674,8 @@ fn collect_sites(
         match symbol.parse() {
             Ok(SymbolData::Procedure(p)) => {
                 // A nested procedure is its own function; skip its body.
-                if iter.skip_to(p.end).is_err() {
+                let skipped = iter.skip_to(p.end);
+                if skipped.is_err() {
                     break;
                 }
             }

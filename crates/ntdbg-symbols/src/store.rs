@@ -82,9 +82,6 @@ impl SymbolStore {
 
     /// Forgets everything loaded (`.reload`).
     pub fn clear(&self) {
-        self.cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }

@@ -57,8 +57,8 @@ const X64_NONVOLATILE: [(&str, Reg); 8] = [
 
 /// x64 register numbers as `UNWIND_INFO` encodes them.
 const X64_BY_NUMBER: [&str; 16] = [
-    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15",
+    "rax", "rcx", "rdx", "rbx", "rsp", "rbp", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15",
 ];
 
 /// The unwind tables of one module.
@@ -129,7 +129,10 @@ impl PeUnwinder {
         if !image.is_valid(dir.rva, dir.size) {
             return None;
         }
-        let pdata = image.bytes.get(dir.rva as usize..)?.get(..dir.size as usize)?;
+        let pdata = image
+            .bytes
+            .get(dir.rva as usize..)?
+            .get(..dir.size as usize)?;
         let size = image.info.size_of_image.min(image.bytes.len() as u32);
         let arch = match image.info.machine {
             Machine::X64 => {

@@ -28,7 +28,9 @@ fn entry_for<'i>(
     functions: &'i [RuntimeFunctionArm64],
     rva: u32,
 ) -> Option<(&'i RuntimeFunctionArm64, Option<&'i [u8]>)> {
-    let i = functions.partition_point(|f| f.begin <= rva).checked_sub(1)?;
+    let i = functions
+        .partition_point(|f| f.begin <= rva)
+        .checked_sub(1)?;
     let entry = functions.get(i)?;
     let xdata = if entry.flag() == 0 {
         let at = entry.unwind_data;

@@ -40,7 +40,8 @@ fn parse(text: &str) -> Records {
                     parts.remove(0);
                 }
                 if kind == "FUNC" {
-                    r.funcs.insert(hex(parts[0]), (hex(parts[1]), parts[3..].join(" ")));
+                    r.funcs
+                        .insert(hex(parts[0]), (hex(parts[1]), parts[3..].join(" ")));
                 } else {
                     r.publics.insert(hex(parts[0]), parts[2..].join(" "));
                 }
@@ -51,7 +52,8 @@ fn parse(text: &str) -> Records {
             Some(first) if parts.len() == 4 && first.bytes().all(|b| b.is_ascii_hexdigit()) => {
                 let size = hex(parts[1]);
                 if size > 0 {
-                    r.lines.insert((hex(parts[0]), size, parts[2].parse().unwrap()));
+                    r.lines
+                        .insert((hex(parts[0]), size, parts[2].parse().unwrap()));
                 }
             }
             _ => {}
@@ -102,7 +104,12 @@ struct Score {
 
 fn score(expected: &str, ours: &str) -> Score {
     let (e, o) = (parse(expected), parse(ours));
-    let both: Vec<u64> = e.funcs.keys().filter(|a| o.funcs.contains_key(a)).copied().collect();
+    let both: Vec<u64> = e
+        .funcs
+        .keys()
+        .filter(|a| o.funcs.contains_key(a))
+        .copied()
+        .collect();
     Score {
         funcs: e.funcs.len(),
         func_addr_size: both.iter().filter(|a| e.funcs[a].0 == o.funcs[a].0).count(),
@@ -131,17 +138,28 @@ fn convert(rel: &str) -> String {
 #[test]
 fn dump_syms_regtest_pdb_matches_breakpad() {
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
-    let expected = std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();
+    let expected =
+        std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();
     let ours = convert(&format!("{dir}/dump_syms_regtest.pdb"));
-    assert!(ours.starts_with("MODULE windows x86 9214611565FA4C538FE724A797B860F71 dump_syms_regtest.pdb\n"));
+    assert!(ours.starts_with(
+        "MODULE windows x86 9214611565FA4C538FE724A797B860F71 dump_syms_regtest.pdb\n"
+    ));
     let s = score(&expected, &ours);
     // Measured: 158/158 functions at the same address with the same size, 157/158 bare names
     // (the miss: DIA keeps `__unwind_handler`, we show the MASM-style `_unwind_handler`),
     // 281/281 STACK WIN records identical, 4/4 publics identical, 2189/2189 non-empty line
     // records identical (Breakpad also writes 30 zero-size ones, which readers drop).
     assert_eq!((s.funcs, s.func_addr_size), (158, 158));
-    assert!(s.func_bare_name * 100 >= s.funcs * 99, "bare names {}/{}", s.func_bare_name, s.funcs);
-    assert_eq!((s.stack_win, s.stack_win_exact, s.stack_win_extra), (281, 281, 0));
+    assert!(
+        s.func_bare_name * 100 >= s.funcs * 99,
+        "bare names {}/{}",
+        s.func_bare_name,
+        s.funcs
+    );
+    assert_eq!(
+        (s.stack_win, s.stack_win_exact, s.stack_win_extra),
+        (281, 281, 0)
+    );
     assert_eq!((s.publics, s.public_exact), (4, 4));
     assert_eq!((s.lines, s.lines_exact), (2189, 2189));
 }
@@ -150,8 +168,12 @@ fn dump_syms_regtest_pdb_matches_breakpad() {
 fn omap_reordered_functions_match_breakpad() {
     // Same program, functions reordered after linking: addresses go through the OMAP.
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
-    let expected = std::fs::read_to_string(testdata(&format!("{dir}/omap_reorder_funcs.sym"))).unwrap();
-    let s = score(&expected, &convert(&format!("{dir}/omap_reorder_funcs.pdb")));
+    let expected =
+        std::fs::read_to_string(testdata(&format!("{dir}/omap_reorder_funcs.sym"))).unwrap();
+    let s = score(
+        &expected,
+        &convert(&format!("{dir}/omap_reorder_funcs.pdb")),
+    );
     assert_eq!((s.funcs, s.func_addr_size), (158, 158));
     assert_eq!((s.stack_win, s.stack_win_exact), (281, 281));
     assert_eq!((s.publics, s.public_exact), (4, 4));
@@ -168,7 +190,12 @@ fn symbolic_crash_pdb_matches_its_sym() {
     // identical-code-folded functions where another name at the same address was kept),
     // 154/154 STACK WIN (we add 2 FPO records), 35/35 publics.
     assert_eq!((s.funcs, s.func_addr_size), (92, 92));
-    assert!(s.func_bare_name * 100 >= s.funcs * 95, "bare names {}/{}", s.func_bare_name, s.funcs);
+    assert!(
+        s.func_bare_name * 100 >= s.funcs * 95,
+        "bare names {}/{}",
+        s.func_bare_name,
+        s.funcs
+    );
     assert_eq!((s.stack_win, s.stack_win_exact), (154, 154));
     assert_eq!((s.publics, s.public_exact), (35, 35));
 }
@@ -176,7 +203,8 @@ fn symbolic_crash_pdb_matches_its_sym() {
 #[test]
 fn converted_text_parses_back_and_agrees_with_lookups() {
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
-    let expected = std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();
+    let expected =
+        std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();
     let theirs = breakpad_symbols::SymbolFile::from_bytes(expected.as_bytes()).unwrap();
     let ours = breakpad_symbols::SymbolFile::from_bytes(
         convert(&format!("{dir}/dump_syms_regtest.pdb")).as_bytes(),

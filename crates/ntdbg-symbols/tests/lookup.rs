@@ -27,7 +27,10 @@ fn check_crashy_x64(m: &ntdbg_symbols::ModuleSymbols) {
             .unwrap_or_else(|| panic!("no symbol at {rva:#x}"));
         assert_eq!(hit.name, name, "at {rva:#x}");
         assert_eq!(hit.line, Some(line), "at {rva:#x}");
-        assert!(hit.file.as_deref().unwrap_or("").ends_with("crashy.c"), "{hit:?}");
+        assert!(
+            hit.file.as_deref().unwrap_or("").ends_with("crashy.c"),
+            "{hit:?}"
+        );
         assert!(!hit.is_public);
     }
     let hit = m.lookup(0x2134).unwrap();
@@ -67,7 +70,11 @@ fn pdb_in_plain_layout_matched_case_insensitively() {
     assert!(m.symbol_file_path().unwrap().ends_with("CRASHY.PDB"));
     // The store-layout candidate was tried first and reported missing.
     let store_path = format!("crashy.pdb/{CRASHY_X64_ID}/crashy.pdb: not found");
-    assert!(m.tried().iter().any(|t| t.ends_with(&store_path)), "{}", tried_text(&m));
+    assert!(
+        m.tried().iter().any(|t| t.ends_with(&store_path)),
+        "{}",
+        tried_text(&m)
+    );
     check_crashy_x64(&m);
 }
 
@@ -104,7 +111,10 @@ fn wine_module_without_codeview_goes_through_the_image() {
         "{}",
         tried_text(&m)
     );
-    assert_eq!(m.image_info().map(|i| i.image_key()).as_deref(), Some("6B0CCCD25c000"));
+    assert_eq!(
+        m.image_info().map(|i| i.image_key()).as_deref(),
+        Some("6B0CCCD25c000")
+    );
     check_crashy_x64(&m);
 }
 
@@ -114,7 +124,8 @@ fn wine_x86_module() {
     let store = store_for(&[dir.to_str().unwrap()]);
     let exe = std::fs::read(dir.join("crashy.exe")).unwrap();
     let pe = ntdbg_formats::pe::PeInfo::parse(&exe, ntdbg_formats::pe::PeLayout::File).unwrap();
-    let mut module = minidump::MinidumpModule::new(0x40_0000, pe.size_of_image, r"Z:\tmp\crashy.exe");
+    let mut module =
+        minidump::MinidumpModule::new(0x40_0000, pe.size_of_image, r"Z:\tmp\crashy.exe");
     module.raw.time_date_stamp = pe.time_date_stamp;
     let m = store.module(&module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::Pdb, "{}", tried_text(&m));
@@ -125,7 +136,11 @@ fn wine_x86_module() {
         (0x185c, "main(int, char**)", 249),
     ] {
         let hit = m.lookup(rva).unwrap();
-        assert_eq!((hit.name.as_str(), hit.line), (name, Some(line)), "at {rva:#x}");
+        assert_eq!(
+            (hit.name.as_str(), hit.line),
+            (name, Some(line)),
+            "at {rva:#x}"
+        );
     }
 }
 
@@ -138,14 +153,22 @@ fn image_with_wrong_timestamp_is_rejected() {
     let m = store.module(&module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::NoSymbols);
     let tried = tried_text(&m);
-    assert!(tried.contains("crashy.exe: timestamp/size mismatch (want 123456785c000, file has 6B0CCCD25c000)"), "{tried}");
+    assert!(
+        tried.contains(
+            "crashy.exe: timestamp/size mismatch (want 123456785c000, file has 6B0CCCD25c000)"
+        ),
+        "{tried}"
+    );
     assert!(tried.contains("the PDB cannot be identified"), "{tried}");
 }
 
 #[test]
 fn corrupt_pdbs_become_no_symbols_with_a_reason() {
     let s = Scratch::new("corrupt");
-    s.write("garbage/crashy.pdb", b"this is not a PDB file at all, just some text\n");
+    s.write(
+        "garbage/crashy.pdb",
+        b"this is not a PDB file at all, just some text\n",
+    );
     let real = std::fs::read(testdata("winelab/x64/crashy.pdb")).unwrap();
     s.write("truncated/crashy.pdb", &real[..real.len() / 3]);
     for dir in ["garbage", "truncated"] {
@@ -188,7 +211,9 @@ fn find_and_resolve() {
     let store = store_for(&[dir.to_str().unwrap()]);
     let m = store.module(&crashy_x64_wine_module(), &no_memory);
     let found = m.find("crash_*");
-    assert!(found.iter().any(|e| e.name == "crash_null_write(int*)" && e.rva == 0x2130 && e.is_function));
+    assert!(found
+        .iter()
+        .any(|e| e.name == "crash_null_write(int*)" && e.rva == 0x2130 && e.is_function));
     assert!(found.windows(2).all(|w| w[0].rva <= w[1].rva));
     assert_eq!(m.find("CRASH_NULL_WRITE").len(), 1);
     assert_eq!(m.find("mode_?ull").len(), 1);
@@ -203,7 +228,11 @@ fn find_and_resolve() {
 fn breakpad_sym_in_store_layout() {
     // breakpad's processor test symbols: test_app.pdb/<id>/test_app.sym
     let root = testdata("google-breakpad/src/processor/testdata/symbols");
-    let id_dir = std::fs::read_dir(root.join("test_app.pdb")).unwrap().next().unwrap().unwrap();
+    let id_dir = std::fs::read_dir(root.join("test_app.pdb"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     let id = id_dir.file_name().into_string().unwrap();
     let module = module_with_codeview(0x400000, 0x2d000, r"c:\test_app.exe", "test_app.pdb", &id);
     let store = store_for(&[root.to_str().unwrap()]);
@@ -223,16 +252,34 @@ fn breakpad_sym_xz_and_plain_sym_mismatch() {
     // A Firefox .sym.xz in store layout.
     let root = testdata("mozilla-minidump-stackwalk-pgo/pgo_data/symbols");
     let pdb_dir = root.join("ntdll.pdb");
-    let id_dir = std::fs::read_dir(&pdb_dir).unwrap().next().unwrap().unwrap();
+    let id_dir = std::fs::read_dir(&pdb_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
     let id = id_dir.file_name().into_string().unwrap();
-    let module = module_with_codeview(0x7ffa_0000_0000, 0x1f0000, r"C:\Windows\System32\ntdll.dll", "ntdll.pdb", &id);
+    let module = module_with_codeview(
+        0x7ffa_0000_0000,
+        0x1f0000,
+        r"C:\Windows\System32\ntdll.dll",
+        "ntdll.pdb",
+        &id,
+    );
     let store = store_for(&[root.to_str().unwrap()]);
     let m = store.module(&module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::Breakpad, "{}", tried_text(&m));
-    assert!(m.symbol_file_path().unwrap().to_str().unwrap().ends_with("ntdll.sym.xz"));
+    assert!(m
+        .symbol_file_path()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .ends_with("ntdll.sym.xz"));
     let entry = m.find("NtWaitForSingleObject");
     assert_eq!(entry.len(), 1, "{entry:?}");
-    assert_eq!(m.lookup(entry[0].rva).unwrap().name, "NtWaitForSingleObject");
+    assert_eq!(
+        m.lookup(entry[0].rva).unwrap().name,
+        "NtWaitForSingleObject"
+    );
 
     // The same file, plain, for a module with a different debug id: rejected.
     let s = Scratch::new("xz");
@@ -240,20 +287,34 @@ fn breakpad_sym_xz_and_plain_sym_mismatch() {
     let other = module_with_codeview(0x1000, 0x1000, "ntdll.dll", "ntdll.pdb", CRASHY_X64_ID);
     let m = store_for(&[&s.path_text()]).module(&other, &no_memory);
     assert_eq!(m.status(), SymbolStatus::NoSymbols);
-    assert!(tried_text(&m).contains("debug id mismatch"), "{}", tried_text(&m));
+    assert!(
+        tried_text(&m).contains("debug id mismatch"),
+        "{}",
+        tried_text(&m)
+    );
 }
 
 #[test]
 fn driver_in_a_symbol_store_without_codeview() {
     // rizin's store: amdppm.sys/C9C030003b000/amdppm.sys and amdppm.pdb/<id>/amdppm.pdb.
     let root = testdata("rizin-test-pdb-repository");
-    let mut module = minidump::MinidumpModule::new(0xfffff804_8b570000, 0x3b000, r"\SystemRoot\System32\drivers\amdppm.sys");
+    let mut module = minidump::MinidumpModule::new(
+        0xfffff804_8b570000,
+        0x3b000,
+        r"\SystemRoot\System32\drivers\amdppm.sys",
+    );
     module.raw.time_date_stamp = 0xc9c03000;
     let store = store_for(&[root.to_str().unwrap()]);
     let m = store.module(&module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::Pdb, "{}", tried_text(&m));
-    assert!(m.image_path().unwrap().ends_with("amdppm.sys/c9c030003b000/amdppm.sys"));
-    assert!(m.symbol_file_path().unwrap().ends_with("amdppm.pdb/1C19FDDB27BB3399D9B45973EFEAFCF31/amdppm.pdb"));
+    assert!(m
+        .image_path()
+        .unwrap()
+        .ends_with("amdppm.sys/c9c030003b000/amdppm.sys"));
+    assert!(m
+        .symbol_file_path()
+        .unwrap()
+        .ends_with("amdppm.pdb/1C19FDDB27BB3399D9B45973EFEAFCF31/amdppm.pdb"));
     assert!(m.resolve("AcpiCStateIdleExecute").is_some() || !m.find("*Idle*").is_empty());
     let v = m.image_info().and_then(|i| i.version.clone()).unwrap();
     assert_eq!(v.string("OriginalFilename"), Some("amdppm.sys"));
@@ -265,7 +326,10 @@ fn real_dump_codeview_record() {
     let inputs = testdata("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs");
     let dump = minidump::Minidump::read_path(inputs.join("sigsegv.dmp")).unwrap();
     let modules = dump.get_stream::<minidump::MinidumpModuleList>().unwrap();
-    let module = modules.iter().find(|m| m.name.ends_with("sigsegv.exe")).unwrap();
+    let module = modules
+        .iter()
+        .find(|m| m.name.ends_with("sigsegv.exe"))
+        .unwrap();
     let store = store_for(&[inputs.to_str().unwrap()]);
     let m = store.module(module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::Pdb, "{}", tried_text(&m));
@@ -279,7 +343,10 @@ fn real_dump_codeview_record() {
     // EXPECTED.json's disassembly, are its body: store, printf call, epilogue).
     let hit = m.lookup(rva).unwrap();
     assert_eq!(hit.name, "crash(bool)", "{hit:?}");
-    assert!(hit.file.as_deref().unwrap().ends_with("sigsegv.cpp"), "{hit:?}");
+    assert!(
+        hit.file.as_deref().unwrap().ends_with("sigsegv.cpp"),
+        "{hit:?}"
+    );
     assert!(hit.line.is_some(), "{hit:?}");
 }
 
@@ -291,11 +358,17 @@ fn symbol_path_notes() {
     let m = store.module(&crashy_x64_module(), &no_memory);
     assert_eq!(m.status(), SymbolStatus::NoSymbols);
     let tried = tried_text(&m);
-    assert!(tried.contains("/nonexistent/ntdbg-dir: directory not found"), "{tried}");
+    assert!(
+        tried.contains("/nonexistent/ntdbg-dir: directory not found"),
+        "{tried}"
+    );
     assert!(tried.contains("https://msdl.microsoft.com/download/symbols: symbol server not contacted: downloads are not supported yet"), "{tried}");
     // Changing the path drops the cache.
     let dir = testdata("winelab/x64");
     store.set_path(SymbolPath::parse(dir.to_str().unwrap()).unwrap());
     assert!(store.loaded(CRASHY_X64_BASE).is_none());
-    assert_eq!(store.module(&crashy_x64_module(), &no_memory).status(), SymbolStatus::Pdb);
+    assert_eq!(
+        store.module(&crashy_x64_module(), &no_memory).status(),
+        SymbolStatus::Pdb
+    );
 }

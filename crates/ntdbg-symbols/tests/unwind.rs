@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use minidump::{Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo};
+use minidump::{
+    Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo,
+};
 use ntdbg_formats::pe::{map_file_image, PeInfo, PeLayout};
 use ntdbg_symbols::{ImageSource, ModuleSymbols, SymbolPath, SymbolStore};
 
@@ -68,12 +70,19 @@ fn x64_frames_from_pdata_match_minidump_stackwalk() {
     assert!(matches!(m.unwind_source(), Some(ImageSource::File(_))));
     let mut frames = vec![w.instruction];
     for _ in 0..3 {
-        assert!(m.walk_frame(&module, &mut w).is_some(), "frame at {:#x}", w.instruction);
+        assert!(
+            m.walk_frame(&module, &mut w).is_some(),
+            "frame at {:#x}",
+            w.instruction
+        );
         let next = caller_of(&w, "rip", "rsp", 1);
         frames.push(next.instruction);
         w = next;
     }
-    assert_eq!(frames, vec![0x1_4000_2134, 0x1_4000_1b65, 0x1_4000_18f8, 0x1_4000_13ad]);
+    assert_eq!(
+        frames,
+        vec![0x1_4000_2134, 0x1_4000_1b65, 0x1_4000_18f8, 0x1_4000_13ad]
+    );
 }
 
 #[test]
@@ -86,7 +95,11 @@ fn x86_frames_from_stack_win_match_minidump_stackwalk() {
     assert!(m.unwind_source().is_none());
     let mut frames = vec![w.instruction];
     for _ in 0..2 {
-        assert!(m.walk_frame(&module, &mut w).is_some(), "frame at {:#x}", w.instruction);
+        assert!(
+            m.walk_frame(&module, &mut w).is_some(),
+            "frame at {:#x}",
+            w.instruction
+        );
         let next = caller_of(&w, "eip", "esp", 1);
         frames.push(next.instruction);
         w = next;
@@ -123,7 +136,13 @@ fn x64_image_from_dump_memory_and_holes() {
     let store = SymbolStore::new(SymbolPath::parse(&empty.path_text()).unwrap());
     let m = store.module(&module, &memory_image(vec![]));
     assert_eq!(m.unwind_source(), Some(&ImageSource::DumpMemory));
-    assert!(m.tried().iter().any(|t| t.ends_with("image in dump memory: complete")), "{:?}", m.tried());
+    assert!(
+        m.tried()
+            .iter()
+            .any(|t| t.ends_with("image in dump memory: complete")),
+        "{:?}",
+        m.tried()
+    );
     let mut a = caller_of(&w, "rip", "rsp", 1);
     m.walk_frame(&module, &mut a).unwrap();
     assert_eq!(caller_of(&a, "rip", "rsp", 1).instruction, 0x1_4000_18f8);
@@ -132,14 +151,22 @@ fn x64_image_from_dump_memory_and_holes() {
     let file = std::fs::read(testdata("winelab/x64/crashy.exe")).unwrap();
     let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
     let dir = pe.exception_directory.unwrap();
-    let pdata = pe.data_at_rva(&file, PeLayout::File, dir.rva, dir.size, "pdata").unwrap();
+    let pdata = pe
+        .data_at_rva(&file, PeLayout::File, dir.rva, dir.size, "pdata")
+        .unwrap();
     let entries = ntdbg_formats::pe::pdata::read_runtime_functions_x64(pdata, pe.size_of_image);
     let f = ntdbg_formats::pe::pdata::lookup_x64(&entries, 0x1b64).unwrap();
     let hole = u64::from(f.unwind_info)..u64::from(f.unwind_info) + 4;
     let store = SymbolStore::new(SymbolPath::parse(&empty.path_text()).unwrap());
     let m = store.module(&module, &memory_image(vec![hole]));
     assert_eq!(m.unwind_source(), Some(&ImageSource::DumpMemory));
-    assert!(m.tried().iter().any(|t| t.contains("image in dump memory: partial")), "{:?}", m.tried());
+    assert!(
+        m.tried()
+            .iter()
+            .any(|t| t.contains("image in dump memory: partial")),
+        "{:?}",
+        m.tried()
+    );
     let mut b = frame1;
     assert!(m.walk_frame(&module, &mut b).is_none());
 }
@@ -151,12 +178,20 @@ fn x64_leaf_without_pdata_entry() {
     let module = crashy_x64_wine_module();
     let m = symbols(testdata("winelab/x64").to_str().unwrap(), &module);
     let sp = 0x7_0000u64;
-    let mut w = TestWalker::new(CRASHY_X64_BASE + 0x10, &[("rip", CRASHY_X64_BASE + 0x10), ("rsp", sp)], 8);
+    let mut w = TestWalker::new(
+        CRASHY_X64_BASE + 0x10,
+        &[("rip", CRASHY_X64_BASE + 0x10), ("rsp", sp)],
+        8,
+    );
     w.stack.insert(sp, 0x1234_5678);
     m.walk_frame(&module, &mut w).unwrap();
     assert_eq!((w.ra, w.cfa), (Some(0x1234_5678), Some(sp + 8)));
     // The same address as a caller frame is refused: only leaves lack unwind data.
-    let mut w = TestWalker::new(CRASHY_X64_BASE + 0x10, &[("rip", CRASHY_X64_BASE + 0x11), ("rsp", sp)], 8);
+    let mut w = TestWalker::new(
+        CRASHY_X64_BASE + 0x10,
+        &[("rip", CRASHY_X64_BASE + 0x11), ("rsp", sp)],
+        8,
+    );
     w.has_grand_callee = true;
     assert!(m.walk_frame(&module, &mut w).is_none());
 }
@@ -208,12 +243,22 @@ fn arm64_glue_matches_the_formats_unwinder() {
         }
         let mut w = TestWalker::new(
             base + u64::from(e.begin + offset),
-            &[("sp", sp), ("fp", fp), ("lr", lr), ("pc", base + u64::from(e.begin + offset))],
+            &[
+                ("sp", sp),
+                ("fp", fp),
+                ("lr", lr),
+                ("pc", base + u64::from(e.begin + offset)),
+            ],
             8,
         );
         w.any = Some(value);
         m.walk_frame(&module, &mut w).unwrap();
-        assert_eq!((w.cfa, w.ra), (Some(expected.sp), Some(expected.pc)), "{:#x}", e.begin);
+        assert_eq!(
+            (w.cfa, w.ra),
+            (Some(expected.sp), Some(expected.pc)),
+            "{:#x}",
+            e.begin
+        );
         assert_eq!(w.caller.get("fp").copied(), expected.x[29]);
         checked += 1;
     }

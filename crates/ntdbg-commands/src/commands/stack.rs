@@ -58,14 +58,13 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
     let mut out = String::new();
     if !style.clean {
         let num = if style.numbers { " # " } else { "" };
-        let (sp, ra) = if x86 { ("ChildEBP", "RetAddr  ") } else { ("Child-SP          ", "RetAddr               ") };
-        let args = match (style.args, x86) {
-            (false, _) => String::new(),
-            (true, true) => "Args to Child              ".to_string(),
-            (true, false) => ": Args to Child                                                           : ".to_string(),
+        let header = match (x86, style.args) {
+            (true, false) => "ChildEBP RetAddr  ".to_string(),
+            (true, true) => format!("ChildEBP RetAddr  {:<27}", "Args to Child"),
+            (false, false) => format!("{:<17} {:<22}", "Child-SP", "RetAddr"),
+            (false, true) => format!("{:<17} {:<17} : {:<71} : ", "Child-SP", "RetAddr", "Args to Child"),
         };
-        let ra = if style.args && !x86 { "RetAddr           " } else { ra };
-        out.push_str(&format!("{num}{sp} {ra}{args}Call Site\n"));
+        out.push_str(&format!("{num}{header}Call Site\n"));
     } else {
         out.push_str("Call Site\n");
     }

@@ -84,8 +84,14 @@ mod tests {
 
     #[test]
     fn short_or_unknown_records_are_errors() {
-        assert_eq!(parse_codeview(b"RSDS\x01\x02", 0).unwrap_err().code(), "truncated");
-        assert_eq!(parse_codeview(b"XXXXabcd", 7).unwrap_err().code(), "bad_magic");
+        assert_eq!(
+            parse_codeview(b"RSDS\x01\x02", 0).unwrap_err().code(),
+            "truncated"
+        );
+        assert_eq!(
+            parse_codeview(b"XXXXabcd", 7).unwrap_err().code(),
+            "bad_magic"
+        );
         assert_eq!(parse_codeview(b"", 0).unwrap_err().code(), "truncated");
     }
 }

@@ -239,7 +239,9 @@ impl PeInfo {
             rva: u64::from(rva),
             size: u64::from(len),
         };
-        let offset = self.rva_to_offset(rva, len, layout).ok_or(out_of_range.clone())?;
+        let offset = self
+            .rva_to_offset(rva, len, layout)
+            .ok_or(out_of_range.clone())?;
         slice(bytes, offset, len as usize, what).map_err(|_| out_of_range)
     }
 
@@ -290,7 +292,9 @@ impl PeInfo {
                 PeLayout::File if pointer != 0 => {
                     slice(bytes, pointer as usize, size as usize, "CodeView record")?
                 }
-                PeLayout::File => self.data_at_rva(bytes, layout, address, size, "CodeView record")?,
+                PeLayout::File => {
+                    self.data_at_rva(bytes, layout, address, size, "CodeView record")?
+                }
             };
             return codeview::parse_codeview(data, u64::from(address)).map(Some);
         }

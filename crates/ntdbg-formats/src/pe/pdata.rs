@@ -56,10 +56,7 @@ pub fn read_runtime_functions_x64(pdata: &[u8], size_of_image: u32) -> Vec<Runti
 
 /// The ARM64 entries of an exception directory, sorted by start (entries past
 /// `size_of_image` dropped).
-pub fn read_runtime_functions_arm64(
-    pdata: &[u8],
-    size_of_image: u32,
-) -> Vec<RuntimeFunctionArm64> {
+pub fn read_runtime_functions_arm64(pdata: &[u8], size_of_image: u32) -> Vec<RuntimeFunctionArm64> {
     let mut out: Vec<RuntimeFunctionArm64> = pdata
         .chunks_exact(8)
         .filter_map(|e| {
@@ -126,7 +123,7 @@ impl UnwindInfoX64 {
         }
         let code_count = head[2];
         // Codes are padded to an even count.
-        let codes_end = 4 + (usize::from(code_count) + 1) / 2 * 4;
+        let codes_end = 4 + usize::from(code_count).div_ceil(2) * 4;
         slice(data, 4, codes_end - 4, what)?;
         let mut len = codes_end;
         let chained = if flags & UNW_FLAG_CHAININFO != 0 {
@@ -167,7 +164,7 @@ mod tests {
         for (b, e, u) in [
             (0x2000u32, 0x2040u32, 0x5000u32),
             (0x1000, 0x1010, 0x5010),
-            (0x3000, 0x3000, 0), // empty: dropped
+            (0x3000, 0x3000, 0),   // empty: dropped
             (0x4000, 0x9_0000, 0), // past the image: dropped
         ] {
             pdata.extend_from_slice(&b.to_le_bytes());
@@ -178,7 +175,10 @@ mod tests {
         let entries = read_runtime_functions_x64(&pdata, 0x10000);
         assert_eq!(entries.len(), 2);
         assert_eq!(entries[0].begin, 0x1000);
-        assert_eq!(lookup_x64(&entries, 0x100f).map(|f| f.unwind_info), Some(0x5010));
+        assert_eq!(
+            lookup_x64(&entries, 0x100f).map(|f| f.unwind_info),
+            Some(0x5010)
+        );
         assert_eq!(lookup_x64(&entries, 0x1010), None);
         assert_eq!(lookup_x64(&entries, 0x0fff), None);
         assert_eq!(lookup_x64(&entries, 0x203f).map(|f| f.begin), Some(0x2000));
@@ -200,7 +200,10 @@ mod tests {
             UnwindInfoX64::parse(&chained[..10]).unwrap_err().code(),
             "truncated"
         );
-        assert_eq!(UnwindInfoX64::parse(&[0x05, 0, 0, 0]).unwrap_err().code(), "unsupported");
+        assert_eq!(
+            UnwindInfoX64::parse(&[0x05, 0, 0, 0]).unwrap_err().code(),
+            "unsupported"
+        );
         assert!(UnwindInfoX64::parse(&[0x01, 0, 3, 0, 0, 0]).is_err());
     }
 }

@@ -22,7 +22,10 @@ fn crashy_x64_file_layout() {
     assert_eq!(cv.identity().key(), "99B57C97E2C099B24C4C44205044422E1");
     let pdata = pe.exception_directory.unwrap();
     assert!(pdata.size > 0 && pdata.size % 12 == 0);
-    assert!(pe.sections.iter().any(|s| s.name == ".text" && s.is_executable()));
+    assert!(pe
+        .sections
+        .iter()
+        .any(|s| s.name == ".text" && s.is_executable()));
     assert!(pe.warnings.is_empty(), "{:?}", pe.warnings);
 }
 
@@ -50,8 +53,10 @@ fn mapped_layout_reads_the_same_identity() {
     // The exception directory reads the same bytes in both layouts.
     let dir = file.exception_directory.unwrap();
     assert_eq!(
-        file.data_at_rva(&bytes, PeLayout::File, dir.rva, dir.size, "pdata").unwrap(),
-        pe.data_at_rva(&mapped, PeLayout::Mapped, dir.rva, dir.size, "pdata").unwrap()
+        file.data_at_rva(&bytes, PeLayout::File, dir.rva, dir.size, "pdata")
+            .unwrap(),
+        pe.data_at_rva(&mapped, PeLayout::Mapped, dir.rva, dir.size, "pdata")
+            .unwrap()
     );
 }
 
@@ -64,7 +69,10 @@ fn driver_version_resource() {
     let cv = pe.codeview.clone().unwrap().identity();
     assert_eq!(cv.name, "amdppm.pdb");
     assert_eq!(cv.key(), "1C19FDDB27BB3399D9B45973EFEAFCF31");
-    let version = pe.version.clone().expect("amdppm.sys has a version resource");
+    let version = pe
+        .version
+        .clone()
+        .expect("amdppm.sys has a version resource");
     assert_eq!(version.file_version[0], 10);
     assert_eq!(version.string("CompanyName"), Some("Microsoft Corporation"));
     assert!(version
@@ -86,16 +94,24 @@ fn arm64_image() {
 
 #[test]
 fn not_a_pe() {
-    assert_eq!(PeInfo::parse(b"", PeLayout::File).unwrap_err().code(), "truncated");
     assert_eq!(
-        PeInfo::parse(b"ELF\x7f and more bytes", PeLayout::File).unwrap_err().code(),
+        PeInfo::parse(b"", PeLayout::File).unwrap_err().code(),
+        "truncated"
+    );
+    assert_eq!(
+        PeInfo::parse(b"ELF\x7f and more bytes", PeLayout::File)
+            .unwrap_err()
+            .code(),
         "bad_magic"
     );
     let mut bytes = read("winelab/x64/crashy.exe");
     // NT signature destroyed.
     let nt = u32::from_le_bytes(bytes[0x3c..0x40].try_into().unwrap()) as usize;
     bytes[nt] = b'X';
-    assert_eq!(PeInfo::parse(&bytes, PeLayout::File).unwrap_err().code(), "bad_magic");
+    assert_eq!(
+        PeInfo::parse(&bytes, PeLayout::File).unwrap_err().code(),
+        "bad_magic"
+    );
 }
 
 #[test]
@@ -133,5 +149,8 @@ fn huge_size_of_image_is_refused_when_mapping() {
     let bytes = read("winelab/x64/crashy.exe");
     let mut pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     pe.size_of_image = u32::MAX;
-    assert_eq!(map_file_image(&bytes, &pe).unwrap_err().code(), "unsupported");
+    assert_eq!(
+        map_file_image(&bytes, &pe).unwrap_err().code(),
+        "unsupported"
+    );
 }

@@ -202,14 +202,7 @@ fn parse_version_info(data: &[u8], rva: u32) -> Result<VersionInfo, FormatError>
             found: u64::from(signature),
         });
     }
-    let split = |ms: u32, ls: u32| {
-        [
-            (ms >> 16) as u16,
-            ms as u16,
-            (ls >> 16) as u16,
-            ls as u16,
-        ]
-    };
+    let split = |ms: u32, ls: u32| [(ms >> 16) as u16, ms as u16, (ls >> 16) as u16, ls as u16];
     let mut info = VersionInfo {
         file_version: split(u32_at(ffi, 8, what)?, u32_at(ffi, 12, what)?),
         product_version: split(u32_at(ffi, 16, what)?, u32_at(ffi, 20, what)?),

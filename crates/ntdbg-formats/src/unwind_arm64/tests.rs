@@ -25,7 +25,13 @@ fn regs(sp: u64, fp: u64, lr: u64) -> Arm64Regs {
     r
 }
 
-fn run(entry: &RuntimeFunctionArm64, xdata: Option<&[u8]>, offset: u32, r: &mut Arm64Regs, mem: &HashMap<u64, u64>) {
+fn run(
+    entry: &RuntimeFunctionArm64,
+    xdata: Option<&[u8]>,
+    offset: u32,
+    r: &mut Arm64Regs,
+    mem: &HashMap<u64, u64>,
+) {
     let mut read = |a: u64| mem.get(&a).copied();
     unwind(entry, xdata, offset, r, &mut read).unwrap();
 }
@@ -51,7 +57,10 @@ fn packed_body_prologue_and_epilogue() {
     // Body: everything undone.
     let mut r = regs(s, s, 0x5555);
     run(&entry, None, 4 * 5, &mut r, &mem);
-    assert_eq!((r.sp, r.pc, r.x[29], r.x[19], r.x[20]), (s + 48, 0xcafe, Some(0xf00d), Some(0x19), Some(0x20)));
+    assert_eq!(
+        (r.sp, r.pc, r.x[29], r.x[19], r.x[20]),
+        (s + 48, 0xcafe, Some(0xf00d), Some(0x19), Some(0x20))
+    );
 
     // First instruction: nothing to undo.
     let mut r = regs(s + 48, 0x1111, 0x5555);
@@ -61,7 +70,10 @@ fn packed_body_prologue_and_epilogue() {
     // After the first store (sp moved down 16): only x19/x20 restored.
     let mut r = regs(s + 32, 0x1111, 0x5555);
     run(&entry, None, 4, &mut r, &mem);
-    assert_eq!((r.sp, r.pc, r.x[19], r.x[29]), (s + 48, 0x5555, Some(0x19), Some(0x1111)));
+    assert_eq!(
+        (r.sp, r.pc, r.x[19], r.x[29]),
+        (s + 48, 0x5555, Some(0x19), Some(0x1111))
+    );
 
     // After `stp x29,lr,[sp,#-32]!` but before `mov x29,sp`.
     let mut r = regs(s, 0x1111, 0x5555);
@@ -102,7 +114,10 @@ fn xdata_body_prologue_and_epilogue() {
     let mem = stack(&[(s, 0xf00d), (s + 8, 0xcafe), (s + 16, 0x19), (s + 24, 0x20)]);
     let mut r = regs(s, s, 0x5555);
     run(&entry, Some(&x), 4 * 4, &mut r, &mem);
-    assert_eq!((r.sp, r.pc, r.x[29], r.x[19], r.x[20]), (s + 48, 0xcafe, Some(0xf00d), Some(0x19), Some(0x20)));
+    assert_eq!(
+        (r.sp, r.pc, r.x[29], r.x[19], r.x[20]),
+        (s + 48, 0xcafe, Some(0xf00d), Some(0x19), Some(0x20))
+    );
     // Instruction 0: nothing executed.
     let mut r = regs(s + 48, 1, 0x5555);
     run(&entry, Some(&x), 0, &mut r, &mem);
@@ -133,7 +148,12 @@ fn missing_stack_memory_and_bad_codes_are_errors() {
     };
     let mut r = regs(0x7000, 0x7000, 0x5555);
     let mut read = |_: u64| Some(0);
-    assert_eq!(unwind(&entry, Some(&x), 8, &mut r, &mut read).unwrap_err().code(), "unsupported");
+    assert_eq!(
+        unwind(&entry, Some(&x), 8, &mut r, &mut read)
+            .unwrap_err()
+            .code(),
+        "unsupported"
+    );
     assert_eq!(XdataHeader::parse(&[1, 2]).unwrap_err().code(), "truncated");
     assert_eq!(strip_pac(0x002a_0000_1234_5678), 0x0000_0000_1234_5678);
     assert_eq!(strip_pac(0xffaa_8000_0000_1000), 0xffff_8000_0000_1000);
@@ -141,7 +161,9 @@ fn missing_stack_memory_and_bad_codes_are_errors() {
 
 #[test]
 fn every_function_of_a_real_arm64_image() {
-    let path = ntdbg_testutil::testdata("getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe");
+    let path = ntdbg_testutil::testdata(
+        "getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe",
+    );
     let file = std::fs::read(path).unwrap();
     let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
     assert_eq!(pe.machine, Machine::Arm64);
