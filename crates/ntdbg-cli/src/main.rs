@@ -6,7 +6,6 @@
 mod args;
 mod repl;
 
-use anyhow::Context;
 use args::{Cli, Command};
 use clap::Parser;
 use ntdbg_commands::Status;
@@ -58,8 +57,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Opens a dump; the error already names the file.
 fn open(dump: &std::path::Path, symbols: Option<&str>) -> anyhow::Result<Session> {
-    Session::open_dump(dump, symbols).with_context(|| format!("cannot open {}", dump.display()))
+    Ok(Session::open_dump(dump, symbols)?)
 }
 
 /// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a

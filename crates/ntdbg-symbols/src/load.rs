@@ -222,6 +222,13 @@ pub(crate) fn load_module(
         out.image_source = Some(img.source.clone());
         out.unwinder = PeUnwinder::new(Arc::new(img), ident.base);
     }
+    tracing::debug!(
+        module = %ident.code_name,
+        status = out.status.name(),
+        file = ?out.symbol_file_path,
+        unwind = out.unwinder.is_some(),
+        "module symbols loaded"
+    );
     out
 }
 

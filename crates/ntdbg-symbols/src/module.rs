@@ -98,7 +98,6 @@ struct NameIndex {
 }
 
 /// The symbols of one module. Cheap to share (`Arc`), `Send + Sync`.
-#[derive(Debug)]
 pub struct ModuleSymbols {
     pub(crate) status: SymbolStatus,
     pub(crate) symbol_file_path: Option<PathBuf>,
@@ -111,6 +110,26 @@ pub struct ModuleSymbols {
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     index: OnceLock<NameIndex>,
+}
+
+/// A summary: status, files, counts (the symbol tables themselves are too big to print).
+impl std::fmt::Debug for ModuleSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (functions, publics) = self.symbols.as_ref().map_or((0, 0), |s| {
+            (s.functions.ranges_values().count(), s.publics.len())
+        });
+        f.debug_struct("ModuleSymbols")
+            .field("status", &self.status)
+            .field("symbol_file_path", &self.symbol_file_path)
+            .field("image_path", &self.image_path)
+            .field("pdb_identity", &self.pdb_identity)
+            .field("functions", &functions)
+            .field("publics", &publics)
+            .field("data_symbols", &self.data_symbols.len())
+            .field("unwinder", &self.unwinder)
+            .field("tried", &self.tried)
+            .finish()
+    }
 }
 
 /// Collects what `SymbolFile::fill_symbol` reports.
@@ -199,6 +218,12 @@ impl ModuleSymbols {
     /// version resource, sections, CodeView record.
     pub fn image_info(&self) -> Option<&PeInfo> {
         self.image_info.as_ref()
+    }
+
+    /// Where [`ModuleSymbols::image_info`] came from: the file on the symbol path or dump
+    /// memory.
+    pub fn image_source(&self) -> Option<&ImageSource> {
+        self.image_source.as_ref()
     }
 
     /// Where the unwind tables used by [`ModuleSymbols::walk_frame`] come from, if any.

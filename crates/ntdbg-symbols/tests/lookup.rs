@@ -372,3 +372,30 @@ fn symbol_path_notes() {
         SymbolStatus::Pdb
     );
 }
+
+#[test]
+fn inline_frames_and_public_symbols() {
+    let dir = testdata("winelab/x64");
+    let store = store_for(&[dir.to_str().unwrap()]);
+    let m = store.module(&crashy_x64_wine_module(), &no_memory);
+    // breakpoint.*.dmp stop at 0x140001be4: the int3 of __debugbreak() inlined into
+    // mode_breakpoint() at crashy.c:135.
+    let hit = m.lookup(0x1be4).unwrap();
+    assert_eq!(hit.name, "mode_breakpoint()");
+    assert_eq!(hit.line, Some(135));
+    assert_eq!(hit.inlines.len(), 1, "{hit:?}");
+    assert_eq!(hit.inlines[0].name, "__debugbreak()");
+    assert!(hit.inlines[0].file.as_deref().unwrap().ends_with("_mingw.h"), "{hit:?}");
+    assert!(hit.inlines[0].line.is_some());
+    // Outside the inlined instruction there is no inline frame.
+    assert!(m.lookup(0x1be0).unwrap().inlines.is_empty());
+    // null.inproc.json frame 4: crashy.exe!mainCRTStartup + 0x15 (a public symbol only).
+    let hit = m.lookup(0x14e5).unwrap();
+    assert_eq!((hit.name.as_str(), hit.start_rva, hit.size), ("mainCRTStartup", 0x14d0, None));
+    assert!(hit.is_public);
+    assert_eq!(m.function_range(0x14e5), None);
+    // Frame 3 (0x13ad) is in MinGW's static __tmainCRTStartup, which has no symbol at all.
+    assert!(m.lookup(0x13ad).is_none());
+    // Data publics are found by name but never used for code addresses.
+    assert!(m.find("*").iter().any(|e| !e.is_function));
+}

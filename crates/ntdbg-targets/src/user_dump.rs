@@ -49,6 +49,7 @@ impl UserDump {
     fn from_map(path: &Path, map: Mmap) -> Result<UserDump, TargetError> {
         let corrupt = |reason: String| TargetError::Corrupt { path: path.to_path_buf(), reason };
         let dump = Minidump::read(&map[..]).map_err(|e| corrupt(e.to_string()))?;
+        check_streams_in_file(&dump, map.len()).map_err(corrupt)?;
         let system_info = dump
             .get_stream::<MinidumpSystemInfo>()
             .map_err(|e| corrupt(format!("system info stream: {e}")))?;
@@ -171,6 +172,24 @@ fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]
         region: MemoryRegion { base, size: bytes.len() as u64 },
         file_offset,
     });
+}
+
+/// Fails when a stream's data lies past the end of the file: the dump was cut short.
+fn check_streams_in_file(dump: &Minidump<'_, &[u8]>, file_len: usize) -> Result<(), String> {
+    for entry in dump.all_streams() {
+        let loc = entry.location;
+        if entry.stream_type == 0 || loc.data_size == 0 {
+            continue; // UnusedStream padding (Wine writes these)
+        }
+        let end = u64::from(loc.rva) + u64::from(loc.data_size);
+        if end > file_len as u64 {
+            return Err(format!(
+                "stream type {:#x} at {:#x}+{:#x} ends past the end of the file ({:#x} bytes): the file is truncated",
+                entry.stream_type, loc.rva, loc.data_size, file_len
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_signature(path: &Path, map: &[u8]) -> Result<(), TargetError> {

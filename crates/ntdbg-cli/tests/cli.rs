@@ -1,0 +1,140 @@
+//! The `ntdbg` binary as a user runs it: output, JSON shape and exit codes (0/1/2).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn ntdbg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(args)
+        .env_remove("_NT_SYMBOL_PATH")
+        .output()
+        .expect("ntdbg runs")
+}
+
+fn sample(name: &str) -> String {
+    ntdbg_testutil::sample(name).display().to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ntdbg-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("temp file");
+    path
+}
+
+#[test]
+fn analyze_the_readme_sample_is_symbolized() {
+    let o = ntdbg(&["analyze", &sample("crashy-x64-null.dmp")]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let text = stdout(&o);
+    for needle in [
+        "EXCEPTION_ACCESS_VIOLATION",
+        "write to 0x0000000000000000",
+        "crashy!write_null+0x7",
+        "crashy.c:206",
+        "SIGNATURE:      crashy!write_null",
+        "null pointer dereference",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn analyze_json_has_the_design_keys() {
+    let o = ntdbg(&["analyze", &sample("crashy-x64-null.dmp"), "--json"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    for key in ["dump", "event", "faulting_module", "stack", "signature", "inferences", "limitations", "next_commands"] {
+        assert!(v.get(key).is_some(), "missing key {key}");
+    }
+    assert_eq!(v["event"]["code"], "0xc0000005");
+    assert_eq!(v["event"]["type"], "exception");
+    assert_eq!(v["dump"]["arch"], "x64");
+    assert_eq!(v["faulting_module"]["name"], "crashy.exe");
+    assert_eq!(v["stack"][0]["function"], "write_null(int)");
+    assert_eq!(v["stack"][0]["found_by"], "context");
+    assert_eq!(v["stack"][1]["found_by"], "cfi");
+    assert_eq!(v["signature"], "crashy!write_null");
+}
+
+#[test]
+fn run_prints_each_command_under_a_prompt() {
+    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", ".lastevent; .ecxr; r; kn; lm"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let text = stdout(&o);
+    for needle in ["0:000> .lastevent", "0:000> kn", " # Child-SP", "crashy     (pdb symbols)", "rip=0000000140001517"] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn run_json_gives_typed_results() {
+    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", ".ecxr; kn", "--json"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    assert_eq!(v[1]["status"], "succeeded");
+    assert_eq!(v[1]["result"]["kind"], "stack");
+    assert_eq!(v[1]["result"]["frames"][0]["found_by"], "context");
+}
+
+#[test]
+fn a_failing_command_exits_1_and_stops_the_batch() {
+    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "kn 1; frobnicate; lm"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("Unknown command 'frobnicate'"), "{err}");
+    assert!(err.contains("not executed (an earlier command failed): lm"), "{err}");
+}
+
+#[test]
+fn a_missing_file_exits_1_with_one_clear_line() {
+    let o = ntdbg(&["analyze", "/nonexistent/crash.dmp"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.starts_with("error: cannot open /nonexistent/crash.dmp"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_file_that_is_not_a_dump_exits_1() {
+    let path = temp_file("not-a-dump.dmp", b"hello, this is text\n");
+    let o = ntdbg(&["analyze", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("is not a Windows dump file"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_truncated_dump_exits_1_without_panicking() {
+    let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-null.dmp")).expect("sample");
+    let path = temp_file("truncated.dmp", &bytes[..200]);
+    let o = ntdbg(&["analyze", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("corrupt or truncated"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(ntdbg(&[]).status.code(), Some(2));
+    assert_eq!(ntdbg(&["analyze"]).status.code(), Some(2));
+    assert_eq!(ntdbg(&["run", "x.dmp"]).status.code(), Some(2));
+    assert_eq!(ntdbg(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn explicit_symbols_path_is_used() {
+    let dir = ntdbg_testutil::sample("crashy.pdb").parent().expect("dir").display().to_string();
+    let o = ntdbg(&["run", &sample("x86/crashy-x86-null.dmp"), "--symbols", &format!("{dir}/x86"), "-c", ".ecxr; k 1"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("crashy!write_null+0xa"), "{}", stdout(&o));
+}
