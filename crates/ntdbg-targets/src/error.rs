@@ -7,12 +7,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum TargetError {
     /// The file could not be opened or mapped.
-    #[error("cannot open {path}: {source}")]
+    #[error("cannot open {path}: {cause}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error (part of the message, so not a separate `source`).
+        cause: std::io::Error,
     },
     /// The file does not start with a dump signature we know.
     #[error("{path} is not a Windows dump file (signature {signature:?})")]
@@ -44,7 +44,7 @@ impl TargetError {
     /// A stable snake_case key for this error.
     pub fn code(&self) -> &'static str {
         match self {
-            TargetError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            TargetError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
                 "file_not_found"
             }
             TargetError::Io { .. } => "io_error",

@@ -37,7 +37,7 @@ pub struct UserDump {
 impl UserDump {
     /// Opens and indexes a minidump file.
     pub fn open(path: &Path) -> Result<UserDump, TargetError> {
-        let io_err = |source| TargetError::Io { path: path.to_path_buf(), source };
+        let io_err = |cause| TargetError::Io { path: path.to_path_buf(), cause };
         let file = File::open(path).map_err(io_err)?;
         // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
         // truncated by another process while it is open.

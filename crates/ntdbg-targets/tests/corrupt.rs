@@ -302,12 +302,16 @@ fn huge_counts_do_not_allocate_gigabytes() {
         let mut bytes = original.clone();
         put_u32(&mut bytes, 8, count);
         variants.push((format!("nstreams_{count:x}"), bytes));
-        // ... or a stream claims a huge record count and size.
-        for s in &layout.streams {
+        // ... or a stream claims a huge record count, a huge size, or both.
+        for s in layout.streams.iter().filter(|s| s.size >= 4) {
             let mut bytes = original.clone();
             put_u32(&mut bytes, s.rva as usize, count);
+            variants.push((format!("stream{}_count_{count:x}", s.kind), bytes.clone()));
             put_u32(&mut bytes, s.entry_offset + 4, count);
-            variants.push((format!("stream{}_count_{count:x}", s.kind), bytes));
+            variants.push((format!("stream{}_count_size_{count:x}", s.kind), bytes));
+            let mut bytes = original.clone();
+            put_u32(&mut bytes, s.entry_offset + 4, count);
+            variants.push((format!("stream{}_size_{count:x}", s.kind), bytes));
         }
     }
     // A header whose directory is the only thing there, claiming 4 billion entries.
