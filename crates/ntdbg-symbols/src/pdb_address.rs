@@ -95,7 +95,10 @@ impl Omap {
             .partition_point(|e| e.0 <= rva)
             .checked_sub(1)?;
         let (src, dst) = self.entries[i];
-        (dst != 0).then(|| dst.wrapping_add(rva - src))
+        if dst == 0 {
+            return None;
+        }
+        dst.checked_add(rva - src)
     }
 
     /// Whether any old code maps into `[start, end)` of the new layout.
@@ -141,7 +144,10 @@ impl Omap {
             if s >= e || dst == 0 || src > s {
                 continue;
             }
-            let piece = (dst.wrapping_add(s - src), dst.wrapping_add(e - src));
+            let (Some(a), Some(b)) = (dst.checked_add(s - src), dst.checked_add(e - src)) else {
+                continue;
+            };
+            let piece = (a, b);
             // Pieces separated only by bytes nothing maps to (padding the rewrite inserted)
             // are one range, as dump_syms counts them.
             match out.last_mut() {

@@ -39,6 +39,16 @@ impl UserDump {
     pub fn open(path: &Path) -> Result<UserDump, TargetError> {
         let io_err = |cause| TargetError::Io { path: path.to_path_buf(), cause };
         let file = File::open(path).map_err(io_err)?;
+        let meta = file.metadata().map_err(io_err)?;
+        if meta.is_dir() {
+            return Err(io_err(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "it is a directory, not a dump file",
+            )));
+        }
+        if meta.len() == 0 {
+            return Err(TargetError::NotADump { path: path.to_path_buf(), signature: "empty file".into() });
+        }
         // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
         // truncated by another process while it is open.
         let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;

@@ -337,3 +337,10 @@ fn peak_rss_kib() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
+
+#[test]
+fn allocation_tracker_sees_large_requests() {
+    take_largest_request();
+    let big = vec![0u8; 3 << 20];
+    assert!(take_largest_request() >= big.len());
+}
