@@ -24,7 +24,7 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
     let location = match (&sym.module, &sym.function) {
         (Some(m), Some(f)) => format!(
             " ({m}!{}+0x{})",
-            ntdbg_engine::symbolize::short_function_name(f),
+            ntdbg_symbols::strip_parameters(f),
             ptr_hex(sym.function_offset.unwrap_or(0), ptr)
         ),
         (Some(m), None) => format!(
@@ -109,10 +109,10 @@ pub fn render_report(report: &Report) -> String {
     for f in &report.stack {
         let site = match (&f.module, &f.function, &f.offset) {
             (Some(m), Some(func), Some(off)) if off != "0x0" => {
-                format!("{m}!{}+{off}", ntdbg_engine::symbolize::short_function_name(func))
+                format!("{m}!{}+{off}", ntdbg_symbols::strip_parameters(func))
             }
             (Some(m), Some(func), _) => {
-                format!("{m}!{}", ntdbg_engine::symbolize::short_function_name(func))
+                format!("{m}!{}", ntdbg_symbols::strip_parameters(func))
             }
             (Some(m), None, Some(off)) => format!("{m}+{off}"),
             _ => f.address.clone(),

@@ -2,7 +2,7 @@
 
 use crate::exception::ExceptionKind;
 use ntdbg_engine::stack::Frame;
-use ntdbg_engine::symbolize::short_function_name;
+use ntdbg_symbols::strip_parameters;
 
 /// Modules whose frames never make a signature: the OS, loader and C/C++ runtimes.
 pub const SYSTEM_MODULES: &[&str] = &[
@@ -25,7 +25,7 @@ pub fn crash_signature(frames: &[Frame], kind: Option<&ExceptionKind>) -> String
     let named = |f: &Frame| -> Option<String> {
         let module = f.module.as_ref()?;
         Some(match &f.function {
-            Some(function) => format!("{module}!{}", short_function_name(function)),
+            Some(function) => format!("{module}!{}", strip_parameters(function)),
             None => format!("{module}+{:#x}", f.instruction.wrapping_sub(f.module_base?)),
         })
     };

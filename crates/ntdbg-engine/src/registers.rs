@@ -97,6 +97,12 @@ fn amd64_register(c: &md::CONTEXT_AMD64, name: &str) -> Option<u64> {
     if let Some(base) = name.strip_suffix('b').filter(|b| b.starts_with('r') && b.len() > 1) {
         return full(base).map(|v| v & 0xff);
     }
+    // eax / esp / eip: the low 32 bits of rax / rsp / rip.
+    if let Some(base) = name.strip_prefix('e').filter(|b| b.len() == 2) {
+        if let Some(v) = full(&format!("r{base}")) {
+            return Some(v & 0xffff_ffff);
+        }
+    }
     legacy_subregister(name, |n| full(&format!("r{n}")))
 }
 

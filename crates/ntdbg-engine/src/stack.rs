@@ -5,7 +5,8 @@
 //! [`SymbolStore`](ntdbg_symbols::SymbolStore) through [`crate::provider`].
 
 use crate::provider::StoreProvider;
-use crate::symbolize::{module_name, short_function_name};
+use crate::symbolize::module_name;
+use ntdbg_symbols::strip_parameters;
 use minidump::system_info::{Cpu, Os};
 use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
@@ -94,7 +95,7 @@ impl Frame {
     pub fn call_site(&self) -> String {
         match (&self.module, &self.function, self.module_base) {
             (Some(m), Some(f), _) => {
-                let f = short_function_name(f);
+                let f = strip_parameters(f);
                 match self.function_offset {
                     Some(off) if off != 0 && !self.inline => format!("{m}!{f}+{off:#x}"),
                     _ => format!("{m}!{f}"),

@@ -1,5 +1,6 @@
 //! Turning addresses into `module!function+0xoffset` names.
 
+use ntdbg_symbols::strip_parameters;
 use serde::Serialize;
 
 /// What is known about one address.
@@ -26,7 +27,7 @@ impl Symbolized {
     pub fn display(&self) -> String {
         match (&self.module, &self.function, self.module_base) {
             (Some(m), Some(f), _) => {
-                let f = short_function_name(f);
+                let f = strip_parameters(f);
                 match self.function_offset {
                     Some(0) | None => format!("{m}!{f}"),
                     Some(off) => format!("{m}!{f}+{off:#x}"),
@@ -56,30 +57,6 @@ pub fn module_name(code_file: &str) -> String {
     }
 }
 
-/// A function name as WinDbg prints it in stacks: without the parameter list
-/// (`crash_null_write(int*)` → `crash_null_write`; `Foo::bar(int) const` → `Foo::bar`).
-pub fn short_function_name(name: &str) -> &str {
-    let trimmed = name.trim_end();
-    if !trimmed.ends_with(')') && !trimmed.ends_with(" const") {
-        return trimmed;
-    }
-    // Find the '(' that opens the trailing parameter list, skipping nested parentheses.
-    let mut depth = 0i32;
-    for (i, c) in trimmed.char_indices().rev() {
-        match c {
-            ')' => depth += 1,
-            '(' => {
-                depth -= 1;
-                if depth == 0 {
-                    return if i == 0 { trimmed } else { &trimmed[..i] };
-                }
-            }
-            _ => {}
-        }
-    }
-    trimmed
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,15 +67,6 @@ mod tests {
         assert_eq!(module_name("Z:\\tmp\\crashy.exe"), "crashy");
         assert_eq!(module_name("/usr/lib/libc.so.6"), "libc.so");
         assert_eq!(module_name("noext"), "noext");
-    }
-
-    #[test]
-    fn function_names_lose_parameter_lists() {
-        assert_eq!(short_function_name("crash_null_write(int*)"), "crash_null_write");
-        assert_eq!(short_function_name("main(int, char**)"), "main");
-        assert_eq!(short_function_name("Foo::bar(void (*)(int)) const"), "Foo::bar");
-        assert_eq!(short_function_name("mainCRTStartup"), "mainCRTStartup");
-        assert_eq!(short_function_name("(anonymous)"), "(anonymous)");
     }
 
     #[test]

@@ -109,7 +109,7 @@ fn strip_x86_decoration(raw: &str) -> Option<Undecorated> {
 
 /// The name without its trailing parameter list (and qualifiers after it):
 /// `ns::f(int, char*) const` → `ns::f`. Names without one come back unchanged.
-pub(crate) fn strip_parameters(name: &str) -> &str {
+pub fn strip_parameters(name: &str) -> &str {
     let trimmed = name.trim_end();
     let Some(close) = trimmed.rfind(')') else {
         return name;

@@ -44,11 +44,13 @@ mod unwind;
 mod unwind_arm64;
 mod wildcard;
 
+pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use store::SymbolStore;
+pub use wildcard::wildcard_match;
 
 /// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions
 /// with lines and inlines, publics, `STACK WIN`). The identity is not checked: the `MODULE`

@@ -5,7 +5,9 @@
 //! (name, GUID, age); both need the PDB identity, which comes from the dump's CodeView record
 //! or, when the dump has none (Wine), from the image's. The image itself (by name, timestamp
 //! and size, else from dump memory) is looked for first: it supplies that identity and the
-//! x64/ARM64 unwind tables. Every search directory is tried in store layout, then plain.
+//! x64/ARM64 unwind tables. Every search directory is tried in store layout, then plain; the
+//! image's own folder is searched for the PDB and `.sym` too, and (only when the store allows
+//! it) the PDB path the CodeView record names.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -35,10 +37,17 @@ struct Identity {
     time_date_stamp: u32,
     size_of_image: u32,
     pdb: Option<PdbIdentity>,
+    /// The PDB path exactly as the CodeView record has it.
+    pdb_path: Option<String>,
 }
 
 impl Identity {
     fn of(module: &MinidumpModule) -> Identity {
+        let pdb_path = match &module.codeview_info {
+            Some(CodeView::Pdb70(cv)) => Some(c_string(&cv.pdb_file_name)),
+            Some(CodeView::Pdb20(cv)) => Some(c_string(&cv.pdb_file_name)),
+            _ => None,
+        };
         let pdb = match &module.codeview_info {
             Some(CodeView::Pdb70(cv)) => {
                 let g = &cv.signature;
@@ -66,6 +75,7 @@ impl Identity {
             time_date_stamp: module.raw.time_date_stamp,
             size_of_image: module.raw.size_of_image,
             pdb,
+            pdb_path,
         }
     }
 }
@@ -109,6 +119,7 @@ pub(crate) fn load_module(
     path: &SymbolPath,
     module: &MinidumpModule,
     read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    codeview_paths: bool,
 ) -> ModuleSymbols {
     let ident = Identity::of(module);
     let mut tried = Vec::new();
@@ -139,10 +150,12 @@ pub(crate) fn load_module(
         image = image_from_memory(&ident, read_image, &mut tried);
     }
 
+    let mut pdb_path = ident.pdb_path.clone();
     let pdb = match (&ident.pdb, &image) {
         (Some(p), _) => Some(p.clone()),
         (None, Some(img)) => match &img.info.codeview {
             Some(cv) => {
+                pdb_path = Some(cv.pdb_path.clone());
                 let id = cv.identity();
                 tried.push(format!(
                     "no CodeView record in the dump; the image names {} {}",
@@ -185,9 +198,13 @@ pub(crate) fn load_module(
                 symbols,
                 data: Vec::new(),
             });
-        } else if let Some((path, symbols, data)) =
-            find_pdb(pdb, &sym_dirs, code.as_ref(), &mut tried)
-        {
+        } else if let Some((path, symbols, data)) = find_pdb(
+            pdb,
+            &sym_dirs,
+            local_codeview_path(pdb_path.as_deref().filter(|_| codeview_paths)),
+            code.as_ref(),
+            &mut tried,
+        ) {
             loaded = Some(Loaded {
                 status: SymbolStatus::Pdb,
                 path,
@@ -387,10 +404,27 @@ fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
 
 type LoadedPdb = (PathBuf, SymbolFile, Vec<(String, u64)>);
 
-/// Looks for the PDB by name, GUID and age.
+/// The CodeView record's PDB path as a path on this machine: a Unix absolute path as is, a
+/// Wine `Z:\` path (Wine maps drive Z: to `/`) translated; other Windows paths are not
+/// reachable.
+fn local_codeview_path(path: Option<&str>) -> Option<PathBuf> {
+    let path = path?;
+    if path.starts_with('/') {
+        return Some(PathBuf::from(path));
+    }
+    let rest = path
+        .strip_prefix("Z:")
+        .or_else(|| path.strip_prefix("z:"))?;
+    rest.starts_with(['\\', '/'])
+        .then(|| PathBuf::from(rest.replace('\\', "/")))
+}
+
+/// Looks for the PDB by name, GUID and age: in every directory (store layout, `file.ptr`,
+/// plain), then at the path the CodeView record names, if it is local.
 fn find_pdb(
     pdb: &PdbIdentity,
     dirs: &[PathBuf],
+    codeview_path: Option<PathBuf>,
     code: Option<&(String, String)>,
     tried: &mut Vec<String>,
 ) -> Option<LoadedPdb> {
@@ -415,7 +449,21 @@ fn find_pdb(
             }
         }
     }
-    None
+    let path = codeview_path?;
+    if !path.is_file() {
+        tried.push(format!(
+            "{}: not found (the CodeView record's path)",
+            path.display()
+        ));
+        return None;
+    }
+    match read_pdb(&path, pdb, code) {
+        Ok((sym, data)) => Some((path, sym, data)),
+        Err(e) => {
+            tried.push(e.to_string());
+            None
+        }
+    }
 }
 
 /// Opens a PDB, checks its identity and converts it.
@@ -483,4 +531,21 @@ pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
             .map(|c| c.text)
             .map_err(pdb_err)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codeview_paths_usable_here() {
+        let p = |s: &str| local_codeview_path(Some(s));
+        assert_eq!(p("/build/x.pdb"), Some(PathBuf::from("/build/x.pdb")));
+        assert_eq!(p(r"Z:\tmp\x.pdb"), Some(PathBuf::from("/tmp/x.pdb")));
+        assert_eq!(p("z:/tmp/x.pdb"), Some(PathBuf::from("/tmp/x.pdb")));
+        assert_eq!(p(r"C:\build\x.pdb"), None);
+        assert_eq!(p("Z:x.pdb"), None);
+        assert_eq!(p("x.pdb"), None);
+        assert_eq!(local_codeview_path(None), None);
+    }
 }

@@ -255,6 +255,12 @@ impl ModuleSymbols {
         let Some(symbols) = &self.symbols else {
             return false;
         };
+        // Frames only ever sit in code: an address in a data section has no function, which
+        // also lets the stack scanner reject data pointers that follow a public symbol.
+        let rva = frame.get_instruction().wrapping_sub(module.base_address());
+        if self.in_data_section(rva) {
+            return false;
+        }
         let mut detect = Detect {
             inner: frame,
             named: false,
@@ -288,11 +294,36 @@ impl ModuleSymbols {
         };
         // A module at base 0, so Breakpad's lookup takes the RVA as is.
         symbols.fill_symbol(&breakpad_symbols::SimpleModule::default(), &mut c);
+        let func = c
+            .function
+            .as_ref()
+            .and_then(|(_, start)| symbols.functions.get(rva).filter(|f| f.address == *start));
+        if func.is_none() {
+            // No function covers `rva`: the nearest public or data symbol below it, but only
+            // within the same section (a code public must not name a global variable).
+            let public = c.function.take().filter(|(_, start)| self.same_section(*start, rva));
+            let data = self
+                .data_symbols
+                .iter()
+                .filter(|(_, start)| *start <= rva && self.same_section(*start, rva))
+                .max_by_key(|(_, start)| *start)
+                .cloned();
+            let best = match (public, data) {
+                (Some(p), Some(d)) => Some(if d.1 > p.1 { d } else { p }),
+                (p, d) => p.or(d),
+            };
+            let (name, start_rva) = best?;
+            return Some(SymbolHit {
+                name,
+                start_rva,
+                size: None,
+                file: None,
+                line: None,
+                inlines: Vec::new(),
+                is_public: true,
+            });
+        }
         let (name, start_rva) = c.function?;
-        let func = symbols
-            .functions
-            .get(rva)
-            .filter(|f| f.address == start_rva);
         let (file, line) = match c.source {
             Some((f, l)) => (Some(f), (l != 0).then_some(l)),
             None => (None, None),
@@ -306,6 +337,32 @@ impl ModuleSymbols {
             inlines: c.inlines,
             is_public: func.is_none(),
         })
+    }
+
+    /// Whether the image is known and `rva` lies in a section that is not executable.
+    fn in_data_section(&self, rva: u64) -> bool {
+        const EXECUTABLE: u32 = 0x2000_0000 | 0x20; // IMAGE_SCN_MEM_EXECUTE | IMAGE_SCN_CNT_CODE
+        let Some(info) = &self.image_info else {
+            return false;
+        };
+        u32::try_from(rva)
+            .ok()
+            .and_then(|r| info.section_for_rva(r))
+            .is_some_and(|s| s.characteristics & EXECUTABLE == 0)
+    }
+
+    /// Whether two RVAs lie in the same image section (true when the image is unknown).
+    fn same_section(&self, a: u64, b: u64) -> bool {
+        let Some(info) = &self.image_info else {
+            return true;
+        };
+        let section = |rva: u64| {
+            u32::try_from(rva)
+                .ok()
+                .and_then(|r| info.section_for_rva(r))
+                .map(|s| s.virtual_address)
+        };
+        section(a) == section(b)
     }
 
     /// The `[start, end)` RVA range of the function containing `rva` (functions only: public

@@ -1,6 +1,7 @@
 //! The symbol store: loads module symbols on first use and keeps them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use minidump::{MinidumpModule, Module};
@@ -21,6 +22,7 @@ type Key = (u64, u32, String);
 pub struct SymbolStore {
     path: RwLock<SymbolPath>,
     cache: Mutex<HashMap<Key, Arc<OnceLock<Arc<ModuleSymbols>>>>>,
+    codeview_paths: AtomicBool,
 }
 
 impl SymbolStore {
@@ -29,6 +31,7 @@ impl SymbolStore {
         SymbolStore {
             path: RwLock::new(path),
             cache: Mutex::new(HashMap::new()),
+            codeview_paths: AtomicBool::new(false),
         }
     }
 
@@ -55,7 +58,8 @@ impl SymbolStore {
         };
         cell.get_or_init(|| {
             let path = self.path();
-            Arc::new(load_module(&path, module, read_image))
+            let codeview_paths = self.codeview_paths.load(Ordering::Relaxed);
+            Arc::new(load_module(&path, module, read_image, codeview_paths))
         })
         .clone()
     }
@@ -77,6 +81,16 @@ impl SymbolStore {
     /// Replaces the symbol path and forgets everything loaded.
     pub fn set_path(&self, path: SymbolPath) {
         *self.path.write().unwrap_or_else(|e| e.into_inner()) = path;
+        self.clear();
+    }
+
+    /// Whether the PDB path inside a module's CodeView record (the build machine's path, e.g.
+    /// `/build/app.pdb`, or Wine's `Z:\tmp\app.pdb` as `/tmp/app.pdb`) is also tried, after
+    /// the symbol path. Off by default: the path comes from the dump, and files are only
+    /// opened where the user pointed (design: security defaults). Changing it forgets
+    /// everything loaded.
+    pub fn set_codeview_paths(&self, allow: bool) {
+        self.codeview_paths.store(allow, Ordering::Relaxed);
         self.clear();
     }
 

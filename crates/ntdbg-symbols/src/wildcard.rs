@@ -1,7 +1,7 @@
 //! WinDbg-style wildcard matching (`*` any run, `?` one character), case-insensitive.
 
 /// Whether `text` matches `pattern` as a whole.
-pub(crate) fn wildcard_match(pattern: &str, text: &str) -> bool {
+pub fn wildcard_match(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().flat_map(char::to_lowercase).collect();
     let t: Vec<char> = text.chars().flat_map(char::to_lowercase).collect();
     // Greedy with one backtrack point: linear in practice, never exponential.

@@ -385,17 +385,89 @@ fn inline_frames_and_public_symbols() {
     assert_eq!(hit.line, Some(135));
     assert_eq!(hit.inlines.len(), 1, "{hit:?}");
     assert_eq!(hit.inlines[0].name, "__debugbreak()");
-    assert!(hit.inlines[0].file.as_deref().unwrap().ends_with("_mingw.h"), "{hit:?}");
+    assert!(
+        hit.inlines[0]
+            .file
+            .as_deref()
+            .unwrap()
+            .ends_with("_mingw.h"),
+        "{hit:?}"
+    );
     assert!(hit.inlines[0].line.is_some());
     // Outside the inlined instruction there is no inline frame.
     assert!(m.lookup(0x1be0).unwrap().inlines.is_empty());
     // null.inproc.json frame 4: crashy.exe!mainCRTStartup + 0x15 (a public symbol only).
     let hit = m.lookup(0x14e5).unwrap();
-    assert_eq!((hit.name.as_str(), hit.start_rva, hit.size), ("mainCRTStartup", 0x14d0, None));
+    assert_eq!(
+        (hit.name.as_str(), hit.start_rva, hit.size),
+        ("mainCRTStartup", 0x14d0, None)
+    );
     assert!(hit.is_public);
     assert_eq!(m.function_range(0x14e5), None);
     // Frame 3 (0x13ad) is in MinGW's static __tmainCRTStartup, which has no symbol at all.
     assert!(m.lookup(0x13ad).is_none());
     // Data publics are found by name but never used for code addresses.
     assert!(m.find("*").iter().any(|e| !e.is_function));
+}
+
+#[test]
+fn pdb_at_the_codeview_path() {
+    // The build machine's path in the CodeView record is used last, when it is local and
+    // the store allows it.
+    let pdb = testdata("winelab/x64/crashy.pdb");
+    let module = {
+        let mut m = module_with_codeview(
+            CRASHY_X64_BASE,
+            0x5c000,
+            r"Z:\tmp\crashy.exe",
+            pdb.to_str().unwrap(),
+            CRASHY_X64_ID,
+        );
+        m.raw.time_date_stamp = 0x6b0cccd2;
+        m
+    };
+    let empty = Scratch::new("cvpath");
+    let store = store_for(&[&empty.path_text()]);
+    // Off by default: a path named by the dump is not opened.
+    assert_eq!(
+        store.module(&module, &no_memory).status(),
+        SymbolStatus::NoSymbols
+    );
+    store.set_codeview_paths(true);
+    let m = store.module(&module, &no_memory);
+    assert_eq!(m.status(), SymbolStatus::Pdb, "{}", tried_text(&m));
+    assert_eq!(m.symbol_file_path(), Some(pdb.as_path()));
+    assert_eq!(m.lookup(0x2134).unwrap().name, "crash_null_write(int*)");
+}
+
+#[test]
+fn symbolic_mini_dump_with_sym_and_with_pdb() {
+    // symbolic's mini.dmp (x86, MSVC): crash.exe with a CodeView record; its folder holds
+    // crash.sym, crash.pdb and crash.exe. minidump-stackwalk (crash.sym) frames:
+    // main [main.cpp:35] at 0x2a3d, __scrt_common_main_seh [exe_common.inl:283] at 0x2d96.
+    let dir = testdata("getsentry-symbolic/symbolic-testutils/fixtures/windows");
+    let dump = minidump::Minidump::read_path(dir.join("mini.dmp")).unwrap();
+    let modules = dump.get_stream::<minidump::MinidumpModuleList>().unwrap();
+    let module = modules
+        .iter()
+        .find(|m| m.name.ends_with("crash.exe"))
+        .unwrap();
+
+    let m = store_for(&[dir.to_str().unwrap()]).module(module, &no_memory);
+    assert_eq!(m.status(), SymbolStatus::Breakpad, "{}", tried_text(&m));
+    assert!(m.symbol_file_path().unwrap().ends_with("crash.sym"));
+    let hit = m.lookup(0x2a3d).unwrap();
+    assert_eq!((hit.name.as_str(), hit.line), ("main", Some(35)));
+
+    let s = Scratch::new("mini");
+    s.put(&dir.join("crash.pdb"), "crash.pdb");
+    let m = store_for(&[&s.path_text()]).module(module, &no_memory);
+    assert_eq!(m.status(), SymbolStatus::Pdb, "{}", tried_text(&m));
+    let hit = m.lookup(0x2a3d).unwrap();
+    assert!(hit.name.starts_with("main("), "{hit:?}");
+    assert_eq!(hit.line, Some(35));
+    assert!(hit.file.unwrap().ends_with("main.cpp"));
+    let hit = m.lookup(0x2d96).unwrap();
+    assert!(hit.name.starts_with("__scrt_common_main_seh"), "{hit:?}");
+    assert_eq!(hit.line, Some(283));
 }

@@ -264,3 +264,40 @@ fn arm64_glue_matches_the_formats_unwinder() {
     }
     assert!(checked > 10, "{checked}");
 }
+
+#[test]
+fn x86_msvc_frame_data_from_pdb_and_from_sym_agree() {
+    // symbolic's mini.dmp: main → __scrt_common_main_seh at crash.exe+0x2d96 (return − 1).
+    let (w0, module) = crash_state(
+        "getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp",
+        4,
+    );
+    let base = module.raw.base_of_image;
+    assert_eq!(w0.instruction - base, 0x2a3d);
+    let dir = testdata("getsentry-symbolic/symbolic-testutils/fixtures/windows");
+    let pdb_only = Scratch::new("mini-unwind");
+    pdb_only.put(&dir.join("crash.pdb"), "crash.pdb");
+    for path in [dir.to_str().unwrap().to_string(), pdb_only.path_text()] {
+        let m = symbols(&path, &module);
+        let mut w = caller_of_state(&w0);
+        assert!(m.walk_frame(&module, &mut w).is_some(), "{path}");
+        let next = caller_of(&w, "eip", "esp", 1);
+        assert_eq!(next.instruction - base, 0x2d96, "{path}");
+    }
+}
+
+/// A fresh copy of a walker's starting state.
+fn caller_of_state(w: &TestWalker) -> TestWalker {
+    TestWalker {
+        instruction: w.instruction,
+        has_grand_callee: w.has_grand_callee,
+        callee: w.callee.clone(),
+        stack: w.stack.clone(),
+        regions: w.regions.clone(),
+        any: w.any,
+        word: w.word,
+        caller: Default::default(),
+        cfa: None,
+        ra: None,
+    }
+}

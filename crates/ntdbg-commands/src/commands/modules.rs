@@ -6,7 +6,7 @@ use crate::render::{addr, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
 use ntdbg_engine::{module_name, Session};
-use ntdbg_symbols::SymbolStatus;
+use ntdbg_symbols::{wildcard_match, SymbolStatus};
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["lm", "lmv", "lmvm", "lmm"],
@@ -150,43 +150,4 @@ fn product_version(m: &MinidumpModule) -> Option<String> {
             v.product_version_lo & 0xffff
         )
     })
-}
-
-/// WinDbg wildcard match (`*`, `?`), case-insensitive.
-pub(crate) fn wildcard_match(pattern: &str, text: &str) -> bool {
-    let p: Vec<char> = pattern.to_ascii_lowercase().chars().collect();
-    let t: Vec<char> = text.to_ascii_lowercase().chars().collect();
-    // Iterative matcher with backtracking to the last `*` (linear in practice, no recursion).
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::wildcard_match;
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard_match("crash*", "crashy"));
-        assert!(wildcard_match("*DLL", "ntdll"));
-        assert!(wildcard_match("n?dll", "ntdll"));
-        assert!(!wildcard_match("kernel*", "ntdll"));
-        assert!(wildcard_match("*", ""));
-    }
 }

@@ -1,7 +1,7 @@
 //! Symbols: `ln ADDR` (nearest symbol), `x MOD!PATTERN` (search).
 
 use super::eval;
-use super::modules::wildcard_match;
+use ntdbg_symbols::wildcard_match;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
