@@ -9,6 +9,7 @@ use crate::symbolize::{module_name, Symbolized};
 use minidump::{MinidumpContext, MinidumpModule};
 use ntdbg_symbols::{ModuleSymbols, SymbolPath, SymbolStore};
 use ntdbg_targets::{Arch, Target, ThreadInfo, UserDump};
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -246,6 +247,19 @@ impl Session {
             let rva = self.module_symbols(m).resolve(text)?;
             m.raw.base_of_image.checked_add(rva)
         })
+    }
+
+    /// Code bytes at `addr` (at most `max`): from the dump, else from the module's image found
+    /// on the symbol path, as WinDbg does for minidumps, which rarely capture code. Never
+    /// invented: `None` when neither holds them.
+    pub fn read_code(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
+        if let Some(bytes) = self.target.read_chunk(addr, max) {
+            return Some(bytes);
+        }
+        let module = self.module_at(addr)?;
+        let symbols = self.module_symbols(module);
+        let bytes = symbols.image_bytes(addr - module.raw.base_of_image, max)?;
+        (!bytes.is_empty()).then(|| Cow::Owned(bytes.to_vec()))
     }
 
     /// Reads memory (never invents bytes: `None` marks a hole).

@@ -1,8 +1,8 @@
 //! Finding and loading one module's symbols: the lookup order, each candidate's
 //! verification, and the `tried` notes.
 //!
-//! Order: (1) Breakpad `.sym`/`.sym.xz` by (PDB name, debug id); (2) the PDB by
-//! (name, GUID, age); both need the PDB identity, which comes from the dump's CodeView record
+//! Order: (1) the PDB by (name, GUID, age); (2) Breakpad `.sym`/`.sym.xz` by (PDB name,
+//! debug id); both need the PDB identity, which comes from the dump's CodeView record
 //! or, when the dump has none (Wine), from the image's. The image itself (by name, timestamp
 //! and size, else from dump memory) is looked for first: it supplies that identity and the
 //! x64/ARM64 unwind tables. Every search directory is tried in store layout, then plain; the
@@ -191,14 +191,9 @@ pub(crate) fn load_module(
         .map(|i| (i.info.image_key(), ident.code_name.clone()));
     let mut loaded = None;
     if let Some(pdb) = &pdb {
-        if let Some((path, symbols)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
-            loaded = Some(Loaded {
-                status: SymbolStatus::Breakpad,
-                path,
-                symbols,
-                data: Vec::new(),
-            });
-        } else if let Some((path, symbols, data)) = find_pdb(
+        // The PDB first, as WinDbg: it has inline frames, parameter lists and data symbols
+        // that a Breakpad file made from it lacks. Breakpad files serve modules without one.
+        if let Some((path, symbols, data)) = find_pdb(
             pdb,
             &sym_dirs,
             local_codeview_path(pdb_path.as_deref().filter(|_| codeview_paths)),
@@ -210,6 +205,13 @@ pub(crate) fn load_module(
                 path,
                 symbols,
                 data,
+            });
+        } else if let Some((path, symbols)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
+            loaded = Some(Loaded {
+                status: SymbolStatus::Breakpad,
+                path,
+                symbols,
+                data: Vec::new(),
             });
         }
     }
@@ -237,7 +239,9 @@ pub(crate) fn load_module(
     if let Some(img) = image {
         out.image_info = Some(img.info.clone());
         out.image_source = Some(img.source.clone());
-        out.unwinder = PeUnwinder::new(Arc::new(img), ident.base);
+        let img = Arc::new(img);
+        out.unwinder = PeUnwinder::new(img.clone(), ident.base);
+        out.image = Some(img);
     }
     tracing::debug!(
         module = %ident.code_name,

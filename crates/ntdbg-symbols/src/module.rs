@@ -3,13 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module, SymbolFile};
 use ntdbg_formats::pe::PeInfo;
 
 use crate::demangle::strip_parameters;
-use crate::image::ImageSource;
+use crate::image::{ImageSource, MappedImage};
 use crate::unwind::PeUnwinder;
 use crate::wildcard::wildcard_match;
 
@@ -109,6 +109,7 @@ pub struct ModuleSymbols {
     pub(crate) symbols: Option<SymbolFile>,
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
+    pub(crate) image: Option<Arc<MappedImage>>,
     index: OnceLock<NameIndex>,
 }
 
@@ -195,6 +196,7 @@ impl ModuleSymbols {
             symbols: None,
             data_symbols: Vec::new(),
             unwinder: None,
+            image: None,
             index: OnceLock::new(),
         }
     }
@@ -224,6 +226,17 @@ impl ModuleSymbols {
     /// memory.
     pub fn image_source(&self) -> Option<&ImageSource> {
         self.image_source.as_ref()
+    }
+
+    /// Up to `len` bytes of the module's image at `rva`, as the loader maps it, from the image
+    /// found for this module (file or dump memory): only bytes the image really holds, so a
+    /// debugger can show code the dump itself did not capture. `None` without an image.
+    pub fn image_bytes(&self, rva: u64, len: usize) -> Option<&[u8]> {
+        let image = self.image.as_ref()?;
+        let start = u32::try_from(rva).ok()?;
+        let range = image.valid.iter().find(|r| r.contains(&start))?;
+        let end = (range.end as usize).min(start as usize + len);
+        image.bytes.get(start as usize..end)
     }
 
     /// Where the unwind tables used by [`ModuleSymbols::walk_frame`] come from, if any.
@@ -259,6 +272,13 @@ impl ModuleSymbols {
         // also lets the stack scanner reject data pointers that follow a public symbol.
         let rva = frame.get_instruction().wrapping_sub(module.base_address());
         if self.in_data_section(rva) {
+            return false;
+        }
+        // A public symbol (no debug-info function here) names code only inside a function
+        // of the unwind tables: this keeps stack scanning from accepting the padding and
+        // literal pools that follow the last public of a section.
+        let has_function = symbols.functions.get(rva).is_some();
+        if !has_function && self.unwinder.as_ref().is_some_and(|u| !u.covers(rva)) {
             return false;
         }
         let mut detect = Detect {

@@ -178,6 +178,18 @@ impl PeUnwinder {
         Some(PeUnwinder { image, arch })
     }
 
+    /// Whether the unwind tables describe a function containing `rva`. Every function that
+    /// calls another has an entry, so a return address outside all of them is not one.
+    /// (ARM64: always true, its tables are not indexed this way yet.)
+    pub fn covers(&self, rva: u64) -> bool {
+        match &self.arch {
+            Arch::X64 { functions, .. } => u32::try_from(rva)
+                .ok()
+                .is_some_and(|r| lookup_x64(functions, r).is_some()),
+            Arch::Arm64 { .. } => true,
+        }
+    }
+
     /// Where the unwind tables came from.
     pub fn image(&self) -> &MappedImage {
         &self.image

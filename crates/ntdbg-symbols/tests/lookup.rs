@@ -453,7 +453,14 @@ fn symbolic_mini_dump_with_sym_and_with_pdb() {
         .find(|m| m.name.ends_with("crash.exe"))
         .unwrap();
 
-    let m = store_for(&[dir.to_str().unwrap()]).module(module, &no_memory);
+    // With both in one folder the PDB wins (it has inline frames and parameter lists).
+    let both = store_for(&[dir.to_str().unwrap()]).module(module, &no_memory);
+    assert_eq!(both.status(), SymbolStatus::Pdb, "{}", tried_text(&both));
+
+    // The .sym alone.
+    let sym_only = Scratch::new("mini-sym");
+    sym_only.put(&dir.join("crash.sym"), "crash.sym");
+    let m = store_for(&[&sym_only.path_text()]).module(module, &no_memory);
     assert_eq!(m.status(), SymbolStatus::Breakpad, "{}", tried_text(&m));
     assert!(m.symbol_file_path().unwrap().ends_with("crash.sym"));
     let hit = m.lookup(0x2a3d).unwrap();

@@ -28,7 +28,7 @@ pub(crate) struct SessionCode<'a>(pub(crate) &'a Session);
 
 impl CodeMemory for SessionCode<'_> {
     fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
-        match self.0.target().read_chunk(addr, buf.len()) {
+        match self.0.read_code(addr, buf.len()) {
             Some(chunk) => {
                 buf[..chunk.len()].copy_from_slice(&chunk);
                 chunk.len()

@@ -158,9 +158,18 @@ pub fn parse_layout(data: &[u8]) -> Option<DumpLayout> {
         ) else {
             break;
         };
-        streams.push(Stream { entry_offset, kind, size, rva });
+        streams.push(Stream {
+            entry_offset,
+            kind,
+            size,
+            rva,
+        });
     }
-    Some(DumpLayout { dir_rva, claimed_streams, streams })
+    Some(DumpLayout {
+        dir_rva,
+        claimed_streams,
+        streams,
+    })
 }
 
 /// Stream types whose inner records we also know how to find (MINIDUMP_STREAM_TYPE).
@@ -219,13 +228,9 @@ pub fn location_fields(data: &[u8], layout: &DumpLayout) -> Vec<(usize, usize)> 
                     out.push((d + 8, d + 12));
                 }
             }
-            EXCEPTION => {
-                // MINIDUMP_EXCEPTION_STREAM: thread id, alignment, 152-byte record, context
-                // location (size, rva) at +160.
-                if base + 168 <= end {
-                    out.push((base + 160, base + 164));
-                }
-            }
+            // MINIDUMP_EXCEPTION_STREAM: thread id, alignment, 152-byte record, context
+            // location (size, rva) at +160.
+            EXCEPTION if base + 168 <= end => out.push((base + 160, base + 164)),
             _ => {}
         }
     }
@@ -267,13 +272,49 @@ pub fn boundaries(data: &[u8]) -> BTreeSet<usize> {
 // ---------------------------------------------------------------------------------------------
 // Variants.
 
-/// One damaged copy of a dump.
+/// How a variant differs from its original.
+#[derive(Debug, Clone)]
+pub enum Edit {
+    /// Keep only the first `n` bytes.
+    Truncate(usize),
+    /// XOR bytes: `(offset, mask)`.
+    Xor(Vec<(usize, u8)>),
+    /// Overwrite little-endian u32 fields: `(offset, value)`.
+    PutU32(Vec<(usize, u32)>),
+}
+
+/// One damaged copy of a dump, described rather than held (originals can be megabytes).
 #[derive(Debug, Clone)]
 pub struct Variant {
     /// A short file-name-safe label saying what was done.
     pub label: String,
-    /// The bytes.
-    pub bytes: Vec<u8>,
+    /// What was done.
+    pub edit: Edit,
+}
+
+impl Variant {
+    /// The damaged bytes.
+    pub fn apply(&self, original: &[u8]) -> Vec<u8> {
+        match &self.edit {
+            Edit::Truncate(n) => original[..(*n).min(original.len())].to_vec(),
+            Edit::Xor(flips) => {
+                let mut bytes = original.to_vec();
+                for &(at, mask) in flips {
+                    if let Some(b) = bytes.get_mut(at) {
+                        *b ^= mask;
+                    }
+                }
+                bytes
+            }
+            Edit::PutU32(puts) => {
+                let mut bytes = original.to_vec();
+                for &(at, value) in puts {
+                    put_u32(&mut bytes, at, value);
+                }
+                bytes
+            }
+        }
+    }
 }
 
 /// The original cut at every boundary, plus `extra` evenly spread offsets and the 64 first.
@@ -287,25 +328,29 @@ pub fn truncations(data: &[u8], extra: usize) -> Vec<Variant> {
     }
     cuts.retain(|&c| c < data.len());
     cuts.into_iter()
-        .map(|c| Variant { label: format!("trunc{c}"), bytes: data[..c].to_vec() })
+        .map(|c| Variant {
+            label: format!("trunc{c}"),
+            edit: Edit::Truncate(c),
+        })
         .collect()
 }
 
 /// `count` copies with 1 to 8 random bytes XOR-ed, from fixed seeds.
 pub fn random_flips(data: &[u8], seed: u64, count: usize) -> Vec<Variant> {
     let mut rng = XorShift::new(seed);
+    if data.is_empty() {
+        return Vec::new();
+    }
     (0..count)
         .map(|i| {
-            let mut bytes = data.to_vec();
             let flips = 1 + rng.below(8);
-            for _ in 0..flips {
-                if bytes.is_empty() {
-                    break;
-                }
-                let at = rng.below(bytes.len());
-                bytes[at] ^= rng.nonzero_byte();
+            let edits = (0..flips)
+                .map(|_| (rng.below(data.len()), rng.nonzero_byte()))
+                .collect();
+            Variant {
+                label: format!("flip{seed}_{i}"),
+                edit: Edit::Xor(edits),
             }
-            Variant { label: format!("flip{seed}_{i}"), bytes }
         })
         .collect()
 }
@@ -353,12 +398,23 @@ pub fn field_smashes(data: &[u8], seed: u64) -> Vec<Variant> {
             continue;
         }
         for (k, value) in hostile_u32s(data.len(), &mut rng).into_iter().enumerate() {
-            let mut bytes = data.to_vec();
-            put_u32(&mut bytes, off, value);
-            out.push(Variant { label: format!("{name}_v{k}"), bytes });
+            out.push(Variant {
+                label: format!("{name}_v{k}"),
+                edit: Edit::PutU32(vec![(off, value)]),
+            });
         }
     }
     out
+}
+
+/// How much more than the default to test: `NTDBG_CORRUPT_SCALE=20` for a long fuzzing run
+/// (the default, 1, keeps `cargo test` fast).
+pub fn scale() -> usize {
+    std::env::var("NTDBG_CORRUPT_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
+        .max(1)
 }
 
 // ---------------------------------------------------------------------------------------------
