@@ -90,7 +90,10 @@ pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
     let addr = |a: u64| format_hex_address(a, pointer_size);
     let (name, short) = match exception_name(event.code) {
         Some((n, s)) => (n.to_string(), s.to_string()),
-        None => (format!("0x{:08X}", event.code), "Unknown exception".to_string()),
+        None => (
+            format!("0x{:08X}", event.code),
+            "Unknown exception".to_string(),
+        ),
     };
     let (kind, description) = match event.code {
         0xC000_0005 | 0xC000_0006 => {
@@ -102,17 +105,31 @@ pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
                 Some(a) => format!("{} to", a.name()),
                 None => "access to".to_string(),
             };
-            let what = if access == Some(Access::Read) { "read from".to_string() } else { what };
+            let what = if access == Some(Access::Read) {
+                "read from".to_string()
+            } else {
+                what
+            };
             let desc = match address {
                 Some(a) => format!("{what} {}", addr(a)),
                 None => "invalid memory access".to_string(),
             };
             let desc = if in_page {
-                format!("in-page I/O error: {desc} (status 0x{:08x})", p(2).unwrap_or(0))
+                format!(
+                    "in-page I/O error: {desc} (status 0x{:08x})",
+                    p(2).unwrap_or(0)
+                )
             } else {
                 desc
             };
-            (ExceptionKind::AccessViolation { access, address, in_page }, desc)
+            (
+                ExceptionKind::AccessViolation {
+                    access,
+                    address,
+                    in_page,
+                },
+                desc,
+            )
         }
         0xC000_00FD => (ExceptionKind::StackOverflow, "stack overflow".to_string()),
         0xC000_0409 => {
@@ -127,15 +144,26 @@ pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
             (ExceptionKind::FastFail { code }, desc)
         }
         0x8000_0003 | 0x4000_001F => (ExceptionKind::Breakpoint, "breakpoint hit".to_string()),
-        0xC000_0094 | 0xC000_008E => {
-            (ExceptionKind::DivideByZero, "integer or floating-point division by zero".to_string())
-        }
-        0xE06D_7363 => (ExceptionKind::CppException, "C++ exception thrown (MSVC)".to_string()),
-        0x2047_4343 => {
-            (ExceptionKind::CppException, "C++ exception thrown (GCC/Clang runtime)".to_string())
-        }
-        0x4000_0015 => (ExceptionKind::Abort, "abort() called: fatal application exit".to_string()),
-        0xC000_0374 => (ExceptionKind::HeapCorruption, "the heap manager detected corruption".to_string()),
+        0xC000_0094 | 0xC000_008E => (
+            ExceptionKind::DivideByZero,
+            "integer or floating-point division by zero".to_string(),
+        ),
+        0xE06D_7363 => (
+            ExceptionKind::CppException,
+            "C++ exception thrown (MSVC)".to_string(),
+        ),
+        0x2047_4343 => (
+            ExceptionKind::CppException,
+            "C++ exception thrown (GCC/Clang runtime)".to_string(),
+        ),
+        0x4000_0015 => (
+            ExceptionKind::Abort,
+            "abort() called: fatal application exit".to_string(),
+        ),
+        0xC000_0374 => (
+            ExceptionKind::HeapCorruption,
+            "the heap manager detected corruption".to_string(),
+        ),
         0xC000_000D | 0xC000_0417 => (
             ExceptionKind::InvalidParameter,
             "invalid parameter passed to a system or C runtime function".to_string(),
@@ -149,7 +177,12 @@ pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
             ),
         ),
     };
-    DecodedException { name, short, description, kind }
+    DecodedException {
+        name,
+        short,
+        description,
+        kind,
+    }
 }
 
 /// `0x` and zero-padded hex for the pointer size (`0x0000000000000000` / `0x00000000`).
@@ -185,12 +218,18 @@ mod tests {
         let d = decode(&event(0xC000_0005, vec![0, 0x45]), 4);
         assert_eq!(d.description, "read from 0x00000045");
         let d = decode(&event(0xC000_0005, vec![8, 0x1234]), 8);
-        assert!(d.description.starts_with("execute (DEP)"), "{}", d.description);
+        assert!(
+            d.description.starts_with("execute (DEP)"),
+            "{}",
+            d.description
+        );
     }
 
     #[test]
     fn fast_fail_and_custom() {
-        assert!(decode(&event(0xC000_0409, vec![7]), 8).description.contains("FAST_FAIL_FATAL_APP_EXIT"));
+        assert!(decode(&event(0xC000_0409, vec![7]), 8)
+            .description
+            .contains("FAST_FAIL_FATAL_APP_EXIT"));
         let d = decode(&event(0xE000_1234, vec![1, 2, 3]), 8);
         assert_eq!(d.kind, ExceptionKind::Custom);
         assert_eq!(d.name, "0xE0001234");

@@ -17,7 +17,10 @@ pub fn infer(
     frames: &[Frame],
 ) -> Vec<Inference> {
     let mut out = Vec::new();
-    let site = frames.first().map(|f| f.call_site()).unwrap_or_else(|| format!("{:#x}", event.address));
+    let site = frames
+        .first()
+        .map(|f| f.call_site())
+        .unwrap_or_else(|| format!("{:#x}", event.address));
     match &decoded.kind {
         ExceptionKind::AccessViolation { access, address: Some(target), in_page: false } => {
             let verb = access.map(Access::name).unwrap_or("access");
@@ -93,7 +96,9 @@ pub fn infer(
 }
 
 fn is_noncanonical(session: &Session, addr: u64) -> bool {
-    session.arch() == ntdbg_targets::Arch::X64 && addr > 0x0000_7FFF_FFFF_FFFF && addr < 0xFFFF_8000_0000_0000
+    session.arch() == ntdbg_targets::Arch::X64
+        && addr > 0x0000_7FFF_FFFF_FFFF
+        && addr < 0xFFFF_8000_0000_0000
 }
 
 /// The function that appears most often on the stack, when it appears more than twice.
@@ -107,5 +112,8 @@ fn most_repeated_function(frames: &[Frame]) -> Option<(String, usize)> {
             None => counts.push((name, 1)),
         }
     }
-    counts.into_iter().filter(|(_, c)| *c > 2).max_by_key(|(_, c)| *c)
+    counts
+        .into_iter()
+        .filter(|(_, c)| *c > 2)
+        .max_by_key(|(_, c)| *c)
 }

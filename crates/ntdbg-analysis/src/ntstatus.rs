@@ -13,13 +13,28 @@ pub fn exception_name(code: u32) -> Option<(&'static str, &'static str)> {
         0xC000_000D => ("STATUS_INVALID_PARAMETER", "Invalid parameter"),
         0xC000_0017 => ("STATUS_NO_MEMORY", "Out of memory"),
         0xC000_001D => ("EXCEPTION_ILLEGAL_INSTRUCTION", "Illegal instruction"),
-        0xC000_0025 => ("EXCEPTION_NONCONTINUABLE_EXCEPTION", "Non-continuable exception"),
+        0xC000_0025 => (
+            "EXCEPTION_NONCONTINUABLE_EXCEPTION",
+            "Non-continuable exception",
+        ),
         0xC000_0026 => ("EXCEPTION_INVALID_DISPOSITION", "Invalid disposition"),
         0xC000_008C => ("EXCEPTION_ARRAY_BOUNDS_EXCEEDED", "Array bounds exceeded"),
-        0xC000_008D => ("EXCEPTION_FLT_DENORMAL_OPERAND", "Floating-point denormal operand"),
-        0xC000_008E => ("EXCEPTION_FLT_DIVIDE_BY_ZERO", "Floating-point division by zero"),
-        0xC000_008F => ("EXCEPTION_FLT_INEXACT_RESULT", "Floating-point inexact result"),
-        0xC000_0090 => ("EXCEPTION_FLT_INVALID_OPERATION", "Floating-point invalid operation"),
+        0xC000_008D => (
+            "EXCEPTION_FLT_DENORMAL_OPERAND",
+            "Floating-point denormal operand",
+        ),
+        0xC000_008E => (
+            "EXCEPTION_FLT_DIVIDE_BY_ZERO",
+            "Floating-point division by zero",
+        ),
+        0xC000_008F => (
+            "EXCEPTION_FLT_INEXACT_RESULT",
+            "Floating-point inexact result",
+        ),
+        0xC000_0090 => (
+            "EXCEPTION_FLT_INVALID_OPERATION",
+            "Floating-point invalid operation",
+        ),
         0xC000_0091 => ("EXCEPTION_FLT_OVERFLOW", "Floating-point overflow"),
         0xC000_0092 => ("EXCEPTION_FLT_STACK_CHECK", "Floating-point stack check"),
         0xC000_0093 => ("EXCEPTION_FLT_UNDERFLOW", "Floating-point underflow"),
@@ -31,18 +46,36 @@ pub fn exception_name(code: u32) -> Option<(&'static str, &'static str)> {
         0xC000_0142 => ("STATUS_DLL_INIT_FAILED", "DLL initialization failed"),
         0xC000_0194 => ("STATUS_POSSIBLE_DEADLOCK", "Possible deadlock"),
         0xC000_0374 => ("STATUS_HEAP_CORRUPTION", "Heap corruption"),
-        0xC000_0409 => ("STATUS_STACK_BUFFER_OVERRUN", "Security check failure or stack buffer overrun"),
-        0xC000_0417 => ("STATUS_INVALID_CRUNTIME_PARAMETER", "Invalid C runtime parameter"),
+        0xC000_0409 => (
+            "STATUS_STACK_BUFFER_OVERRUN",
+            "Security check failure or stack buffer overrun",
+        ),
+        0xC000_0417 => (
+            "STATUS_INVALID_CRUNTIME_PARAMETER",
+            "Invalid C runtime parameter",
+        ),
         0xC000_0420 => ("STATUS_ASSERTION_FAILURE", "Assertion failure"),
-        0xC000_041D => ("STATUS_FATAL_USER_CALLBACK_EXCEPTION", "Fatal user callback exception"),
-        0xC015_000F => ("STATUS_SXS_EARLY_DEACTIVATION", "Activation context deactivated early"),
+        0xC000_041D => (
+            "STATUS_FATAL_USER_CALLBACK_EXCEPTION",
+            "Fatal user callback exception",
+        ),
+        0xC015_000F => (
+            "STATUS_SXS_EARLY_DEACTIVATION",
+            "Activation context deactivated early",
+        ),
         0x4000_0015 => ("STATUS_FATAL_APP_EXIT", "Fatal application exit (abort)"),
-        0x4000_001F => ("STATUS_WX86_BREAKPOINT", "WOW64 break instruction exception"),
+        0x4000_001F => (
+            "STATUS_WX86_BREAKPOINT",
+            "WOW64 break instruction exception",
+        ),
         0x4001_0005 => ("DBG_CONTROL_C", "Control-C"),
         0x4001_0008 => ("DBG_CONTROL_BREAK", "Control-Break"),
         0x406D_1388 => ("MS_VC_EXCEPTION", "Thread-naming exception (SetThreadName)"),
         0xE06D_7363 => ("CPP_EH_EXCEPTION", "C++ exception (MSVC)"),
-        0x2047_4343 => ("GCC_CXX_EXCEPTION", "C++ exception (GCC/Clang, code \"GCC \")"),
+        0x2047_4343 => (
+            "GCC_CXX_EXCEPTION",
+            "C++ exception (GCC/Clang, code \"GCC \")",
+        ),
         0xE043_4352 => ("CLR_EXCEPTION", "CLR (.NET) exception"),
         0xE043_4F4D => ("CLR_EXCEPTION_COM", "CLR (.NET) COM exception"),
         _ => return None,
@@ -123,8 +156,14 @@ mod tests {
 
     #[test]
     fn common_codes_have_names() {
-        assert_eq!(exception_name(0xC000_0005).map(|n| n.0), Some("EXCEPTION_ACCESS_VIOLATION"));
-        assert_eq!(exception_name(0xC000_0409).map(|n| n.0), Some("STATUS_STACK_BUFFER_OVERRUN"));
+        assert_eq!(
+            exception_name(0xC000_0005).map(|n| n.0),
+            Some("EXCEPTION_ACCESS_VIOLATION")
+        );
+        assert_eq!(
+            exception_name(0xC000_0409).map(|n| n.0),
+            Some("STATUS_STACK_BUFFER_OVERRUN")
+        );
         assert_eq!(exception_name(0xE000_1234), None);
         assert_eq!(fast_fail_name(7), Some("FAST_FAIL_FATAL_APP_EXIT"));
         assert_eq!(fast_fail_name(1000), None);

@@ -29,11 +29,18 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
         ),
         (Some(m), None) => format!(
             " ({m}+0x{})",
-            ptr_hex(event.address.wrapping_sub(sym.module_base.unwrap_or(0)), ptr)
+            ptr_hex(
+                event.address.wrapping_sub(sym.module_base.unwrap_or(0)),
+                ptr
+            )
         ),
         _ => String::new(),
     };
-    let _ = writeln!(out, "ExceptionAddress: {}{location}", ptr_hex(event.address, ptr));
+    let _ = writeln!(
+        out,
+        "ExceptionAddress: {}{location}",
+        ptr_hex(event.address, ptr)
+    );
     let _ = writeln!(out, "   ExceptionCode: {:08x} ({})", event.code, d.short);
     let _ = writeln!(out, "  ExceptionFlags: {:08x}", event.flags);
     let _ = writeln!(out, "NumberParameters: {}", event.parameters.len());
@@ -41,7 +48,11 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
         let _ = writeln!(out, "   Parameter[{i}]: {}", ptr_hex(*p, ptr));
     }
     match d.kind {
-        ExceptionKind::AccessViolation { access: Some(a), address: Some(addr), .. } => {
+        ExceptionKind::AccessViolation {
+            access: Some(a),
+            address: Some(addr),
+            ..
+        } => {
             let verb = match a {
                 Access::Read => "read from",
                 Access::Write => "write to",
@@ -101,7 +112,10 @@ pub fn render_report(report: &Report) -> String {
             m.base,
             m.size,
             m.timestamp,
-            m.version.as_ref().map(|v| format!(" version {v}")).unwrap_or_default()
+            m.version
+                .as_ref()
+                .map(|v| format!(" version {v}"))
+                .unwrap_or_default()
         );
     }
     let _ = writeln!(out);
@@ -117,7 +131,11 @@ pub fn render_report(report: &Report) -> String {
             (Some(m), None, Some(off)) => format!("{m}+{off}"),
             _ => f.address.clone(),
         };
-        let source = f.source.as_ref().map(|s| format!(" [{s}]")).unwrap_or_default();
+        let source = f
+            .source
+            .as_ref()
+            .map(|s| format!(" [{s}]"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
             "{:02x} {:>18} {site}{source}  ({})",

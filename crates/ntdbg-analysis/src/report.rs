@@ -181,10 +181,13 @@ pub fn analyze(session: &Session) -> Report {
         },
     };
     limitations.extend(symbol_limitations(session, &frames));
-    if frames.iter().take(REPORT_FRAMES).any(|f| f.found_by.name() == "scan") {
-        limitations.push(
-            "some frames were found by stack scanning and may be spurious".to_string(),
-        );
+    if frames
+        .iter()
+        .take(REPORT_FRAMES)
+        .any(|f| f.found_by.name() == "scan")
+    {
+        limitations
+            .push("some frames were found by stack scanning and may be spurious".to_string());
     }
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
@@ -218,7 +221,12 @@ pub fn analyze(session: &Session) -> Report {
 }
 
 fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {
-    let file = m.name.rsplit(['\\', '/']).next().unwrap_or(&m.name).to_string();
+    let file = m
+        .name
+        .rsplit(['\\', '/'])
+        .next()
+        .unwrap_or(&m.name)
+        .to_string();
     let v = &m.raw.version_info;
     let version = (v.signature == 0xFEEF_04BD).then(|| {
         format!(
@@ -265,15 +273,25 @@ fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
             continue;
         }
         seen.push(base);
-        let Some(module) = session.module_at(base) else { continue };
+        let Some(module) = session.module_at(base) else {
+            continue;
+        };
         let symbols = session.module_symbols(module);
         if symbols.status() == SymbolStatus::NoSymbols {
-            let file = module.name.rsplit(['\\', '/']).next().unwrap_or(&module.name);
+            let file = module
+                .name
+                .rsplit(['\\', '/'])
+                .next()
+                .unwrap_or(&module.name);
             let wanted = symbols
                 .pdb_identity()
                 .map(|(pdb, id)| format!("{pdb}/{id}"))
                 .unwrap_or_else(|| "no debug identifier in the dump or image".into());
-            let note = if is_system_module(file) { "; system module" } else { "" };
+            let note = if is_system_module(file) {
+                "; system module"
+            } else {
+                ""
+            };
             out.push(format!("no symbols for {file} ({wanted}){note}"));
         }
     }

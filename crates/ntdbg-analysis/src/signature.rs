@@ -6,17 +6,45 @@ use ntdbg_symbols::strip_parameters;
 
 /// Modules whose frames never make a signature: the OS, loader and C/C++ runtimes.
 pub const SYSTEM_MODULES: &[&str] = &[
-    "ntdll", "kernelbase", "kernel32", "ucrtbase", "ucrtbased", "msvcrt", "msvcp140",
-    "vcruntime140", "vcruntime140_1", "vcruntime140d", "msvcp140d", "user32", "win32u", "gdi32",
-    "combase", "rpcrt4", "sechost", "advapi32", "dbghelp", "wow64", "wow64cpu", "wow64win",
-    "libc++", "libstdc++-6", "libgcc_s_seh-1", "libwinpthread-1",
+    "ntdll",
+    "kernelbase",
+    "kernel32",
+    "ucrtbase",
+    "ucrtbased",
+    "msvcrt",
+    "msvcp140",
+    "vcruntime140",
+    "vcruntime140_1",
+    "vcruntime140d",
+    "msvcp140d",
+    "user32",
+    "win32u",
+    "gdi32",
+    "combase",
+    "rpcrt4",
+    "sechost",
+    "advapi32",
+    "dbghelp",
+    "wow64",
+    "wow64cpu",
+    "wow64win",
+    "libc++",
+    "libstdc++-6",
+    "libgcc_s_seh-1",
+    "libwinpthread-1",
 ];
 
 /// Whether a module (file name or WinDbg name) is a system or runtime module.
 pub fn is_system_module(name: &str) -> bool {
-    let file = name.rsplit(['\\', '/']).next().unwrap_or(name).to_ascii_lowercase();
+    let file = name
+        .rsplit(['\\', '/'])
+        .next()
+        .unwrap_or(name)
+        .to_ascii_lowercase();
     let stem = file.rsplit_once('.').map(|(s, _)| s).unwrap_or(&file);
-    SYSTEM_MODULES.contains(&stem) || stem.starts_with("vcruntime") || stem.starts_with("api-ms-win-")
+    SYSTEM_MODULES.contains(&stem)
+        || stem.starts_with("vcruntime")
+        || stem.starts_with("api-ms-win-")
 }
 
 /// `module!function` of the first frame outside system modules (without offsets, so the same

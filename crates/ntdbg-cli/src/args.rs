@@ -16,7 +16,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// One-shot crash triage: exception, faulting module and frame, stack, signature.
-    #[command(after_help = "Examples:\n  ntdbg analyze crash.dmp\n  ntdbg analyze crash.dmp --json --symbols 'C:\\symbols;D:\\build'")]
+    #[command(
+        after_help = "Examples:\n  ntdbg analyze crash.dmp\n  ntdbg analyze crash.dmp --json --symbols 'C:\\symbols;D:\\build'"
+    )]
     Analyze {
         /// The dump file (.dmp).
         dump: PathBuf,
@@ -29,7 +31,9 @@ pub enum Command {
         symbols: Option<String>,
     },
     /// Run WinDbg commands on a dump and print their output.
-    #[command(after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json")]
+    #[command(
+        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json"
+    )]
     Run {
         /// The dump file (.dmp).
         dump: PathBuf,

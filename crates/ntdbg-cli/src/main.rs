@@ -33,7 +33,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Analyze { dump, json, symbols } => {
+        Command::Analyze {
+            dump,
+            json,
+            symbols,
+        } => {
             let session = open(&dump, symbols.as_deref())?;
             let report = ntdbg_analysis::analyze(&session);
             let mut out = std::io::stdout().lock();
@@ -45,7 +49,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run { dump, commands, symbols, json } => {
+        Command::Run {
+            dump,
+            commands,
+            symbols,
+            json,
+        } => {
             let mut session = open(&dump, symbols.as_deref())?;
             run_commands(&mut session, &commands, json)
         }
@@ -115,5 +124,9 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
             first_prompt = prompt(session);
         }
     }
-    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -53,7 +53,16 @@ fn analyze_json_has_the_design_keys() {
     let o = ntdbg(&["analyze", &sample("crashy-x64-null.dmp"), "--json"]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
-    for key in ["dump", "event", "faulting_module", "stack", "signature", "inferences", "limitations", "next_commands"] {
+    for key in [
+        "dump",
+        "event",
+        "faulting_module",
+        "stack",
+        "signature",
+        "inferences",
+        "limitations",
+        "next_commands",
+    ] {
         assert!(v.get(key).is_some(), "missing key {key}");
     }
     assert_eq!(v["event"]["code"], "0xc0000005");
@@ -68,17 +77,34 @@ fn analyze_json_has_the_design_keys() {
 
 #[test]
 fn run_prints_each_command_under_a_prompt() {
-    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", ".lastevent; .ecxr; r; kn; lm"]);
+    let o = ntdbg(&[
+        "run",
+        &sample("crashy-x64-null.dmp"),
+        "-c",
+        ".lastevent; .ecxr; r; kn; lm",
+    ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     let text = stdout(&o);
-    for needle in ["0:000> .lastevent", "0:000> kn", " # Child-SP", "crashy     (pdb symbols)", "rip=0000000140001517"] {
+    for needle in [
+        "0:000> .lastevent",
+        "0:000> kn",
+        " # Child-SP",
+        "crashy     (pdb symbols)",
+        "rip=0000000140001517",
+    ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
 }
 
 #[test]
 fn run_json_gives_typed_results() {
-    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", ".ecxr; kn", "--json"]);
+    let o = ntdbg(&[
+        "run",
+        &sample("crashy-x64-null.dmp"),
+        "-c",
+        ".ecxr; kn",
+        "--json",
+    ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
     assert_eq!(v[1]["status"], "succeeded");
@@ -88,11 +114,19 @@ fn run_json_gives_typed_results() {
 
 #[test]
 fn a_failing_command_exits_1_and_stops_the_batch() {
-    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "kn 1; frobnicate; lm"]);
+    let o = ntdbg(&[
+        "run",
+        &sample("crashy-x64-null.dmp"),
+        "-c",
+        "kn 1; frobnicate; lm",
+    ]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("Unknown command 'frobnicate'"), "{err}");
-    assert!(err.contains("not executed (an earlier command failed): lm"), "{err}");
+    assert!(
+        err.contains("not executed (an earlier command failed): lm"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -100,7 +134,10 @@ fn a_missing_file_exits_1_with_one_clear_line() {
     let o = ntdbg(&["analyze", "/nonexistent/crash.dmp"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(err.starts_with("error: cannot open /nonexistent/crash.dmp"), "{err}");
+    assert!(
+        err.starts_with("error: cannot open /nonexistent/crash.dmp"),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
@@ -109,7 +146,11 @@ fn a_file_that_is_not_a_dump_exits_1() {
     let path = temp_file("not-a-dump.dmp", b"hello, this is text\n");
     let o = ntdbg(&["analyze", &path.display().to_string()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("is not a Windows dump file"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a Windows dump file"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -133,8 +174,23 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn explicit_symbols_path_is_used() {
-    let dir = ntdbg_testutil::sample("crashy.pdb").parent().expect("dir").display().to_string();
-    let o = ntdbg(&["run", &sample("x86/crashy-x86-null.dmp"), "--symbols", &format!("{dir}/x86"), "-c", ".ecxr; k 1"]);
+    let dir = ntdbg_testutil::sample("crashy.pdb")
+        .parent()
+        .expect("dir")
+        .display()
+        .to_string();
+    let o = ntdbg(&[
+        "run",
+        &sample("x86/crashy-x86-null.dmp"),
+        "--symbols",
+        &format!("{dir}/x86"),
+        "-c",
+        ".ecxr; k 1",
+    ]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
-    assert!(stdout(&o).contains("crashy!write_null+0xa"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("crashy!write_null+0xa"),
+        "{}",
+        stdout(&o)
+    );
 }

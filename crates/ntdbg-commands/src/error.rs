@@ -16,7 +16,11 @@ pub struct CommandError {
 impl CommandError {
     /// An error with a code and message.
     pub fn new(code: &'static str, message: impl Into<String>) -> CommandError {
-        CommandError { code, message: message.into(), hint: None }
+        CommandError {
+            code,
+            message: message.into(),
+            hint: None,
+        }
     }
 
     /// Adds a hint.

@@ -16,12 +16,18 @@ pub struct CommandOutput {
 impl CommandOutput {
     /// Text only.
     pub fn text(text: impl Into<String>) -> CommandOutput {
-        CommandOutput { text: text.into(), typed: None }
+        CommandOutput {
+            text: text.into(),
+            typed: None,
+        }
     }
 
     /// Text and a typed result.
     pub fn with(text: impl Into<String>, typed: TypedResult) -> CommandOutput {
-        CommandOutput { text: text.into(), typed: Some(typed) }
+        CommandOutput {
+            text: text.into(),
+            typed: Some(typed),
+        }
     }
 }
 

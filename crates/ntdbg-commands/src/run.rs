@@ -55,8 +55,7 @@ pub struct CommandResult {
 /// Runs a batch: commands separated by `;` or newlines. The first failure stops the rest,
 /// which are reported as not executed.
 pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>, CommandError> {
-    let commands = parse::split_commands(line)
-        .map_err(|e| CommandError::syntax(e.to_string()))?;
+    let commands = parse::split_commands(line).map_err(|e| CommandError::syntax(e.to_string()))?;
     let mut results = Vec::with_capacity(commands.len());
     let mut failed = false;
     for (index, cmd) in commands.iter().enumerate() {
@@ -171,8 +170,11 @@ fn select_threads(
 ) -> Result<Vec<usize>, CommandError> {
     let threads = session.target().threads();
     let bad = |what: String| {
-        CommandError::new("no_such_thread", format!("Illegal thread error in '{what}'"))
-            .with_hint("`~` lists the threads")
+        CommandError::new(
+            "no_such_thread",
+            format!("Illegal thread error in '{what}'"),
+        )
+        .with_hint("`~` lists the threads")
     };
     Ok(match selector {
         ThreadSelector::Current => vec![session.current_thread_index()],

@@ -434,9 +434,32 @@ fn run_cases(tag: &str, cases: &[Case]) -> Vec<Outcome> {
     outcomes
 }
 
+/// The gist of a dead child's stderr: its messages, and the first ntdbg frames of any
+/// backtrace (with their source lines).
 fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(30)..].join("\n")
+    let mut out: Vec<&str> = Vec::new();
+    let mut frames = 0;
+    let mut keep_location = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        let is_frame = t
+            .split_once(':')
+            .is_some_and(|(n, _)| n.parse::<u32>().is_ok());
+        if is_frame {
+            keep_location = t.contains("ntdbg") && frames < 8;
+            if keep_location {
+                frames += 1;
+                out.push(line);
+            }
+        } else if t.starts_with("at ") {
+            if keep_location {
+                out.push(line);
+            }
+        } else if !t.is_empty() && !t.starts_with("note:") && !t.starts_with("stack backtrace") {
+            out.push(line);
+        }
+    }
+    out[out.len().saturating_sub(40)..].join("\n")
 }
 
 /// A short, printable rendering of a command (they can be a megabyte long, or hold NULs).

@@ -8,7 +8,11 @@ use std::path::Path;
 /// Opens a sample with its own folder as the symbol path.
 fn open(sample: &str) -> Session {
     let path = ntdbg_testutil::sample(sample);
-    let dir = path.parent().unwrap_or(Path::new(".")).display().to_string();
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
     Session::open_dump(&path, Some(&dir)).expect("sample opens")
 }
 
@@ -86,7 +90,12 @@ fn x86_null_sample_commands() {
 #[test]
 fn thread_commands_on_a_worker_thread_crash() {
     let mut session = open("crashy-x64-thread.dmp");
-    for (name, command) in [("threads", "~"), ("all_stacks", "~*k"), ("switch", "~0s"), ("threads_after", "~")] {
+    for (name, command) in [
+        ("threads", "~"),
+        ("all_stacks", "~*k"),
+        ("switch", "~0s"),
+        ("threads_after", "~"),
+    ] {
         let text = run(&mut session, command);
         insta::assert_snapshot!(format!("x64_thread__{name}"), text, command);
     }

@@ -1,7 +1,9 @@
 //! Glue between the stack walker (`minidump-unwind`) and our symbol store.
 
 use async_trait::async_trait;
-use breakpad_symbols::{FileError, FileKind, FillSymbolError, FrameSymbolizer, FrameWalker, Module};
+use breakpad_symbols::{
+    FileError, FileKind, FillSymbolError, FrameSymbolizer, FrameWalker, Module,
+};
 use minidump_unwind::SymbolProvider;
 use ntdbg_symbols::{ModuleSymbols, SymbolStatus, SymbolStore};
 use ntdbg_targets::Target;
@@ -16,7 +18,11 @@ pub(crate) struct StoreProvider<'a> {
 
 impl StoreProvider<'_> {
     fn symbols_for(&self, base: u64) -> Option<Arc<ModuleSymbols>> {
-        let module = self.target.modules().iter().find(|m| m.raw.base_of_image == base)?;
+        let module = self
+            .target
+            .modules()
+            .iter()
+            .find(|m| m.raw.base_of_image == base)?;
         Some(load_module_symbols(self.target, self.symbols, module))
     }
 }
@@ -39,7 +45,9 @@ impl SymbolProvider for StoreProvider<'_> {
         module: &(dyn Module + Sync),
         frame: &mut (dyn FrameSymbolizer + Send),
     ) -> Result<(), FillSymbolError> {
-        let symbols = self.symbols_for(module.base_address()).ok_or(FillSymbolError {})?;
+        let symbols = self
+            .symbols_for(module.base_address())
+            .ok_or(FillSymbolError {})?;
         // `Ok` means "this module has symbols", even when the address has no name: the stack
         // scanner then rejects candidate return addresses that fall outside every function.
         symbols.fill_symbol(module, frame);
@@ -55,7 +63,8 @@ impl SymbolProvider for StoreProvider<'_> {
         module: &(dyn Module + Sync),
         walker: &mut (dyn FrameWalker + Send),
     ) -> Option<()> {
-        self.symbols_for(module.base_address())?.walk_frame(module, walker)
+        self.symbols_for(module.base_address())?
+            .walk_frame(module, walker)
     }
 
     async fn get_file_path(

@@ -12,7 +12,9 @@ pub fn general_registers(ctx: &MinidumpContext) -> Vec<(&'static str, u64)> {
         "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rip", "rsp", "rbp", "r8", "r9", "r10", "r11",
         "r12", "r13", "r14", "r15",
     ];
-    const X86: &[&str] = &["eax", "ebx", "ecx", "edx", "esi", "edi", "eip", "esp", "ebp"];
+    const X86: &[&str] = &[
+        "eax", "ebx", "ecx", "edx", "esi", "edi", "eip", "esp", "ebp",
+    ];
     let names: Vec<&'static str> = match &ctx.raw {
         MinidumpRawContext::Amd64(_) => X64.to_vec(),
         MinidumpRawContext::X86(_) => X86.to_vec(),
@@ -39,7 +41,9 @@ pub fn register(ctx: &MinidumpContext, name: &str) -> Option<u64> {
         MinidumpRawContext::Amd64(c) => amd64_register(c, &name),
         MinidumpRawContext::X86(c) => x86_register(c, &name),
         MinidumpRawContext::Arm64(c) => arm64_register(&c.iregs, c.sp, c.pc, c.cpsr, &name),
-        MinidumpRawContext::OldArm64(c) => arm64_register(&c.iregs[..31], c.sp, c.pc, c.cpsr, &name),
+        MinidumpRawContext::OldArm64(c) => {
+            arm64_register(&c.iregs[..31], c.sp, c.pc, c.cpsr, &name)
+        }
         _ => ctx.get_register(&name),
     }
 }
@@ -88,13 +92,22 @@ fn amd64_register(c: &md::CONTEXT_AMD64, name: &str) -> Option<u64> {
         _ => {}
     }
     // r8d / r8w / r8b
-    if let Some(base) = name.strip_suffix('d').filter(|b| b.starts_with('r') && b.len() > 1) {
+    if let Some(base) = name
+        .strip_suffix('d')
+        .filter(|b| b.starts_with('r') && b.len() > 1)
+    {
         return full(base).map(|v| v & 0xffff_ffff);
     }
-    if let Some(base) = name.strip_suffix('w').filter(|b| b.starts_with('r') && b.len() > 1) {
+    if let Some(base) = name
+        .strip_suffix('w')
+        .filter(|b| b.starts_with('r') && b.len() > 1)
+    {
         return full(base).map(|v| v & 0xffff);
     }
-    if let Some(base) = name.strip_suffix('b').filter(|b| b.starts_with('r') && b.len() > 1) {
+    if let Some(base) = name
+        .strip_suffix('b')
+        .filter(|b| b.starts_with('r') && b.len() > 1)
+    {
         return full(base).map(|v| v & 0xff);
     }
     // eax / esp / eip: the low 32 bits of rax / rsp / rip.
@@ -194,7 +207,9 @@ pub fn context_from_bytes(arch: Arch, bytes: &[u8]) -> Option<MinidumpContext> {
     let raw = match arch {
         Arch::X64 => MinidumpRawContext::Amd64(bytes.pread_with::<md::CONTEXT_AMD64>(0, le).ok()?),
         Arch::X86 => MinidumpRawContext::X86(bytes.pread_with::<md::CONTEXT_X86>(0, le).ok()?),
-        Arch::Arm64 => MinidumpRawContext::Arm64(bytes.pread_with::<md::CONTEXT_ARM64>(0, le).ok()?),
+        Arch::Arm64 => {
+            MinidumpRawContext::Arm64(bytes.pread_with::<md::CONTEXT_ARM64>(0, le).ok()?)
+        }
         Arch::Other(_) => return None,
     };
     Some(MinidumpContext::from_raw(raw))

@@ -121,7 +121,10 @@ impl Session {
     /// `.ecxr`: switches to the event thread and its exception context.
     pub fn select_exception_context(&mut self) -> Result<MinidumpContext, EngineError> {
         let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
-        let context = event.context.clone().ok_or(EngineError::NoExceptionContext)?;
+        let context = event
+            .context
+            .clone()
+            .ok_or(EngineError::NoExceptionContext)?;
         if let Some(index) = self.event_thread_index() {
             self.current_thread = index;
         }
@@ -139,7 +142,10 @@ impl Session {
             .ok_or(EngineError::BadContextRecord(address))?;
         let context = registers::context_from_bytes(arch, &bytes)
             .ok_or(EngineError::BadContextRecord(address))?;
-        self.scope = RegisterScope::Record { address, context: Box::new(context.clone()) };
+        self.scope = RegisterScope::Record {
+            address,
+            context: Box::new(context.clone()),
+        };
         self.cursors.disasm = None;
         Ok(context)
     }
@@ -175,7 +181,12 @@ impl Session {
             .current_thread()
             .ok_or_else(|| EngineError::NoSuchThread(self.current_thread.to_string()))?;
         let context = self.context().ok_or(EngineError::NoContext(thread.id))?;
-        Ok(stack::walk(self.target.as_ref(), &self.symbols, thread.id, &context))
+        Ok(stack::walk(
+            self.target.as_ref(),
+            &self.symbols,
+            thread.id,
+            &context,
+        ))
     }
 
     /// The call stack of thread `index` from its own context (as `~*k` shows).
@@ -185,15 +196,31 @@ impl Session {
             .threads()
             .get(index)
             .ok_or_else(|| EngineError::NoSuchThread(index.to_string()))?;
-        let context = thread.context.clone().ok_or(EngineError::NoContext(thread.id))?;
-        Ok(stack::walk(self.target.as_ref(), &self.symbols, thread.id, &context))
+        let context = thread
+            .context
+            .clone()
+            .ok_or(EngineError::NoContext(thread.id))?;
+        Ok(stack::walk(
+            self.target.as_ref(),
+            &self.symbols,
+            thread.id,
+            &context,
+        ))
     }
 
     /// The call stack of the last event: the exception context on the event thread.
     pub fn event_stack(&self) -> Result<Stack, EngineError> {
         let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
-        let context = event.context.clone().ok_or(EngineError::NoExceptionContext)?;
-        Ok(stack::walk(self.target.as_ref(), &self.symbols, event.thread_id, &context))
+        let context = event
+            .context
+            .clone()
+            .ok_or(EngineError::NoExceptionContext)?;
+        Ok(stack::walk(
+            self.target.as_ref(),
+            &self.symbols,
+            event.thread_id,
+            &context,
+        ))
     }
 
     /// The module containing `addr`.
@@ -217,7 +244,10 @@ impl Session {
 
     /// Everything known about an address: module, function, offset, source line.
     pub fn symbolize(&self, addr: u64) -> Symbolized {
-        let mut out = Symbolized { address: addr, ..Default::default() };
+        let mut out = Symbolized {
+            address: addr,
+            ..Default::default()
+        };
         let Some(module) = self.module_at(addr) else {
             return out;
         };
@@ -295,7 +325,10 @@ impl Session {
 
 fn event_thread_index(target: &dyn Target) -> Option<usize> {
     let event = target.event()?;
-    target.threads().iter().position(|t| t.id == event.thread_id)
+    target
+        .threads()
+        .iter()
+        .position(|t| t.id == event.thread_id)
 }
 
 /// The dump's own folder, then `_NT_SYMBOL_PATH`.

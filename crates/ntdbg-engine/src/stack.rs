@@ -6,10 +6,10 @@
 
 use crate::provider::StoreProvider;
 use crate::symbolize::module_name;
-use ntdbg_symbols::strip_parameters;
 use minidump::system_info::{Cpu, Os};
 use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
+use ntdbg_symbols::strip_parameters;
 use ntdbg_symbols::SymbolStore;
 use ntdbg_targets::{Arch, Target};
 use serde::Serialize;
@@ -110,7 +110,11 @@ impl Frame {
 
     /// `crashy.c:119`, when known.
     pub fn source(&self) -> Option<String> {
-        Some(format!("{}:{}", self.source_file.as_ref()?, self.source_line?))
+        Some(format!(
+            "{}:{}",
+            self.source_file.as_ref()?,
+            self.source_line?
+        ))
     }
 }
 

@@ -71,7 +71,10 @@ mod tests {
 
     #[test]
     fn display_forms() {
-        let mut s = Symbolized { address: 0x140002134, ..Default::default() };
+        let mut s = Symbolized {
+            address: 0x140002134,
+            ..Default::default()
+        };
         assert_eq!(s.display(), "0x140002134");
         s.module = Some("crashy".into());
         s.module_base = Some(0x140000000);

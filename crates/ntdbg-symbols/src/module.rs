@@ -321,7 +321,10 @@ impl ModuleSymbols {
         if func.is_none() {
             // No function covers `rva`: the nearest public or data symbol below it, but only
             // within the same section (a code public must not name a global variable).
-            let public = c.function.take().filter(|(_, start)| self.same_section(*start, rva));
+            let public = c
+                .function
+                .take()
+                .filter(|(_, start)| self.same_section(*start, rva));
             let data = self
                 .data_symbols
                 .iter()

@@ -37,7 +37,10 @@ pub struct UserDump {
 impl UserDump {
     /// Opens and indexes a minidump file.
     pub fn open(path: &Path) -> Result<UserDump, TargetError> {
-        let io_err = |cause| TargetError::Io { path: path.to_path_buf(), cause };
+        let io_err = |cause| TargetError::Io {
+            path: path.to_path_buf(),
+            cause,
+        };
         let file = File::open(path).map_err(io_err)?;
         let meta = file.metadata().map_err(io_err)?;
         if meta.is_dir() {
@@ -47,7 +50,10 @@ impl UserDump {
             )));
         }
         if meta.len() == 0 {
-            return Err(TargetError::NotADump { path: path.to_path_buf(), signature: "empty file".into() });
+            return Err(TargetError::NotADump {
+                path: path.to_path_buf(),
+                signature: "empty file".into(),
+            });
         }
         // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
         // truncated by another process while it is open.
@@ -57,7 +63,10 @@ impl UserDump {
     }
 
     fn from_map(path: &Path, map: Mmap) -> Result<UserDump, TargetError> {
-        let corrupt = |reason: String| TargetError::Corrupt { path: path.to_path_buf(), reason };
+        let corrupt = |reason: String| TargetError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
         let dump = Minidump::read(&map[..]).map_err(|e| corrupt(e.to_string()))?;
         check_streams_in_file(&dump, map.len()).map_err(corrupt)?;
         let system_info = dump
@@ -70,7 +79,11 @@ impl UserDump {
             Cpu::Arm64 => Arch::Arm64,
             _ => Arch::Other(system_info.raw.processor_architecture),
         };
-        let mask = if arch == Arch::X86 { u64::from(u32::MAX) } else { u64::MAX };
+        let mask = if arch == Arch::X86 {
+            u64::from(u32::MAX)
+        } else {
+            u64::MAX
+        };
 
         let mut ranges = Vec::new();
         if let Some(memory) = dump.get_memory() {
@@ -93,9 +106,10 @@ impl UserDump {
                     size: u64::from(region.data_size),
                 });
                 let rva = region.rva as usize;
-                if let (Some(r), Some(bytes)) =
-                    (stack_region, map.get(rva..rva.saturating_add(region.data_size as usize)))
-                {
+                if let (Some(r), Some(bytes)) = (
+                    stack_region,
+                    map.get(rva..rva.saturating_add(region.data_size as usize)),
+                ) {
                     push_range(&mut ranges, &map, r.base, bytes);
                 }
                 threads.push(ThreadInfo {
@@ -136,9 +150,15 @@ impl UserDump {
         let raw = &system_info.raw;
         let misc_raw = misc.as_ref().map(|m| &m.raw);
         let system = SystemFacts {
-            os_version: format!("{}.{}.{}", raw.major_version, raw.minor_version, raw.build_number),
+            os_version: format!(
+                "{}.{}.{}",
+                raw.major_version, raw.minor_version, raw.build_number
+            ),
             os_build: raw.build_number,
-            csd_version: system_info.csd_version().map(|s| s.into_owned()).filter(|s| !s.is_empty()),
+            csd_version: system_info
+                .csd_version()
+                .map(|s| s.into_owned())
+                .filter(|s| !s.is_empty()),
             product_type: raw.product_type,
             cpu_count: u32::from(raw.number_of_processors),
             cpu_info: system_info.cpu_info().map(|s| s.into_owned()),
@@ -179,7 +199,10 @@ fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]
         return;
     }
     ranges.push(MappedRange {
-        region: MemoryRegion { base, size: bytes.len() as u64 },
+        region: MemoryRegion {
+            base,
+            size: bytes.len() as u64,
+        },
         file_offset,
     });
 }
@@ -217,16 +240,24 @@ fn check_signature(path: &Path, map: &[u8]) -> Result<(), TargetError> {
         .iter()
         .map(|&b| if b.is_ascii_graphic() { b as char } else { '.' })
         .collect();
-    Err(TargetError::NotADump { path: path.to_path_buf(), signature })
+    Err(TargetError::NotADump {
+        path: path.to_path_buf(),
+        signature,
+    })
 }
 
 impl MemoryView for UserDump {
     fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
         let range = self.range_at(addr)?;
         let skip = usize::try_from(addr - range.region.base).ok()?;
-        let len = usize::try_from(range.region.size).ok()?.checked_sub(skip)?.min(max);
+        let len = usize::try_from(range.region.size)
+            .ok()?
+            .checked_sub(skip)?
+            .min(max);
         let start = range.file_offset.checked_add(skip)?;
-        self.map.get(start..start.checked_add(len)?).map(Cow::Borrowed)
+        self.map
+            .get(start..start.checked_add(len)?)
+            .map(Cow::Borrowed)
     }
 
     fn regions(&self) -> Vec<MemoryRegion> {

@@ -55,6 +55,10 @@ pub fn testdata(rel: &str) -> PathBuf {
 /// When the file does not exist.
 pub fn sample(rel: &str) -> PathBuf {
     let path = repo_root().join("testdata").join(rel);
-    assert!(path.exists(), "sample missing: {} (run tools/crashgen/generate.sh)", path.display());
+    assert!(
+        path.exists(),
+        "sample missing: {} (run tools/crashgen/generate.sh)",
+        path.display()
+    );
     path
 }

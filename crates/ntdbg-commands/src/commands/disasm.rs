@@ -18,9 +18,27 @@ const U_DETAILS: &str = "ADDR defaults to the current instruction (or where the 
 ARM64 disassembly is not supported yet.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    CommandSpec::inspect(&["u"], "u [ADDR] [L COUNT]", "disassemble forward", U_DETAILS, u),
-    CommandSpec::inspect(&["ub"], "ub [ADDR] [L COUNT]", "disassemble the instructions before ADDR", U_DETAILS, u),
-    CommandSpec::inspect(&["uf"], "uf ADDR", "disassemble the whole function containing ADDR", U_DETAILS, u),
+    CommandSpec::inspect(
+        &["u"],
+        "u [ADDR] [L COUNT]",
+        "disassemble forward",
+        U_DETAILS,
+        u,
+    ),
+    CommandSpec::inspect(
+        &["ub"],
+        "ub [ADDR] [L COUNT]",
+        "disassemble the instructions before ADDR",
+        U_DETAILS,
+        u,
+    ),
+    CommandSpec::inspect(
+        &["uf"],
+        "uf ADDR",
+        "disassemble the whole function containing ADDR",
+        U_DETAILS,
+        u,
+    ),
 ];
 
 /// The session's memory and symbols, as the disassembler reads them.
@@ -70,13 +88,16 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     let start = match range.start.or_else(|| session.disasm_cursor()) {
         Some(a) => a,
         None => session.instruction_pointer().ok_or_else(|| {
-            CommandError::syntax(format!("{kind}: no address given and no current instruction"))
+            CommandError::syntax(format!(
+                "{kind}: no address given and no current instruction"
+            ))
         })?,
     };
     let code = SessionCode(session);
     let lines: Vec<Instruction> = if kind == "uf" {
-        disasm::disassemble_function(bits, &code, &code, start)
-            .map_err(|e| CommandError::new("no_function_bounds", e.to_string()).with_hint("use `u ADDR L COUNT`"))?
+        disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
+            CommandError::new("no_function_bounds", e.to_string()).with_hint("use `u ADDR L COUNT`")
+        })?
     } else {
         let count = match range.extent {
             None => DEFAULT_COUNT,
@@ -84,7 +105,10 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             Some(Extent::End(end)) => end.saturating_sub(start).max(1),
         };
         if count > MAX_COUNT {
-            return Err(CommandError::new("range_too_large", format!("Range error: {count} instructions (at most {MAX_COUNT})")));
+            return Err(CommandError::new(
+                "range_too_large",
+                format!("Range error: {count} instructions (at most {MAX_COUNT})"),
+            ));
         }
         let count = count as usize;
         if kind == "ub" {
@@ -95,12 +119,19 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     };
     let text = disasm::render(&lines);
     if kind == "u" {
-        let next = lines.last().map(|l| l.address + (l.bytes.len() as u64 / 2).max(1));
+        let next = lines
+            .last()
+            .map(|l| l.address + (l.bytes.len() as u64 / 2).max(1));
         if let Some(n) = next {
             session.set_disasm_cursor(n);
         }
     }
-    Ok(CommandOutput::with(text, TypedResult::Disassembly { instructions: lines }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Disassembly {
+            instructions: lines,
+        },
+    ))
 }
 
 /// The symbol line and the instruction at `ip`, as `r` shows them under the registers.

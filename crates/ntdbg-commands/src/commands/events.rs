@@ -76,9 +76,15 @@ fn lastevent(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutpu
         e.thread_id, d.short, e.code
     );
     if let Some(t) = session.target().system().dump_time {
-        text.push_str(&format!("  debugger time: {}\n", crate::render::windbg_time(t)));
+        text.push_str(&format!(
+            "  debugger time: {}\n",
+            crate::render::windbg_time(t)
+        ));
     }
-    Ok(CommandOutput { text, typed: event_typed(session) })
+    Ok(CommandOutput {
+        text,
+        typed: event_typed(session),
+    })
 }
 
 fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -89,7 +95,10 @@ fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
         return Ok(CommandOutput::text(render_exception_record(session, &e)));
     }
     let e = event_required(session)?.clone();
-    Ok(CommandOutput { text: render_exception_record(session, &e), typed: event_typed(session) })
+    Ok(CommandOutput {
+        text: render_exception_record(session, &e),
+        typed: event_typed(session),
+    })
 }
 
 /// Reads an EXCEPTION_RECORD (32- or 64-bit layout by target) from memory.
@@ -102,18 +111,26 @@ fn read_exception_record(
     let unreadable = || {
         CommandError::new(
             "memory_unavailable",
-            format!("Cannot read Exception record @ {}", crate::render::addr(session, addr)),
+            format!(
+                "Cannot read Exception record @ {}",
+                crate::render::addr(session, addr)
+            ),
         )
     };
     let code = t.read_uint(addr, 4).ok_or_else(unreadable)? as u32;
     let flags = t.read_uint(addr + 4, 4).ok_or_else(unreadable)? as u32;
     let nested = t.read_uint(addr + 8, ptr as usize).ok_or_else(unreadable)?;
-    let address = t.read_uint(addr + 8 + ptr, ptr as usize).ok_or_else(unreadable)?;
+    let address = t
+        .read_uint(addr + 8 + ptr, ptr as usize)
+        .ok_or_else(unreadable)?;
     let count_at = addr + 8 + 2 * ptr;
     let count = t.read_uint(count_at, 4).ok_or_else(unreadable)?.min(15);
     let params_at = count_at + if ptr == 8 { 8 } else { 4 };
     let parameters = (0..count)
-        .map(|i| t.read_uint(params_at + i * ptr, ptr as usize).ok_or_else(unreadable))
+        .map(|i| {
+            t.read_uint(params_at + i * ptr, ptr as usize)
+                .ok_or_else(unreadable)
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ntdbg_targets::ExceptionEvent {
         thread_id: session.current_thread().map(|t| t.id).unwrap_or(0),
@@ -148,8 +165,13 @@ fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
 fn analyze(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let args = inv.args.trim();
     if !(args.is_empty() || args == "-v") {
-        return Err(CommandError::syntax(format!("!analyze: unknown option '{args}' (use -v)")));
+        return Err(CommandError::syntax(format!(
+            "!analyze: unknown option '{args}' (use -v)"
+        )));
     }
     let report = ntdbg_analysis::analyze(session);
-    Ok(CommandOutput::with(render_report(&report), TypedResult::Analysis(Box::new(report))))
+    Ok(CommandOutput::with(
+        render_report(&report),
+        TypedResult::Analysis(Box::new(report)),
+    ))
 }

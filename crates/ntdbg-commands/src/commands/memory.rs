@@ -20,17 +20,65 @@ const D_DETAILS: &str = "ADDR is a MASM expression (`@rsp`, `poi(@rcx+8)`, `cras
 `ADDR1 ADDR2` gives an end address. Without ADDR the display continues where the last one ended.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    CommandSpec::inspect(&["db"], "db [ADDR] [L COUNT]", "bytes and ASCII", D_DETAILS, display),
-    CommandSpec::inspect(&["dc"], "dc [ADDR] [L COUNT]", "dwords and ASCII", D_DETAILS, display),
+    CommandSpec::inspect(
+        &["db"],
+        "db [ADDR] [L COUNT]",
+        "bytes and ASCII",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["dc"],
+        "dc [ADDR] [L COUNT]",
+        "dwords and ASCII",
+        D_DETAILS,
+        display,
+    ),
     CommandSpec::inspect(&["dw"], "dw [ADDR] [L COUNT]", "words", D_DETAILS, display),
     CommandSpec::inspect(&["dd"], "dd [ADDR] [L COUNT]", "dwords", D_DETAILS, display),
     CommandSpec::inspect(&["dq"], "dq [ADDR] [L COUNT]", "qwords", D_DETAILS, display),
-    CommandSpec::inspect(&["dp"], "dp [ADDR] [L COUNT]", "pointer-sized values", D_DETAILS, display),
-    CommandSpec::inspect(&["dps"], "dps [ADDR] [L COUNT]", "pointers with symbols", D_DETAILS, display),
-    CommandSpec::inspect(&["dds"], "dds [ADDR] [L COUNT]", "dwords with symbols", D_DETAILS, display),
-    CommandSpec::inspect(&["dqs"], "dqs [ADDR] [L COUNT]", "qwords with symbols", D_DETAILS, display),
-    CommandSpec::inspect(&["da"], "da [ADDR] [L COUNT]", "ASCII string", D_DETAILS, display),
-    CommandSpec::inspect(&["du"], "du [ADDR] [L COUNT]", "UTF-16 string", D_DETAILS, display),
+    CommandSpec::inspect(
+        &["dp"],
+        "dp [ADDR] [L COUNT]",
+        "pointer-sized values",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["dps"],
+        "dps [ADDR] [L COUNT]",
+        "pointers with symbols",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["dds"],
+        "dds [ADDR] [L COUNT]",
+        "dwords with symbols",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["dqs"],
+        "dqs [ADDR] [L COUNT]",
+        "qwords with symbols",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["da"],
+        "da [ADDR] [L COUNT]",
+        "ASCII string",
+        D_DETAILS,
+        display,
+    ),
+    CommandSpec::inspect(
+        &["du"],
+        "du [ADDR] [L COUNT]",
+        "UTF-16 string",
+        D_DETAILS,
+        display,
+    ),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,10 +95,22 @@ fn shape(name: &str, ptr: usize) -> Shape {
     match name {
         "db" => Shape::Bytes,
         "dc" => Shape::DwordsAscii,
-        "dw" => Shape::Values { unit: 2, per_line: 8 },
-        "dd" => Shape::Values { unit: 4, per_line: 4 },
-        "dq" => Shape::Values { unit: 8, per_line: 2 },
-        "dp" => Shape::Values { unit: ptr, per_line: 16 / ptr },
+        "dw" => Shape::Values {
+            unit: 2,
+            per_line: 8,
+        },
+        "dd" => Shape::Values {
+            unit: 4,
+            per_line: 4,
+        },
+        "dq" => Shape::Values {
+            unit: 8,
+            per_line: 2,
+        },
+        "dp" => Shape::Values {
+            unit: ptr,
+            per_line: 16 / ptr,
+        },
         "dps" => Shape::Symbols { unit: ptr },
         "dds" => Shape::Symbols { unit: 4 },
         "dqs" => Shape::Symbols { unit: 8 },
@@ -73,8 +133,10 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
     let start = match range.start {
         Some(a) => a,
         None => session.display_cursor().ok_or_else(|| {
-            CommandError::syntax(format!("{name}: no address given and no earlier display to continue"))
-                .with_hint(format!("e.g. `{name} @rsp`"))
+            CommandError::syntax(format!(
+                "{name}: no address given and no earlier display to continue"
+            ))
+            .with_hint(format!("e.g. `{name} @rsp`"))
         })?,
     };
     let default_units: u64 = match shape {
@@ -87,19 +149,29 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         Some(Extent::Count(n)) => n,
         Some(Extent::End(end)) => {
             let len = end.checked_sub(start).ok_or_else(|| {
-                CommandError::syntax(format!("Range error: end {end:#x} is below start {start:#x}"))
+                CommandError::syntax(format!(
+                    "Range error: end {end:#x} is below start {start:#x}"
+                ))
             })?;
             len.div_ceil(unit as u64)
         }
     };
-    let bytes = units.checked_mul(unit as u64).filter(|&b| b <= MAX_BYTES).ok_or_else(|| {
-        CommandError::new("range_too_large", format!("Range error: {units:#x} units is too large"))
+    let bytes = units
+        .checked_mul(unit as u64)
+        .filter(|&b| b <= MAX_BYTES)
+        .ok_or_else(|| {
+            CommandError::new(
+                "range_too_large",
+                format!("Range error: {units:#x} units is too large"),
+            )
             .with_hint(format!("at most {MAX_BYTES:#x} bytes per display"))
-    })?;
+        })?;
     if bytes > MAX_PLAIN_BYTES && !range.no_size_limit {
         return Err(CommandError::new(
             "range_too_large",
-            format!("Range error: {bytes:#x} bytes; use L? to display more than {MAX_PLAIN_BYTES:#x}"),
+            format!(
+                "Range error: {bytes:#x} bytes; use L? to display more than {MAX_PLAIN_BYTES:#x}"
+            ),
         ));
     }
     let len = usize::try_from(bytes).unwrap_or(0);
@@ -107,7 +179,9 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
     let text = match shape {
         Shape::Bytes => render_bytes(session, start, &data),
         Shape::DwordsAscii => render_values(session, start, &data, 4, 4, true),
-        Shape::Values { unit, per_line } => render_values(session, start, &data, unit, per_line, false),
+        Shape::Values { unit, per_line } => {
+            render_values(session, start, &data, unit, per_line, false)
+        }
         Shape::Symbols { unit } => render_symbols(session, start, &data, unit),
         Shape::Ascii => render_string(session, start, &data, false),
         Shape::Unicode => render_string(session, start, &data, true),
@@ -119,7 +193,11 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         .collect();
     Ok(CommandOutput::with(
         text,
-        TypedResult::Memory { address: format!("{start:#x}"), unit, values },
+        TypedResult::Memory {
+            address: format!("{start:#x}"),
+            unit,
+            values,
+        },
     ))
 }
 
@@ -177,7 +255,10 @@ fn render_values(
     let mut out = String::new();
     let line_bytes = unit * per_line;
     for (line_no, line) in data.chunks(line_bytes).enumerate() {
-        out.push_str(&addr(session, start.wrapping_add((line_no * line_bytes) as u64)));
+        out.push_str(&addr(
+            session,
+            start.wrapping_add((line_no * line_bytes) as u64),
+        ));
         out.push(' ');
         for chunk in line.chunks(unit) {
             out.push(' ');
@@ -228,7 +309,9 @@ fn render_string(session: &Session, start: u64, data: &[Option<u8>], wide: bool)
         if v == 0 {
             break;
         }
-        let c = char::from_u32(v as u32).filter(|c| !c.is_control()).unwrap_or('.');
+        let c = char::from_u32(v as u32)
+            .filter(|c| !c.is_control())
+            .unwrap_or('.');
         text.push(c);
     }
     let first_missing = data.first().is_some_and(|b| b.is_none());

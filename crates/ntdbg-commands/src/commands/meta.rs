@@ -17,7 +17,13 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
          register; `mod!sym+0x10` a symbol.",
         evaluate,
     ),
-    CommandSpec::inspect(&["help", ".help"], "help [COMMAND]", "list commands, or describe one", "", help),
+    CommandSpec::inspect(
+        &["help", ".help"],
+        "help [COMMAND]",
+        "list commands, or describe one",
+        "",
+        help,
+    ),
     CommandSpec::inspect(
         &[".sympath", ".sympath+"],
         ".sympath [PATH] | .sympath+ PATH",
@@ -25,7 +31,13 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "PATH uses WinDbg syntax: directories, cache*DIR, srv*CACHE*URL, separated by `;`.",
         sympath,
     ),
-    CommandSpec::inspect(&[".reload"], ".reload [/f]", "forget loaded symbols so they are searched again", "", reload),
+    CommandSpec::inspect(
+        &[".reload"],
+        ".reload [/f]",
+        "forget loaded symbols so they are searched again",
+        "",
+        reload,
+    ),
 ];
 
 fn evaluate(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -40,14 +52,23 @@ fn evaluate(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput
         (v as i64).to_string()
     };
     let text = format!("Evaluate expression: {shown} = {}\n", addr(session, v));
-    Ok(CommandOutput::with(text, TypedResult::Value { hex: format!("{v:#x}"), decimal: v.to_string() }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Value {
+            hex: format!("{v:#x}"),
+            decimal: v.to_string(),
+        },
+    ))
 }
 
 fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let topic = inv.args.trim();
     if !topic.is_empty() {
         let spec = table::lookup(topic).ok_or_else(|| {
-            CommandError::new("unknown_command", format!("No help for '{topic}': unknown command"))
+            CommandError::new(
+                "unknown_command",
+                format!("No help for '{topic}': unknown command"),
+            )
         })?;
         let mut text = format!("{}\n  {}\n", spec.usage, spec.summary);
         if !spec.details.is_empty() {
@@ -75,13 +96,18 @@ fn sympath(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             .map_err(|e| CommandError::syntax(format!("Bad symbol path '{text}': {e}")))?;
         session.set_symbol_path(path);
     }
-    Ok(CommandOutput::text(format!("Symbol search path is: {}\n", session.symbols().path())))
+    Ok(CommandOutput::text(format!(
+        "Symbol search path is: {}\n",
+        session.symbols().path()
+    )))
 }
 
 fn reload(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let args = inv.args.trim();
     if !(args.is_empty() || args.starts_with("/f")) {
-        return Err(CommandError::syntax(format!(".reload: unsupported option '{args}' (use /f)")));
+        return Err(CommandError::syntax(format!(
+            ".reload: unsupported option '{args}' (use /f)"
+        )));
     }
     let path = session.symbols().path().clone();
     session.set_symbol_path(path);

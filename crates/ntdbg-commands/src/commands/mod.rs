@@ -24,6 +24,9 @@ pub(crate) fn no_args(name: &str, args: &str) -> Result<(), CommandError> {
     if args.trim().is_empty() {
         Ok(())
     } else {
-        Err(CommandError::syntax(format!("Syntax error: '{name}' takes no arguments, got '{}'", args.trim())))
+        Err(CommandError::syntax(format!(
+            "Syntax error: '{name}' takes no arguments, got '{}'",
+            args.trim()
+        )))
     }
 }

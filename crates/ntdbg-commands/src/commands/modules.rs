@@ -37,19 +37,27 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
                 expect_pattern = true;
             }
             other => {
-                return Err(CommandError::syntax(format!("Syntax error in 'lm': unexpected '{other}'"))
-                    .with_hint("use `lm`, `lmv`, `lm m PATTERN` or `lmv m NAME`"))
+                return Err(CommandError::syntax(format!(
+                    "Syntax error in 'lm': unexpected '{other}'"
+                ))
+                .with_hint("use `lm`, `lmv`, `lm m PATTERN` or `lmv m NAME`"))
             }
         }
     }
     if expect_pattern {
-        return Err(CommandError::syntax("Syntax error in 'lm m': missing module pattern"));
+        return Err(CommandError::syntax(
+            "Syntax error in 'lm m': missing module pattern",
+        ));
     }
     let modules: Vec<&MinidumpModule> = session
         .target()
         .modules()
         .by_addr()
-        .filter(|m| pattern.as_deref().is_none_or(|p| wildcard_match(p, &module_name(&m.name))))
+        .filter(|m| {
+            pattern
+                .as_deref()
+                .is_none_or(|p| wildcard_match(p, &module_name(&m.name)))
+        })
         .collect();
     let ptr = session.arch().pointer_size();
     let pad = if ptr == 4 { 8 } else { 17 };
@@ -86,7 +94,10 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
                 m.raw.time_date_stamp
             ));
             text.push_str(&format!("    CheckSum:         {:08X}\n", m.raw.checksum));
-            text.push_str(&format!("    ImageSize:        {:08X}\n", m.raw.size_of_image));
+            text.push_str(&format!(
+                "    ImageSize:        {:08X}\n",
+                m.raw.size_of_image
+            ));
             if let Some(v) = &version {
                 text.push_str(&format!("    File version:     {v}\n"));
             }
@@ -119,11 +130,16 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     }
     if rows.is_empty() {
         if let Some(p) = &pattern {
-            return Err(CommandError::new("no_such_module", format!("No module matches '{p}'"))
-                .with_hint("`lm` lists every module"));
+            return Err(
+                CommandError::new("no_such_module", format!("No module matches '{p}'"))
+                    .with_hint("`lm` lists every module"),
+            );
         }
     }
-    Ok(CommandOutput::with(text, TypedResult::Modules { modules: rows }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Modules { modules: rows },
+    ))
 }
 
 fn file_version(m: &MinidumpModule) -> Option<String> {

@@ -21,23 +21,36 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         return show_current(session);
     }
     if args.contains('=') {
-        return Err(CommandError::new("read_only", "Cannot change registers: the target is a dump")
-            .with_hint("registers of a dump are read-only"));
+        return Err(CommandError::new(
+            "read_only",
+            "Cannot change registers: the target is a dump",
+        )
+        .with_hint("registers of a dump are read-only"));
     }
     let ctx = current_context(session)?;
     let ptr = session.arch().pointer_size();
     let mut lines = Vec::new();
     let mut values = Vec::new();
-    for name in args.split([',', ' ']).map(str::trim).filter(|s| !s.is_empty()) {
+    for name in args
+        .split([',', ' '])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         let clean = name.trim_start_matches('@').to_ascii_lowercase();
         let value = register(&ctx, &clean).ok_or_else(|| {
             CommandError::syntax(format!("Bad register error in 'r {name}'"))
                 .with_hint("`r` lists the registers of this architecture")
         })?;
         lines.push(format!("{clean}={}", padded(&clean, value, ptr)));
-        values.push(NamedValue { name: clean, value: format!("{value:#x}") });
+        values.push(NamedValue {
+            name: clean,
+            value: format!("{value:#x}"),
+        });
     }
-    Ok(CommandOutput::with(lines.join("\n") + "\n", TypedResult::Registers { registers: values }))
+    Ok(CommandOutput::with(
+        lines.join("\n") + "\n",
+        TypedResult::Registers { registers: values },
+    ))
 }
 
 /// Width of a register's value as WinDbg prints it.
@@ -54,7 +67,10 @@ fn padded(name: &str, value: u64, pointer_size: usize) -> String {
 
 fn current_context(session: &Session) -> Result<MinidumpContext, CommandError> {
     session.context().ok_or_else(|| {
-        CommandError::new("no_context", "No register context for the current thread in this dump")
+        CommandError::new(
+            "no_context",
+            "No register context for the current thread in this dump",
+        )
     })
 }
 
@@ -67,9 +83,15 @@ pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, Comma
     text.push_str(&super::disasm::current_instruction(session, ip));
     let registers = general_registers(&ctx)
         .into_iter()
-        .map(|(n, v)| NamedValue { name: n.to_string(), value: format!("{v:#x}") })
+        .map(|(n, v)| NamedValue {
+            name: n.to_string(),
+            value: format!("{v:#x}"),
+        })
         .collect();
-    Ok(CommandOutput::with(text, TypedResult::Registers { registers }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Registers { registers },
+    ))
 }
 
 /// Registers in WinDbg's `r` layout for the context's architecture.
@@ -81,10 +103,18 @@ pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
             let mut out = String::new();
             for (i, (name, value)) in regs.iter().enumerate() {
                 out.push_str(&format!("{name:>3}={value:016x}"));
-                out.push(if i % 3 == 2 || i + 1 == regs.len() { '\n' } else { ' ' });
+                out.push(if i % 3 == 2 || i + 1 == regs.len() {
+                    '\n'
+                } else {
+                    ' '
+                });
             }
             let efl = get("efl");
-            out.push_str(&format!("iopl={:<9} {}\n", (efl >> 12) & 3, flags_text(efl)));
+            out.push_str(&format!(
+                "iopl={:<9} {}\n",
+                (efl >> 12) & 3,
+                flags_text(efl)
+            ));
             out.push_str(&format!(
                 "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
                 get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
@@ -98,7 +128,11 @@ pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
                 out.push(if i == 5 { '\n' } else { ' ' });
             }
             let efl = get("efl");
-            out.push_str(&format!("iopl={:<9} {}\n", (efl >> 12) & 3, flags_text(efl)));
+            out.push_str(&format!(
+                "iopl={:<9} {}\n",
+                (efl >> 12) & 3,
+                flags_text(efl)
+            ));
             out.push_str(&format!(
                 "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
                 get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
@@ -109,7 +143,11 @@ pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
             let mut out = String::new();
             for (i, (name, value)) in regs.iter().enumerate() {
                 out.push_str(&format!("{name:>3}={value:016x}"));
-                out.push(if i % 3 == 2 || i + 1 == regs.len() { '\n' } else { ' ' });
+                out.push(if i % 3 == 2 || i + 1 == regs.len() {
+                    '\n'
+                } else {
+                    ' '
+                });
             }
             if let Some(cpsr) = register(ctx, "cpsr") {
                 out.push_str(&format!("cpsr={cpsr:08x}\n"));

@@ -17,12 +17,48 @@ parameter list as the symbols give it (parameter values need type information). 
 innermost first; each carries how it was found (context, cfi, frame_pointer, scan) in the typed result.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    CommandSpec::inspect(&["k"], "k [COUNT]", "call stack of the current thread", K_DETAILS, k),
-    CommandSpec::inspect(&["kb"], "kb [COUNT]", "call stack with the first stack arguments", K_DETAILS, k),
-    CommandSpec::inspect(&["kn"], "kn [COUNT]", "call stack with frame numbers", K_DETAILS, k),
-    CommandSpec::inspect(&["kv"], "kv [COUNT]", "call stack with arguments (as kb)", K_DETAILS, k),
-    CommandSpec::inspect(&["kp", "kP"], "kp [COUNT]", "call stack with parameter lists", K_DETAILS, k),
-    CommandSpec::inspect(&["kc"], "kc [COUNT]", "call stack, call sites only", K_DETAILS, k),
+    CommandSpec::inspect(
+        &["k"],
+        "k [COUNT]",
+        "call stack of the current thread",
+        K_DETAILS,
+        k,
+    ),
+    CommandSpec::inspect(
+        &["kb"],
+        "kb [COUNT]",
+        "call stack with the first stack arguments",
+        K_DETAILS,
+        k,
+    ),
+    CommandSpec::inspect(
+        &["kn"],
+        "kn [COUNT]",
+        "call stack with frame numbers",
+        K_DETAILS,
+        k,
+    ),
+    CommandSpec::inspect(
+        &["kv"],
+        "kv [COUNT]",
+        "call stack with arguments (as kb)",
+        K_DETAILS,
+        k,
+    ),
+    CommandSpec::inspect(
+        &["kp", "kP"],
+        "kp [COUNT]",
+        "call stack with parameter lists",
+        K_DETAILS,
+        k,
+    ),
+    CommandSpec::inspect(
+        &["kc"],
+        "kc [COUNT]",
+        "call stack, call sites only",
+        K_DETAILS,
+        k,
+    ),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -43,11 +79,17 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     };
     let count = match inv.args.trim() {
         "" => DEFAULT_FRAMES,
-        a => eval(session, a.trim_start_matches("0n").trim())
-            .map_err(|_| CommandError::syntax(format!("Syntax error in '{} {a}': expected a frame count", inv.name)))?,
+        a => eval(session, a.trim_start_matches("0n").trim()).map_err(|_| {
+            CommandError::syntax(format!(
+                "Syntax error in '{} {a}': expected a frame count",
+                inv.name
+            ))
+        })?,
     };
     let mut stack = session.stack()?;
-    stack.frames.truncate(usize::try_from(count).unwrap_or(usize::MAX));
+    stack
+        .frames
+        .truncate(usize::try_from(count).unwrap_or(usize::MAX));
     let text = render_stack(session, &stack, style);
     Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
 }
@@ -62,7 +104,10 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
             (true, false) => "ChildEBP RetAddr  ".to_string(),
             (true, true) => format!("ChildEBP RetAddr  {:<27}", "Args to Child"),
             (false, false) => format!("{:<17} {:<22}", "Child-SP", "RetAddr"),
-            (false, true) => format!("{:<17} {:<17} : {:<71} : ", "Child-SP", "RetAddr", "Args to Child"),
+            (false, true) => format!(
+                "{:<17} {:<17} : {:<71} : ",
+                "Child-SP", "RetAddr", "Args to Child"
+            ),
         };
         out.push_str(&format!("{num}{header}Call Site\n"));
     } else {
@@ -88,8 +133,15 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
                 out.push_str(if x86 { " " } else { "     " });
             }
         } else {
-            let child = if x86 { f.frame_pointer.unwrap_or(f.stack_pointer) } else { f.stack_pointer };
-            let ret = f.return_address.map(|r| addr(session, r)).unwrap_or_else(|| addr(session, 0));
+            let child = if x86 {
+                f.frame_pointer.unwrap_or(f.stack_pointer)
+            } else {
+                f.stack_pointer
+            };
+            let ret = f
+                .return_address
+                .map(|r| addr(session, r))
+                .unwrap_or_else(|| addr(session, 0));
             out.push_str(&format!("{} {ret}", addr(session, child)));
             if style.args {
                 let words: Vec<String> = (0..if x86 { 3 } else { 4 })

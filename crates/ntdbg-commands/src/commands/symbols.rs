@@ -1,18 +1,24 @@
 //! Symbols: `ln ADDR` (nearest symbol), `x MOD!PATTERN` (search).
 
 use super::eval;
-use ntdbg_symbols::wildcard_match;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::{module_name, Session, Symbolized};
+use ntdbg_symbols::wildcard_match;
 
 /// Most symbols `x` lists.
 const MAX_MATCHES: usize = 5000;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    CommandSpec::inspect(&["ln"], "ln ADDR", "the symbol nearest to ADDR, with its source line", "", ln),
+    CommandSpec::inspect(
+        &["ln"],
+        "ln ADDR",
+        "the symbol nearest to ADDR, with its source line",
+        "",
+        ln,
+    ),
     CommandSpec::inspect(
         &["x"],
         "x MOD!PATTERN",
@@ -34,14 +40,25 @@ fn ln(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
             Some(_) => format!("({})   {}\n", addr(session, a), sym.display()),
             None => format!("No symbol found at {}\n", addr(session, a)),
         };
-        return Ok(CommandOutput::with(text, TypedResult::Symbols { symbols: vec![sym] }));
+        return Ok(CommandOutput::with(
+            text,
+            TypedResult::Symbols { symbols: vec![sym] },
+        ));
     }
     let start = a.wrapping_sub(sym.function_offset.unwrap_or(0));
-    let mut text = format!("({})   {}{}\n", addr(session, start), sym.display(), sym.source_suffix());
+    let mut text = format!(
+        "({})   {}{}\n",
+        addr(session, start),
+        sym.display(),
+        sym.source_suffix()
+    );
     if sym.function_offset == Some(0) {
         text.push_str(&format!("Exact matches:\n    {}\n", sym.display()));
     }
-    Ok(CommandOutput::with(text, TypedResult::Symbols { symbols: vec![sym] }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Symbols { symbols: vec![sym] },
+    ))
 }
 
 fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -60,7 +77,10 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         .cloned()
         .collect();
     if modules.is_empty() {
-        return Err(CommandError::new("no_such_module", format!("No module matches '{module_pat}'")));
+        return Err(CommandError::new(
+            "no_such_module",
+            format!("No module matches '{module_pat}'"),
+        ));
     }
     'outer: for m in &modules {
         let base = m.raw.base_of_image;
@@ -82,5 +102,8 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             });
         }
     }
-    Ok(CommandOutput::with(text, TypedResult::Symbols { symbols: found }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Symbols { symbols: found },
+    ))
 }

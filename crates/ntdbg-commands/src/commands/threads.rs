@@ -25,7 +25,10 @@ fn tilde(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
 }
 
 /// The `~` listing, of all threads or of the selected ones.
-pub(crate) fn list(session: &Session, only: Option<&[usize]>) -> Result<CommandOutput, CommandError> {
+pub(crate) fn list(
+    session: &Session,
+    only: Option<&[usize]>,
+) -> Result<CommandOutput, CommandError> {
     let count = session.target().threads().len();
     let indices: Vec<usize> = match only {
         Some(sel) => sel.to_vec(),
@@ -49,7 +52,10 @@ pub(crate) fn list(session: &Session, only: Option<&[usize]>) -> Result<CommandO
     if count == 0 {
         text.push_str("The dump has no thread list.\n");
     }
-    Ok(CommandOutput::with(text, TypedResult::Threads { threads: rows }))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Threads { threads: rows },
+    ))
 }
 
 /// One `~` line: `.  0  Id: 1a8.36 Suspend: 0 Teb: 00000000`7ffde000 Unfrozen "name"`.
@@ -65,7 +71,11 @@ pub(crate) fn header_line(session: &Session, index: usize) -> String {
         ' '
     };
     let pid = session.target().system().process_id.unwrap_or(0);
-    let name = t.name.as_ref().map(|n| format!(" \"{n}\"")).unwrap_or_default();
+    let name = t
+        .name
+        .as_ref()
+        .map(|n| format!(" \"{n}\""))
+        .unwrap_or_default();
     format!(
         "{marker}{index:>3}  Id: {pid:x}.{:x} Suspend: {} Teb: {} Unfrozen{name}",
         t.id,
@@ -83,5 +93,7 @@ fn process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         .main_module()
         .map(|m| m.name.clone())
         .unwrap_or_else(|| "<unknown image>".into());
-    Ok(CommandOutput::text(format!(".  0\tid: {pid:x}\texamine\tname: {image}\n")))
+    Ok(CommandOutput::text(format!(
+        ".  0\tid: {pid:x}\texamine\tname: {image}\n"
+    )))
 }

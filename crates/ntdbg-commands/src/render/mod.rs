@@ -48,7 +48,12 @@ pub fn windbg_time(unix_seconds: u32) -> String {
 pub fn windbg_duration(seconds: u64) -> String {
     let days = seconds / 86_400;
     let rest = seconds % 86_400;
-    format!("{days} days {}:{:02}:{:02}.000", rest / 3600, (rest % 3600) / 60, rest % 60)
+    format!(
+        "{days} days {}:{:02}:{:02}.000",
+        rest / 3600,
+        (rest % 3600) / 60,
+        rest % 60
+    )
 }
 
 #[cfg(test)]
