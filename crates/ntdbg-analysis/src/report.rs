@@ -3,6 +3,7 @@
 
 use crate::exception::{decode, format_hex_address, ExceptionKind};
 use crate::signature::{crash_signature, is_system_module};
+use ntdbg_engine::module_info::{file_name_of, file_version};
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::{module_name, Session};
 use ntdbg_symbols::SymbolStatus;
@@ -221,28 +222,12 @@ pub fn analyze(session: &Session) -> Report {
 }
 
 fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {
-    let file = m
-        .name
-        .rsplit(['\\', '/'])
-        .next()
-        .unwrap_or(&m.name)
-        .to_string();
-    let v = &m.raw.version_info;
-    let version = (v.signature == 0xFEEF_04BD).then(|| {
-        format!(
-            "{}.{}.{}.{}",
-            v.file_version_hi >> 16,
-            v.file_version_hi & 0xffff,
-            v.file_version_lo >> 16,
-            v.file_version_lo & 0xffff
-        )
-    });
     ModuleFacts {
-        name: file,
+        name: file_name_of(&m.name).to_string(),
         base: format!("{:#x}", m.raw.base_of_image),
         size: format!("{:#x}", m.raw.size_of_image),
         timestamp: format!("{:#010x}", m.raw.time_date_stamp),
-        version,
+        version: file_version(m),
     }
 }
 
@@ -278,11 +263,7 @@ fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
         };
         let symbols = session.module_symbols(module);
         if symbols.status() == SymbolStatus::NoSymbols {
-            let file = module
-                .name
-                .rsplit(['\\', '/'])
-                .next()
-                .unwrap_or(&module.name);
+            let file = file_name_of(&module.name);
             let wanted = symbols
                 .pdb_identity()
                 .map(|(pdb, id)| format!("{pdb}/{id}"))

@@ -36,11 +36,7 @@ pub const SYSTEM_MODULES: &[&str] = &[
 
 /// Whether a module (file name or WinDbg name) is a system or runtime module.
 pub fn is_system_module(name: &str) -> bool {
-    let file = name
-        .rsplit(['\\', '/'])
-        .next()
-        .unwrap_or(name)
-        .to_ascii_lowercase();
+    let file = ntdbg_engine::module_info::file_name_of(name).to_ascii_lowercase();
     let stem = file.rsplit_once('.').map(|(s, _)| s).unwrap_or(&file);
     SYSTEM_MODULES.contains(&stem)
         || stem.starts_with("vcruntime")

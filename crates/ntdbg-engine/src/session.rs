@@ -232,7 +232,7 @@ impl Session {
     pub fn module_by_name(&self, name: &str) -> Option<&MinidumpModule> {
         self.target.modules().iter().find(|m| {
             let short = module_name(&m.name);
-            let file = m.name.rsplit(['\\', '/']).next().unwrap_or(&m.name);
+            let file = crate::module_info::file_name_of(&m.name);
             short.eq_ignore_ascii_case(name) || file.eq_ignore_ascii_case(name)
         })
     }

@@ -5,11 +5,10 @@
 //! [`SymbolStore`](ntdbg_symbols::SymbolStore) through [`crate::provider`].
 
 use crate::provider::StoreProvider;
-use crate::symbolize::module_name;
+use crate::symbolize::{call_site_name, module_name};
 use minidump::system_info::{Cpu, Os};
 use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
-use ntdbg_symbols::strip_parameters;
 use ntdbg_symbols::SymbolStore;
 use ntdbg_targets::{Arch, Target};
 use serde::Serialize;
@@ -93,19 +92,19 @@ pub struct Frame {
 impl Frame {
     /// The call site in WinDbg form: `crashy!main+0x10`, `crashy+0x1234` or the address.
     pub fn call_site(&self) -> String {
-        match (&self.module, &self.function, self.module_base) {
-            (Some(m), Some(f), _) => {
-                let f = strip_parameters(f);
-                match self.function_offset {
-                    Some(off) if off != 0 && !self.inline => format!("{m}!{f}+{off:#x}"),
-                    _ => format!("{m}!{f}"),
-                }
-            }
-            (Some(m), None, Some(base)) => {
-                format!("{m}+{:#x}", self.instruction.wrapping_sub(base))
-            }
-            _ => format!("{:#x}", self.instruction),
-        }
+        // Inlined calls have no offset of their own.
+        let offset = if self.inline {
+            None
+        } else {
+            self.function_offset
+        };
+        call_site_name(
+            self.module.as_deref(),
+            self.module_base,
+            self.function.as_deref(),
+            offset,
+            self.instruction,
+        )
     }
 
     /// `crashy.c:119`, when known.

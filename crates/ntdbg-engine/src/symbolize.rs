@@ -25,17 +25,13 @@ pub struct Symbolized {
 impl Symbolized {
     /// The WinDbg form: `crashy!main+0x10`, `crashy+0x1234`, or the bare hex address.
     pub fn display(&self) -> String {
-        match (&self.module, &self.function, self.module_base) {
-            (Some(m), Some(f), _) => {
-                let f = strip_parameters(f);
-                match self.function_offset {
-                    Some(0) | None => format!("{m}!{f}"),
-                    Some(off) => format!("{m}!{f}+{off:#x}"),
-                }
-            }
-            (Some(m), None, Some(base)) => format!("{m}+{:#x}", self.address.wrapping_sub(base)),
-            _ => format!("{:#x}", self.address),
-        }
+        call_site_name(
+            self.module.as_deref(),
+            self.module_base,
+            self.function.as_deref(),
+            self.function_offset,
+            self.address,
+        )
     }
 
     /// ` [file @ line]` as WinDbg appends to stack frames, or an empty string.
@@ -47,10 +43,33 @@ impl Symbolized {
     }
 }
 
+/// How WinDbg names a code address: `module!function+0xoff` (no offset when it is 0 or
+/// unknown, no parameter list), `module+0xrva` without symbols, the bare address outside
+/// modules.
+pub fn call_site_name(
+    module: Option<&str>,
+    module_base: Option<u64>,
+    function: Option<&str>,
+    function_offset: Option<u64>,
+    address: u64,
+) -> String {
+    match (module, function, module_base) {
+        (Some(m), Some(f), _) => {
+            let f = strip_parameters(f);
+            match function_offset {
+                Some(0) | None => format!("{m}!{f}"),
+                Some(off) => format!("{m}!{f}+{off:#x}"),
+            }
+        }
+        (Some(m), None, Some(base)) => format!("{m}+{:#x}", address.wrapping_sub(base)),
+        _ => format!("{address:#x}"),
+    }
+}
+
 /// The WinDbg module name for a module path: the file name without its extension
 /// (`C:\Windows\System32\ntdll.dll` → `ntdll`).
 pub fn module_name(code_file: &str) -> String {
-    let file = code_file.rsplit(['\\', '/']).next().unwrap_or(code_file);
+    let file = ntdbg_formats::store::file_name_of(code_file);
     match file.rfind('.') {
         Some(dot) if dot > 0 => file[..dot].to_string(),
         _ => file.to_string(),

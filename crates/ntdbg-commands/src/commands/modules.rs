@@ -5,6 +5,7 @@ use crate::output::{CommandOutput, ModuleRow, TypedResult};
 use crate::render::{addr, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
+use ntdbg_engine::module_info::{file_name_of, file_version, product_version};
 use ntdbg_engine::{module_name, Session};
 use ntdbg_symbols::{wildcard_match, SymbolStatus};
 
@@ -84,10 +85,7 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         let version = file_version(m);
         if verbose {
             text.push_str(&format!("    Image path: {}\n", m.name));
-            text.push_str(&format!(
-                "    Image name: {}\n",
-                m.name.rsplit(['\\', '/']).next().unwrap_or(&m.name)
-            ));
+            text.push_str(&format!("    Image name: {}\n", file_name_of(&m.name)));
             text.push_str(&format!(
                 "    Timestamp:        {} ({:08X})\n",
                 windbg_time(m.raw.time_date_stamp),
@@ -140,30 +138,4 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         text,
         TypedResult::Modules { modules: rows },
     ))
-}
-
-fn file_version(m: &MinidumpModule) -> Option<String> {
-    let v = &m.raw.version_info;
-    (v.signature == 0xFEEF_04BD).then(|| {
-        format!(
-            "{}.{}.{}.{}",
-            v.file_version_hi >> 16,
-            v.file_version_hi & 0xffff,
-            v.file_version_lo >> 16,
-            v.file_version_lo & 0xffff
-        )
-    })
-}
-
-fn product_version(m: &MinidumpModule) -> Option<String> {
-    let v = &m.raw.version_info;
-    (v.signature == 0xFEEF_04BD).then(|| {
-        format!(
-            "{}.{}.{}.{}",
-            v.product_version_hi >> 16,
-            v.product_version_hi & 0xffff,
-            v.product_version_lo >> 16,
-            v.product_version_lo & 0xffff
-        )
-    })
 }

@@ -97,50 +97,17 @@ pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, Comma
 /// Registers in WinDbg's `r` layout for the context's architecture.
 pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
     let regs = general_registers(ctx);
-    let get = |n: &str| register(ctx, n).unwrap_or(0);
+    let mut out = String::new();
     match &ctx.raw {
-        MinidumpRawContext::Amd64(_) => {
-            let mut out = String::new();
-            for (i, (name, value)) in regs.iter().enumerate() {
-                out.push_str(&format!("{name:>3}={value:016x}"));
-                out.push(if i % 3 == 2 || i + 1 == regs.len() {
-                    '\n'
-                } else {
-                    ' '
-                });
-            }
-            let efl = get("efl");
-            out.push_str(&format!(
-                "iopl={:<9} {}\n",
-                (efl >> 12) & 3,
-                flags_text(efl)
-            ));
-            out.push_str(&format!(
-                "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
-                get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
-            ));
-            out
-        }
         MinidumpRawContext::X86(_) => {
-            let mut out = String::new();
+            // Six per line, then eip/esp/ebp with the flags on the same line.
             for (i, (name, value)) in regs.iter().enumerate() {
                 out.push_str(&format!("{name}={value:08x}"));
                 out.push(if i == 5 { '\n' } else { ' ' });
             }
-            let efl = get("efl");
-            out.push_str(&format!(
-                "iopl={:<9} {}\n",
-                (efl >> 12) & 3,
-                flags_text(efl)
-            ));
-            out.push_str(&format!(
-                "cs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
-                get("cs"), get("ss"), get("ds"), get("es"), get("fs"), get("gs")
-            ));
-            out
+            out.push_str(&flags_and_segments(ctx));
         }
-        _ => {
-            let mut out = String::new();
+        raw => {
             for (i, (name, value)) in regs.iter().enumerate() {
                 out.push_str(&format!("{name:>3}={value:016x}"));
                 out.push(if i % 3 == 2 || i + 1 == regs.len() {
@@ -149,10 +116,32 @@ pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
                     ' '
                 });
             }
-            if let Some(cpsr) = register(ctx, "cpsr") {
-                out.push_str(&format!("cpsr={cpsr:08x}\n"));
+            match raw {
+                MinidumpRawContext::Amd64(_) => out.push_str(&flags_and_segments(ctx)),
+                _ => {
+                    if let Some(cpsr) = register(ctx, "cpsr") {
+                        out.push_str(&format!("cpsr={cpsr:08x}\n"));
+                    }
+                }
             }
-            out
         }
     }
+    out
+}
+
+/// `iopl=0 nv up ei …` and the segment line that close an x86/x64 register display.
+fn flags_and_segments(ctx: &MinidumpContext) -> String {
+    let get = |n: &str| register(ctx, n).unwrap_or(0);
+    let efl = get("efl");
+    format!(
+        "iopl={:<9} {}\ncs={:04x}  ss={:04x}  ds={:04x}  es={:04x}  fs={:04x}  gs={:04x}             efl={efl:08x}\n",
+        (efl >> 12) & 3,
+        flags_text(efl),
+        get("cs"),
+        get("ss"),
+        get("ds"),
+        get("es"),
+        get("fs"),
+        get("gs")
+    )
 }
