@@ -35,6 +35,15 @@ impl CommandError {
     }
 }
 
+/// User input as error messages quote it: at most 80 characters, with `…` when cut.
+pub(crate) fn excerpt(text: &str) -> String {
+    const MAX: usize = 80;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
 impl std::fmt::Display for CommandError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)?;

@@ -1,13 +1,16 @@
 //! Running command lines: batches, thread prefixes (`~3 k`, `~*k`, `~2s`), and per-command
 //! status. The one entry point every front end uses.
 
-use crate::error::CommandError;
+use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, TypedResult};
 use crate::parse::{self, ThreadSelector};
 use crate::spec::Invocation;
 use crate::{commands, table};
 use ntdbg_engine::Session;
 use serde::Serialize;
+
+/// Longest command line accepted.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// The status of one command of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -55,6 +58,16 @@ pub struct CommandResult {
 /// Runs a batch: commands separated by `;` or newlines. The first failure stops the rest,
 /// which are reported as not executed.
 pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>, CommandError> {
+    if line.len() > MAX_LINE_BYTES {
+        return Err(CommandError::new(
+            "line_too_long",
+            format!(
+                "Command line of {} bytes is too long (at most {MAX_LINE_BYTES})",
+                line.len()
+            ),
+        )
+        .with_hint("split the work into several commands"));
+    }
     let commands = parse::split_commands(line).map_err(|e| CommandError::syntax(e.to_string()))?;
     let mut results = Vec::with_capacity(commands.len());
     let mut failed = false;
@@ -158,8 +171,11 @@ pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, C
 
 fn dispatch(session: &mut Session, name: &str, args: &str) -> Result<CommandOutput, CommandError> {
     let spec = table::lookup(name).ok_or_else(|| {
-        CommandError::new("unknown_command", format!("Unknown command '{name}'"))
-            .with_hint("run `help` for the list of supported commands")
+        CommandError::new(
+            "unknown_command",
+            format!("Unknown command '{}'", excerpt(name)),
+        )
+        .with_hint("run `help` for the list of supported commands")
     })?;
     (spec.handler)(session, &Invocation { name, args })
 }

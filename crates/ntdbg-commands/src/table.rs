@@ -7,6 +7,7 @@ use crate::spec::CommandSpec;
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     [
         commands::events::COMMANDS,
+        commands::kernel::COMMANDS,
         commands::registers::COMMANDS,
         commands::stack::COMMANDS,
         commands::threads::COMMANDS,
@@ -14,6 +15,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::memory::COMMANDS,
         commands::disasm::COMMANDS,
         commands::symbols::COMMANDS,
+        commands::types::COMMANDS,
         commands::process::COMMANDS,
         commands::meta::COMMANDS,
     ]

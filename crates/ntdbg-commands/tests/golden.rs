@@ -100,3 +100,21 @@ fn thread_commands_on_a_worker_thread_crash() {
         insta::assert_snapshot!(format!("x64_thread__{name}"), text, command);
     }
 }
+
+#[test]
+fn lm_shows_deferred_symbols_until_they_are_loaded() {
+    let mut session = open("crashy-x64-null.dmp");
+    for (name, command) in [
+        ("lm_fresh", "lm"),
+        ("reload_f", ".reload /f"),
+        ("lm_after_reload_f", "lm"),
+        ("reload", ".reload"),
+        ("lm_after_reload", "lm"),
+        ("reload_f_crashy", ".reload /f crashy.exe"),
+        ("lm_after_reload_f_crashy", "lm"),
+        ("reload_f_nosuch", ".reload /f nosuch"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("x64_null__{name}"), text, command);
+    }
+}

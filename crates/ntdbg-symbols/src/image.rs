@@ -79,12 +79,7 @@ impl MappedImage {
             return Ok(None);
         };
         let headers = PeInfo::parse(&header, PeLayout::Mapped)?;
-        let mut bytes = vec![0u8; size as usize];
-        bytes[..header.len()].copy_from_slice(&header);
-        let mut valid = vec![Range {
-            start: 0,
-            end: header_len,
-        }];
+        let mut sections = Vec::new();
         for s in &headers.sections {
             let start = s.virtual_address;
             let Some(end) = start.checked_add(s.mapped_size()).map(|e| e.min(size)) else {
@@ -95,9 +90,24 @@ impl MappedImage {
             }
             let len = (end - start) as usize;
             if let Some(data) = read(base + u64::from(start), len).filter(|d| d.len() == len) {
-                bytes[start as usize..end as usize].copy_from_slice(&data);
-                valid.push(start..end);
+                sections.push((start..end, data));
             }
+        }
+        // Only lay out the whole image when the dump holds more than its headers: a dump
+        // that captured headers alone must not cost SizeOfImage bytes of memory.
+        let mut bytes = if sections.is_empty() {
+            header.clone()
+        } else {
+            vec![0u8; size as usize]
+        };
+        bytes[..header.len()].copy_from_slice(&header);
+        let mut valid = vec![Range {
+            start: 0,
+            end: header_len,
+        }];
+        for (range, data) in sections {
+            bytes[range.start as usize..range.end as usize].copy_from_slice(&data);
+            valid.push(range);
         }
         valid.sort_by_key(|r| r.start);
         let info = PeInfo::parse(&bytes, PeLayout::Mapped).unwrap_or(headers);

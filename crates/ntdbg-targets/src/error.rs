@@ -23,7 +23,7 @@ pub enum TargetError {
         signature: String,
     },
     /// The file is a dump but its structure is damaged or cut short.
-    #[error("{path} is a corrupt or truncated minidump: {reason}")]
+    #[error("{path} is a corrupt or truncated dump: {reason}")]
     Corrupt {
         /// The file.
         path: PathBuf,

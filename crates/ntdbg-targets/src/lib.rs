@@ -7,7 +7,8 @@
 //!
 //! [`UserDump`] is the target for Windows user-mode minidumps (MDMP). The file is
 //! memory-mapped; streams are parsed once at open time into owned facts, and memory reads
-//! borrow straight from the mapping.
+//! borrow straight from the mapping. [`KernelDump`] reads kernel crash dumps (`PAGEDU64` /
+//! `PAGEDUMP`: small/triage, kernel, complete and bitmap). [`open`] picks one by signature.
 //!
 //! ```no_run
 //! use ntdbg_targets::{Target, UserDump};
@@ -18,14 +19,38 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod error;
+pub mod kernel_dump;
 mod memory;
 mod model;
 mod user_dump;
 
 pub use error::TargetError;
+pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView};
-pub use model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 pub use user_dump::UserDump;
+
+/// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a
+/// [`UserDump`], `PAGEDU64`/`PAGEDUMP` a [`KernelDump`].
+pub fn open(path: &std::path::Path) -> Result<Box<dyn Target>, TargetError> {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(path)
+        .and_then(|mut f| {
+            if f.metadata()?.is_dir() {
+                return Ok(0);
+            }
+            f.read(&mut head)
+        })
+        .map_err(|cause| TargetError::Io {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+    if read == 8 && (head == *b"PAGEDU64" || head == *b"PAGEDUMP") {
+        return Ok(Box::new(KernelDump::open(path)?));
+    }
+    Ok(Box::new(UserDump::open(path)?))
+}
 
 /// Re-exported so that callers name the same register-context and module types.
 pub use minidump::{MinidumpContext, MinidumpModule, MinidumpModuleList};
@@ -46,4 +71,8 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn event(&self) -> Option<&ExceptionEvent>;
     /// Where the target came from (a file path or a connection string), for people.
     fn origin(&self) -> &str;
+    /// The bugcheck that caused a kernel dump; `None` for user-mode targets.
+    fn bugcheck(&self) -> Option<&Bugcheck> {
+        None
+    }
 }

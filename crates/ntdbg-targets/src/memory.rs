@@ -63,7 +63,8 @@ pub trait MemoryView {
 
     /// Exactly `len` bytes from `addr`, or `None` if any of them is missing.
     fn read_exact(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
-        let mut out = Vec::with_capacity(len);
+        // Grow with what is really there: `len` may come from a corrupt header.
+        let mut out = Vec::new();
         let mut cursor = addr;
         while out.len() < len {
             let chunk = self.read_chunk(cursor, len - out.len())?;

@@ -8,14 +8,35 @@ use minidump::MinidumpContext;
 pub enum TargetKind {
     /// A Windows user-mode minidump (MDMP).
     UserDump,
+    /// A kernel small memory dump (`PAGEDU64`/`PAGEDUMP`, DumpType 4) written at a bugcheck.
+    KernelSmall,
+    /// A kernel triage dump (DumpType 4) written without a bugcheck (a live triage dump).
+    KernelTriage,
+    /// A kernel memory dump: kernel pages only (DumpType 2, or 8 and 9 on Windows 10+).
+    Kernel,
+    /// A complete memory dump: all physical memory as runs (DumpType 1, or 10).
+    KernelFull,
+    /// A bitmap dump (DumpType 5 full or 6 kernel): physical pages listed by a bitmap.
+    KernelBitmap,
 }
 
 impl TargetKind {
-    /// Stable key, as used in JSON (`"user"`).
+    /// Stable key, as used in JSON (`"user"`, `"kernel-small"`, `"kernel-triage"`, `"kernel"`,
+    /// `"kernel-full"`, `"kernel-bitmap"`).
     pub fn name(self) -> &'static str {
         match self {
             TargetKind::UserDump => "user",
+            TargetKind::KernelSmall => "kernel-small",
+            TargetKind::KernelTriage => "kernel-triage",
+            TargetKind::Kernel => "kernel",
+            TargetKind::KernelFull => "kernel-full",
+            TargetKind::KernelBitmap => "kernel-bitmap",
         }
+    }
+
+    /// Whether this is a kernel-mode target.
+    pub fn is_kernel(self) -> bool {
+        !matches!(self, TargetKind::UserDump)
     }
 }
 
@@ -114,4 +135,17 @@ pub struct ExceptionEvent {
     pub nested_record: u64,
     /// The context at the time of the exception (what `.ecxr` selects).
     pub context: Option<MinidumpContext>,
+}
+
+/// The bugcheck (blue screen) that caused a kernel dump.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bugcheck {
+    /// The bugcheck code (`0x1000007e`).
+    pub code: u32,
+    /// The four bugcheck parameters.
+    pub parameters: [u64; 4],
+    /// The thread (id as listed by [`crate::Target::threads`]) that called `KeBugCheckEx`.
+    pub thread_id: u32,
+    /// The processor that bugchecked, when the dump records it.
+    pub processor: Option<u32>,
 }

@@ -33,8 +33,8 @@ const KNOWN_CODES: &[&str] = &[
 /// No single allocation made while opening a (small, damaged) dump may be larger than this.
 const MAX_ALLOCATION: usize = 64 << 20;
 
-/// The dumps we damage: real dumps of several writers, two already-broken fuzz cases, and the
-/// repository's own sample.
+/// The dumps we damage: real x64 and x86 dumps of several writers, two already-broken fuzz
+/// cases, and the repository's own samples.
 fn originals() -> Vec<(&'static str, PathBuf)> {
     vec![
         (
@@ -60,6 +60,14 @@ fn originals() -> Vec<(&'static str, PathBuf)> {
             ntdbg_testutil::testdata("rust-minidump/testdata/invalid-record-count.dmp"),
         ),
         ("crashy_null", ntdbg_testutil::sample("crashy-x64-null.dmp")),
+        (
+            "crashy_x86_thread",
+            ntdbg_testutil::sample("x86/crashy-x86-thread.dmp"),
+        ),
+        (
+            "wine_x86_null",
+            ntdbg_testutil::testdata("winelab/x86/null.inproc.dmp"),
+        ),
     ]
 }
 
@@ -164,6 +172,14 @@ fn open_and_check(path: &Path, tally: &mut Tally) {
     });
     let elapsed = started.elapsed();
     let largest = take_largest_request();
+    let swallowed = corrupt_support::panics_seen();
+    if outcome.is_ok() && !swallowed.is_empty() {
+        tally.failures.push(format!(
+            "{}: panicked, and the code caught it itself: {}",
+            path.display(),
+            swallowed.join("; ")
+        ));
+    }
     let name = path.display();
     match outcome {
         Ok(Ok(())) => tally.opened += 1,

@@ -9,9 +9,11 @@ use ntdbg_engine::expr::{parse_range, Extent};
 use ntdbg_engine::Session;
 
 /// Largest display without `L?` (WinDbg refuses large ranges the same way).
-const MAX_PLAIN_BYTES: u64 = 0x10_0000;
-/// Largest display even with `L?`: output this size is useless to read anyway.
-const MAX_BYTES: u64 = 0x100_0000;
+const MAX_PLAIN_BYTES: u64 = 0x8_0000;
+/// Largest display even with `L?`: a few MiB of text, more than anyone reads.
+const MAX_BYTES: u64 = 0x10_0000;
+/// Most units a typed result carries; larger displays return text only.
+const MAX_TYPED_UNITS: usize = 0x1_0000;
 /// Longest string `da`/`du` follow without a terminator.
 const MAX_STRING_CHARS: u64 = 0x1000;
 
@@ -187,8 +189,20 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         Shape::Unicode => render_string(session, start, &data, true),
     };
     session.set_display_cursor(start.wrapping_add(bytes));
+    // Strings: the typed value stops at the terminator, like the text.
+    let typed_units = match shape {
+        Shape::Ascii | Shape::Unicode => data
+            .chunks(unit)
+            .position(|c| value_of(c).is_none_or(|v| v == 0))
+            .map_or(data.len() / unit, |i| i + 1),
+        _ => data.len() / unit,
+    };
+    if typed_units > MAX_TYPED_UNITS {
+        return Ok(CommandOutput::text(text));
+    }
     let values = data
         .chunks(unit)
+        .take(typed_units)
         .map(|c| value_of(c).map(|v| format!("{v:#x}")))
         .collect();
     Ok(CommandOutput::with(

@@ -33,9 +33,10 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec::inspect(
         &[".reload"],
-        ".reload [/f]",
-        "forget loaded symbols so they are searched again",
-        "",
+        ".reload [/f [MODULE]]",
+        "forget loaded symbols so they are searched again; /f loads them now",
+        "Without /f symbols load again on first use (`lm` shows them `(deferred)` until then); \
+         /f loads every module's symbols at once, or only MODULE's.",
         reload,
     ),
 ];
@@ -111,5 +112,33 @@ fn reload(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
     }
     let path = session.symbols().path().clone();
     session.set_symbol_path(path);
+    if args.starts_with("/f") {
+        // `/f`: load now instead of on first use (`/f NAME`: only that module).
+        let name = args.trim_start_matches("/f").trim();
+        let modules: Vec<_> = session
+            .target()
+            .modules()
+            .by_addr()
+            .filter(|m| {
+                name.is_empty()
+                    || ntdbg_engine::module_name(&m.name).eq_ignore_ascii_case(name)
+                    || m.name
+                        .rsplit(['\\', '/'])
+                        .next()
+                        .is_some_and(|f| f.eq_ignore_ascii_case(name))
+            })
+            .cloned()
+            .collect();
+        if modules.is_empty() {
+            return Err(CommandError::new(
+                "no_such_module",
+                format!(".reload: no module named '{name}'"),
+            )
+            .with_hint("`lm` lists every module"));
+        }
+        for m in &modules {
+            session.module_symbols(m);
+        }
+    }
     Ok(CommandOutput::text("Reloading current modules\n"))
 }

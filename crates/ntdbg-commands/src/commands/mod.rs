@@ -2,6 +2,7 @@
 
 pub(crate) mod disasm;
 pub(crate) mod events;
+pub(crate) mod kernel;
 pub(crate) mod memory;
 pub(crate) mod meta;
 pub(crate) mod modules;
@@ -10,6 +11,7 @@ pub(crate) mod registers;
 pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;
+pub(crate) mod types;
 
 use crate::error::CommandError;
 use ntdbg_engine::Session;

@@ -1,21 +1,22 @@
 //! Modules: `lm`, `lm m PATTERN`, `lmv`, `lmv m NAME` (also written `lmvm NAME`).
 
-use crate::error::CommandError;
+use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, ModuleRow, TypedResult};
 use crate::render::{addr, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
 use ntdbg_engine::module_info::{file_name_of, file_version, product_version};
 use ntdbg_engine::{module_name, Session};
-use ntdbg_symbols::{wildcard_match, SymbolStatus};
+use ntdbg_symbols::wildcard_match;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["lm", "lmv", "lmvm", "lmm"],
     "lm [v] [m PATTERN]",
     "list loaded modules with their symbol state; v: verbose (paths, timestamps, versions, symbol search)",
-    "PATTERN uses * and ? wildcards on the module name. Symbols are loaded for the modules listed, \
-     so the state is what was found, not `(deferred)`. `lmv` also lists every place the symbol \
-     search tried.",
+    "PATTERN uses * and ? wildcards on the module name. The symbol state is WinDbg's: \
+     `(deferred)` until something needed the module's symbols (`.reload /f` loads them all), then \
+     `(pdb symbols)`, `(breakpad symbols)` or `(no symbols)`. `lmv` loads the symbols of the \
+     modules it lists and shows every place the symbol search tried.",
     lm,
 )];
 
@@ -39,7 +40,8 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
             }
             other => {
                 return Err(CommandError::syntax(format!(
-                    "Syntax error in 'lm': unexpected '{other}'"
+                    "Syntax error in 'lm': unexpected '{}'",
+                    excerpt(other)
                 ))
                 .with_hint("use `lm`, `lmv`, `lm m PATTERN` or `lmv m NAME`"))
             }
@@ -65,15 +67,21 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     let mut text = format!("{:<pad$} {:<pad$}   module name\n", "start", "end");
     let mut rows = Vec::new();
     for m in modules {
-        let symbols = session.module_symbols(m);
         let base = m.raw.base_of_image;
+        // `lm` shows what is loaded without loading (WinDbg's deferred symbols); `lmv` loads,
+        // to show the search.
+        let symbols = if verbose {
+            Some(session.module_symbols(m))
+        } else {
+            session.symbols().loaded(base)
+        };
         let end = base.saturating_add(u64::from(m.raw.size_of_image));
         let short = module_name(&m.name);
-        let state = match symbols.status() {
-            SymbolStatus::NoSymbols => "no symbols".to_string(),
-            s => s.label().to_string(),
-        };
-        let file = symbols.symbol_file_path().map(|p| p.display().to_string());
+        let state = symbols.as_ref().map_or("deferred", |s| s.status().label());
+        let file = symbols
+            .as_ref()
+            .and_then(|s| s.symbol_file_path())
+            .map(|p| p.display().to_string());
         text.push_str(&format!(
             "{} {}   {:<10} {:<22} {}\n",
             addr(session, base),
@@ -83,7 +91,7 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
             file.clone().unwrap_or_default()
         ));
         let version = file_version(m);
-        if verbose {
+        if let (true, Some(symbols)) = (verbose, &symbols) {
             text.push_str(&format!("    Image path: {}\n", m.name));
             text.push_str(&format!("    Image name: {}\n", file_name_of(&m.name)));
             text.push_str(&format!(
@@ -122,16 +130,20 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
             image: m.name.clone(),
             timestamp: format!("{:#010x}", m.raw.time_date_stamp),
             version,
-            symbols: symbols.status().name().to_string(),
+            symbols: symbols
+                .as_ref()
+                .map_or("deferred", |s| s.status().name())
+                .to_string(),
             symbol_file: file,
         });
     }
     if rows.is_empty() {
         if let Some(p) = &pattern {
-            return Err(
-                CommandError::new("no_such_module", format!("No module matches '{p}'"))
-                    .with_hint("`lm` lists every module"),
-            );
+            return Err(CommandError::new(
+                "no_such_module",
+                format!("No module matches '{}'", excerpt(p)),
+            )
+            .with_hint("`lm` lists every module"));
         }
     }
     Ok(CommandOutput::with(

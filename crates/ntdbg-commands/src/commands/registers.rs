@@ -1,6 +1,6 @@
 //! Registers: `r`, `r NAME[, NAME…]`.
 
-use crate::error::CommandError;
+use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::{MinidumpContext, MinidumpRawContext};
@@ -38,7 +38,7 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     {
         let clean = name.trim_start_matches('@').to_ascii_lowercase();
         let value = register(&ctx, &clean).ok_or_else(|| {
-            CommandError::syntax(format!("Bad register error in 'r {name}'"))
+            CommandError::syntax(format!("Bad register error in 'r {}'", excerpt(name)))
                 .with_hint("`r` lists the registers of this architecture")
         })?;
         lines.push(format!("{clean}={}", padded(&clean, value, ptr)));

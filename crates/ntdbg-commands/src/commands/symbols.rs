@@ -1,12 +1,15 @@
 //! Symbols: `ln ADDR` (nearest symbol), `x MOD!PATTERN` (search).
 
 use super::eval;
-use crate::error::CommandError;
+use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::{module_name, Session, Symbolized};
 use ntdbg_symbols::wildcard_match;
+
+/// Longest `x` pattern (matching cost grows with pattern length × symbol count).
+const MAX_PATTERN_LEN: usize = 512;
 
 /// Most symbols `x` lists.
 const MAX_MATCHES: usize = 5000;
@@ -63,9 +66,17 @@ fn ln(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
 
 fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let arg = inv.args.split_whitespace().last().unwrap_or("");
+    if arg.len() > MAX_PATTERN_LEN {
+        return Err(CommandError::syntax(format!(
+            "Syntax error in 'x': the pattern is {} bytes long (at most {MAX_PATTERN_LEN})",
+            arg.len()
+        )));
+    }
     let Some((module_pat, sym_pat)) = arg.split_once('!') else {
-        return Err(CommandError::syntax(format!("Syntax error in 'x {arg}'"))
-            .with_hint("write `x MODULE!PATTERN`, e.g. `x crashy!crash_*`"));
+        return Err(
+            CommandError::syntax(format!("Syntax error in 'x {}'", excerpt(arg)))
+                .with_hint("write `x MODULE!PATTERN`, e.g. `x crashy!crash_*`"),
+        );
     };
     let mut found = Vec::new();
     let mut text = String::new();
@@ -79,7 +90,7 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     if modules.is_empty() {
         return Err(CommandError::new(
             "no_such_module",
-            format!("No module matches '{module_pat}'"),
+            format!("No module matches '{}'", excerpt(module_pat)),
         ));
     }
     'outer: for m in &modules {

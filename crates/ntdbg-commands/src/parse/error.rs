@@ -33,7 +33,7 @@ impl ParseErrorKind {
             Self::UnmatchedBrace => "unmatched_brace",
             Self::EmptyCommand => "empty_command",
             Self::BadThread => "bad_thread",
-            Self::Syntax => "syntax",
+            Self::Syntax => "syntax_error",
         }
     }
 }

@@ -35,7 +35,7 @@ impl ExprErrorKind {
     /// A stable, machine-readable key for this kind, e.g. `"unresolved"`.
     pub fn code(self) -> &'static str {
         match self {
-            Self::Syntax => "syntax",
+            Self::Syntax => "syntax_error",
             Self::MissingExpression => "missing_expression",
             Self::Unresolved => "unresolved",
             Self::BadRegister => "bad_register",
@@ -63,7 +63,7 @@ pub struct ExprError {
 }
 
 impl ExprError {
-    /// A stable, machine-readable key for the error kind, e.g. `"syntax"`.
+    /// A stable, machine-readable key for the error kind, e.g. `"syntax_error"`.
     pub fn code(&self) -> &'static str {
         self.kind.code()
     }

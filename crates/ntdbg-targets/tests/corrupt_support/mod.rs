@@ -473,39 +473,58 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 thread_local! {
-    static LAST_PANIC_LOCATION: std::cell::RefCell<Option<String>> =
-        const { std::cell::RefCell::new(None) };
+    /// Every panic this thread raised since the last `catch`, as "file:line:col: message",
+    /// including panics that the code under test caught itself.
+    static PANICS_SEEN: std::cell::RefCell<Vec<String>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+    /// Whether this thread is inside `catch` (panics are recorded, not printed).
+    static IN_CATCH: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Installs (once) a panic hook that records where each panic happened, on the panicking
-/// thread, and stays quiet otherwise (the tests report panics themselves). Set
-/// `NTDBG_CORRUPT_VERBOSE=1` to also get the default hook's message and backtrace.
+/// Installs (once) a panic hook that records every panic raised inside [`catch`], on the
+/// panicking thread, and stays quiet about those (the tests report them); other panics (the
+/// tests' own assertions) go to the default hook. Set `NTDBG_CORRUPT_VERBOSE=1` to have the
+/// default hook print the caught ones too.
 pub fn install_quiet_panic_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         let verbose = std::env::var_os("NTDBG_CORRUPT_VERBOSE").is_some();
         std::panic::set_hook(Box::new(move |info| {
-            let location = info
-                .location()
-                .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
-                .unwrap_or_else(|| "<unknown>".into());
-            let _ = LAST_PANIC_LOCATION.try_with(|c| *c.borrow_mut() = Some(location));
-            if verbose {
+            let caught = IN_CATCH.try_with(Cell::get).unwrap_or(false);
+            if caught {
+                let location = info
+                    .location()
+                    .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+                    .unwrap_or_else(|| "<unknown>".into());
+                let seen = format!("{location}: {}", panic_text(info.payload()));
+                let _ = PANICS_SEEN.try_with(|c| c.borrow_mut().push(seen));
+            }
+            if !caught || verbose {
                 default(info);
             }
         }));
     });
 }
 
-/// Runs `f`, turning a panic into `Err("message at file:line:col")`.
+/// Runs `f`, turning a panic into `Err("panicked at file:line:col: message")`.
 pub fn catch<T>(f: impl FnOnce() -> T) -> Result<T, String> {
     install_quiet_panic_hook();
-    LAST_PANIC_LOCATION.with(|c| *c.borrow_mut() = None);
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
-        let location = LAST_PANIC_LOCATION
-            .with(|c| c.borrow_mut().take())
+    PANICS_SEEN.with(|c| c.borrow_mut().clear());
+    let outer = IN_CATCH.with(|c| c.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    IN_CATCH.with(|c| c.set(outer));
+    result.map_err(|payload| {
+        let location = PANICS_SEEN
+            .with(|c| c.borrow().last().cloned())
+            .and_then(|seen| seen.split(": ").next().map(str::to_string))
             .unwrap_or_else(|| "<unknown>".into());
         format!("panicked at {location}: {}", panic_text(payload.as_ref()))
     })
+}
+
+/// The panics raised on this thread during the last `catch`, including those the code under
+/// test caught and swallowed itself (`catch_unwind` inside ntdbg).
+pub fn panics_seen() -> Vec<String> {
+    PANICS_SEEN.with(|c| c.borrow().clone())
 }

@@ -1,0 +1,189 @@
+//! Types: `dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]`, and `dt MOD!PATTERN` to list types.
+
+use std::sync::Arc;
+
+use crate::error::CommandError;
+use crate::output::CommandOutput;
+use crate::spec::{CommandSpec, Invocation};
+use minidump::MinidumpModule;
+use ntdbg_engine::{module_name, Session};
+use ntdbg_symbols::{TypeDb, MAX_RECURSION};
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
+    &["dt"],
+    "dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]",
+    "display a structure, union or enum from the PDB, with values at ADDR",
+    "Fields print in WinDbg's layout (`+0x014 Flags : Uint4B`, bit fields as `Pos 0, 3 Bits`); \
+     with ADDR each field's value is read from the dump (`??` where the dump has no bytes). \
+     -rN expands embedded structures N levels. FIELD names (wildcards allowed) select fields. \
+     `dt MOD!PATTERN*` lists the module's types that match.",
+    dt,
+)];
+
+/// A module's name and types.
+struct Found {
+    module: String,
+    types: Arc<TypeDb>,
+}
+
+fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let mut words = inv.args.split_whitespace().peekable();
+    let mut recursion = 0usize;
+    let mut type_name: Option<&str> = None;
+    while let Some(w) = words.peek().copied() {
+        let Some(opt) = w.strip_prefix('-') else {
+            break;
+        };
+        words.next();
+        if let Some(depth) = opt.strip_prefix('r') {
+            recursion = if depth.is_empty() {
+                // `-r N` or a bare `-r` (WinDbg's default depth is unlimited; ours is bounded).
+                match words.peek().and_then(|n| n.parse::<usize>().ok()) {
+                    Some(n) => {
+                        words.next();
+                        n
+                    }
+                    None => MAX_RECURSION,
+                }
+            } else {
+                depth.parse().map_err(|_| {
+                    CommandError::syntax(format!("dt: bad recursion depth '-{opt}'"))
+                })?
+            };
+        } else if !matches!(opt, "b" | "v") {
+            return Err(
+                CommandError::syntax(format!("dt: unsupported option '-{opt}'"))
+                    .with_hint("dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]"),
+            );
+        }
+    }
+    if let Some(w) = words.next() {
+        type_name = Some(w);
+    }
+    let Some(spec) = type_name else {
+        return Err(CommandError::syntax("dt: missing type name")
+            .with_hint("dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]"));
+    };
+    let rest: Vec<&str> = words.collect();
+    let (module, name) = match spec.split_once('!') {
+        Some((m, n)) => (Some(m), n),
+        None => (None, spec),
+    };
+    if name.is_empty() {
+        return Err(CommandError::syntax("dt: missing type name after '!'"));
+    }
+
+    // `dt MOD!PATTERN` with wildcards: list the types.
+    if name.contains(['*', '?']) {
+        return list(session, module, name);
+    }
+    let found = find_type(session, module, name)?;
+
+    // The first word after the type is an address unless it names a field.
+    let mut fields: Vec<&str> = Vec::new();
+    let mut address = None;
+    let known = found
+        .types
+        .fields(name)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|f| f.name)
+        .collect::<Vec<_>>();
+    for (i, w) in rest.iter().enumerate() {
+        let is_field = known.iter().any(|f| ntdbg_symbols::wildcard_match(w, f));
+        if i == 0 && !is_field {
+            address = Some(super::eval(session, w)?);
+        } else {
+            fields.push(w);
+        }
+    }
+    let read = |addr: u64, len: usize| session.read_virtual(addr, len);
+    let text = found
+        .types
+        .layout(
+            &found.module,
+            name,
+            address.map(|a| (a, &read as ntdbg_symbols::ReadMemory<'_>)),
+            &fields,
+            recursion,
+        )
+        .ok_or_else(|| not_found(spec))?;
+    if !fields.is_empty() && text.lines().count() <= 1 {
+        return Err(CommandError::new(
+            "no_such_field",
+            format!("Cannot find specified field members: {}", fields.join(" ")),
+        ));
+    }
+    Ok(CommandOutput::text(text))
+}
+
+fn not_found(spec: &str) -> CommandError {
+    CommandError::new("no_such_type", format!("Symbol {spec} not found."))
+        .with_hint("`dt MOD!*` lists a module's types; types come from the module's PDB")
+}
+
+/// The modules to search: the named one, or all (in address order).
+fn candidates(
+    session: &Session,
+    module: Option<&str>,
+) -> Result<Vec<MinidumpModule>, CommandError> {
+    match module {
+        Some(m) => session
+            .module_by_name(m)
+            .map(|m| vec![m.clone()])
+            .ok_or_else(|| {
+                CommandError::new("no_such_module", format!("Module '{m}' not found"))
+                    .with_hint("`lm` lists every module")
+            }),
+        None => Ok(session.target().modules().by_addr().cloned().collect()),
+    }
+}
+
+fn find_type(session: &Session, module: Option<&str>, name: &str) -> Result<Found, CommandError> {
+    let mut reasons = Vec::new();
+    for m in candidates(session, module)? {
+        let symbols = session.module_symbols(&m);
+        match symbols.types() {
+            Ok(types) if types.contains(name) => {
+                return Ok(Found {
+                    module: module_name(&m.name),
+                    types,
+                })
+            }
+            Ok(_) => {}
+            Err(why) => reasons.push(format!("{}: {why}", module_name(&m.name))),
+        }
+    }
+    let spec = match module {
+        Some(m) => format!("{m}!{name}"),
+        None => name.to_string(),
+    };
+    let mut err = not_found(&spec);
+    if module.is_some() && !reasons.is_empty() {
+        err = err.with_hint(reasons.join("; "));
+    }
+    Err(err)
+}
+
+fn list(
+    session: &Session,
+    module: Option<&str>,
+    pattern: &str,
+) -> Result<CommandOutput, CommandError> {
+    let mut text = String::new();
+    for m in candidates(session, module)? {
+        let symbols = session.module_symbols(&m);
+        let Ok(types) = symbols.types() else { continue };
+        let short = module_name(&m.name);
+        for n in types.find(pattern) {
+            text.push_str(&format!("          {short}!{n}\n"));
+        }
+    }
+    if text.is_empty() {
+        return Err(not_found(&match module {
+            Some(m) => format!("{m}!{pattern}"),
+            None => pattern.to_string(),
+        }));
+    }
+    Ok(CommandOutput::text(text))
+}

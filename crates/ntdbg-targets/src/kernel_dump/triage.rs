@@ -1,0 +1,222 @@
+//! Small memory (triage) dumps: the `TRIAGE_DUMP64` header after the dump header, its driver
+//! list and the memory it carries (the crashing thread's stack and the data blocks).
+
+use super::header::{u32_at, u64_at};
+
+/// Size of one `DUMP_DRIVER_ENTRY64`.
+const DRIVER_ENTRY64_SIZE: usize = 0x90;
+/// Size of one `TRIAGE_DATA_BLOCK64`.
+const DATA_BLOCK64_SIZE: usize = 16;
+/// Upper bound on listed drivers (a real dump has a few hundred).
+const MAX_DRIVERS: usize = 65_536;
+/// Upper bound on data blocks (a real dump has a few thousand).
+const MAX_DATA_BLOCKS: usize = 1 << 20;
+/// Longest driver name, in UTF-16 units.
+const MAX_NAME_CHARS: usize = 1024;
+
+/// The `TRIAGE_DUMP64` header fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TriageHeader {
+    /// `ServicePackBuild`.
+    pub service_pack_build: u32,
+    /// `SizeOfDump`.
+    pub size_of_dump: u32,
+    /// `ValidOffset`.
+    pub valid_offset: u32,
+    /// `ContextOffset`.
+    pub context_offset: u32,
+    /// `ExceptionOffset`.
+    pub exception_offset: u32,
+    /// `MmOffset`.
+    pub mm_offset: u32,
+    /// `UnloadedDriversOffset`.
+    pub unloaded_drivers_offset: u32,
+    /// `PrcbOffset`: a copy of the crashing processor's KPRCB.
+    pub prcb_offset: u32,
+    /// `ProcessOffset`: a copy of the current EPROCESS.
+    pub process_offset: u32,
+    /// `ThreadOffset`: a copy of the current ETHREAD.
+    pub thread_offset: u32,
+    /// `CallStackOffset`: the stack bytes from `TopOfStack`.
+    pub call_stack_offset: u32,
+    /// `SizeOfCallStack`.
+    pub size_of_call_stack: u32,
+    /// `DriverListOffset`.
+    pub driver_list_offset: u32,
+    /// `DriverCount`.
+    pub driver_count: u32,
+    /// `StringPoolOffset`.
+    pub string_pool_offset: u32,
+    /// `StringPoolSize`.
+    pub string_pool_size: u32,
+    /// `BrokenDriverOffset`.
+    pub broken_driver_offset: u32,
+    /// `TriageOptions`.
+    pub triage_options: u32,
+    /// `TopOfStack`: the virtual address of the first call-stack byte.
+    pub top_of_stack: u64,
+    /// `BStoreOffset` (IA-64 only).
+    pub bstore_offset: u32,
+    /// `SizeOfBStore`.
+    pub size_of_bstore: u32,
+    /// `LimitOfBStore`.
+    pub limit_of_bstore: u64,
+    /// `DataPageAddress`.
+    pub data_page_address: u64,
+    /// `DataPageOffset`.
+    pub data_page_offset: u32,
+    /// `DataPageSize`.
+    pub data_page_size: u32,
+    /// `DebuggerDataOffset`.
+    pub debugger_data_offset: u32,
+    /// `DebuggerDataSize`.
+    pub debugger_data_size: u32,
+    /// `DataBlocksOffset`.
+    pub data_blocks_offset: u32,
+    /// `DataBlocksCount`.
+    pub data_blocks_count: u32,
+}
+
+impl TriageHeader {
+    /// Parses the triage header at `at` (right after the 64-bit dump header).
+    pub fn parse64(buf: &[u8], at: usize) -> Option<TriageHeader> {
+        let r = |off: usize| u32_at(buf, at.checked_add(off)?);
+        let q = |off: usize| u64_at(buf, at.checked_add(off)?);
+        Some(TriageHeader {
+            service_pack_build: r(0x00)?,
+            size_of_dump: r(0x04)?,
+            valid_offset: r(0x08)?,
+            context_offset: r(0x0c)?,
+            exception_offset: r(0x10)?,
+            mm_offset: r(0x14)?,
+            unloaded_drivers_offset: r(0x18)?,
+            prcb_offset: r(0x1c)?,
+            process_offset: r(0x20)?,
+            thread_offset: r(0x24)?,
+            call_stack_offset: r(0x28)?,
+            size_of_call_stack: r(0x2c)?,
+            driver_list_offset: r(0x30)?,
+            driver_count: r(0x34)?,
+            string_pool_offset: r(0x38)?,
+            string_pool_size: r(0x3c)?,
+            broken_driver_offset: r(0x40)?,
+            triage_options: r(0x44)?,
+            top_of_stack: q(0x48)?,
+            bstore_offset: r(0x50)?,
+            size_of_bstore: r(0x54)?,
+            limit_of_bstore: q(0x58)?,
+            data_page_address: q(0x60)?,
+            data_page_offset: r(0x68)?,
+            data_page_size: r(0x6c)?,
+            debugger_data_offset: r(0x70)?,
+            debugger_data_size: r(0x74)?,
+            data_blocks_offset: r(0x78)?,
+            data_blocks_count: r(0x7c)?,
+        })
+    }
+}
+
+/// One loaded driver from the triage driver list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverEntry {
+    /// The name as the string pool gives it (often a `\SystemRoot\…` path).
+    pub name: String,
+    /// `DllBase`.
+    pub base: u64,
+    /// `SizeOfImage`.
+    pub size: u32,
+    /// `CheckSum`.
+    pub checksum: u32,
+    /// `TimeDateStamp`.
+    pub timestamp: u32,
+}
+
+/// The driver list; entries whose fields lie outside the file are skipped.
+pub fn drivers64(buf: &[u8], triage: &TriageHeader) -> Vec<DriverEntry> {
+    let count = (triage.driver_count as usize).min(MAX_DRIVERS);
+    let start = triage.driver_list_offset as usize;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let Some(at) = i
+            .checked_mul(DRIVER_ENTRY64_SIZE)
+            .and_then(|o| o.checked_add(start))
+        else {
+            break;
+        };
+        if at.saturating_add(DRIVER_ENTRY64_SIZE) > buf.len() {
+            break;
+        }
+        let (Some(name_off), Some(base), Some(size), Some(checksum), Some(timestamp)) = (
+            u32_at(buf, at),
+            u64_at(buf, at + 0x38),
+            u32_at(buf, at + 0x48),
+            u32_at(buf, at + 0x80),
+            u32_at(buf, at + 0x88),
+        ) else {
+            continue;
+        };
+        let name = dump_string(buf, name_off as usize).unwrap_or_else(|| format!("driver{i}"));
+        out.push(DriverEntry {
+            name,
+            base,
+            size,
+            checksum,
+            timestamp,
+        });
+    }
+    out
+}
+
+/// A `DUMP_STRING` (u32 length in UTF-16 units, then the characters).
+fn dump_string(buf: &[u8], at: usize) -> Option<String> {
+    let chars = (u32_at(buf, at)? as usize).min(MAX_NAME_CHARS);
+    let start = at.checked_add(4)?;
+    let bytes = buf.get(start..start.checked_add(chars * 2)?)?;
+    let units: Vec<u16> = bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+        .collect();
+    Some(String::from_utf16_lossy(&units))
+}
+
+/// A captured virtual range: `(virtual address, file offset, size)`.
+pub type Block = (u64, usize, usize);
+
+/// The call stack, the data page and the data blocks, each checked to lie inside the file.
+pub fn memory_blocks64(buf: &[u8], triage: &TriageHeader) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut push = |va: u64, off: usize, size: usize| {
+        if size > 0 && off.checked_add(size).is_some_and(|end| end <= buf.len()) {
+            out.push((va, off, size));
+        }
+    };
+    push(
+        triage.top_of_stack,
+        triage.call_stack_offset as usize,
+        triage.size_of_call_stack as usize,
+    );
+    if triage.data_page_address != 0 {
+        push(
+            triage.data_page_address,
+            triage.data_page_offset as usize,
+            triage.data_page_size as usize,
+        );
+    }
+    let count = (triage.data_blocks_count as usize).min(MAX_DATA_BLOCKS);
+    let start = triage.data_blocks_offset as usize;
+    for i in 0..count {
+        let Some(at) = i
+            .checked_mul(DATA_BLOCK64_SIZE)
+            .and_then(|o| o.checked_add(start))
+        else {
+            break;
+        };
+        let (Some(va), Some(off), Some(size)) =
+            (u64_at(buf, at), u32_at(buf, at + 8), u32_at(buf, at + 12))
+        else {
+            break;
+        };
+        push(va, off as usize, size as usize);
+    }
+    out
+}
