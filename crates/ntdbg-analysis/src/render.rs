@@ -73,8 +73,14 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
 pub fn render_report(report: &Report) -> String {
     let mut out = String::new();
     let line = "*".repeat(79);
+    let bugcheck = report.event.kind == "bugcheck";
+    let title = if bugcheck {
+        "Bugcheck Analysis"
+    } else {
+        "Exception Analysis"
+    };
     let _ = writeln!(out, "{line}");
-    let _ = writeln!(out, "*{:^77}*", "Exception Analysis");
+    let _ = writeln!(out, "*{title:^77}*");
     let _ = writeln!(out, "{line}");
     let _ = writeln!(out);
     let d = &report.dump;
@@ -87,6 +93,7 @@ pub fn render_report(report: &Report) -> String {
     let _ = writeln!(out);
     let e = &report.event;
     match (&e.code, &e.name) {
+        (Some(code), Some(name)) if bugcheck => render_bugcheck(&mut out, code, name, e),
         (Some(code), Some(name)) => {
             let _ = writeln!(out, "EXCEPTION_CODE: {code} ({name})");
             if let Some(a) = &e.address {
@@ -162,4 +169,30 @@ pub fn render_report(report: &Report) -> String {
     let _ = writeln!(out);
     let _ = writeln!(out, "NEXT_COMMANDS:  {}", report.next_commands.join("; "));
     out
+}
+
+/// The kernel form of `!analyze -v`'s head: the bugcheck name, code and its arguments with the
+/// meaning of each.
+fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::EventFacts) {
+    let parse = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
+    let code_value = parse(code).unwrap_or(0) as u32;
+    let mut params = [0u64; 4];
+    for (slot, text) in params.iter_mut().zip(&e.parameters) {
+        *slot = parse(text).unwrap_or(0);
+    }
+    let decoded = crate::bugcheck::decode_bugcheck(code_value, params);
+    let _ = writeln!(out, "{name} ({code_value:x})");
+    let _ = writeln!(out, "Arguments:");
+    for (i, (value, meaning)) in params.iter().zip(&decoded.arguments).enumerate() {
+        let _ = writeln!(out, "Arg{}: {value:016x}, {meaning}", i + 1);
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "BUGCHECK_CODE:  {code}");
+    let _ = writeln!(out, "BUGCHECK_P1..4: {}", e.parameters.join(" "));
+    if let Some(a) = &e.address {
+        let _ = writeln!(out, "FAULTING_IP:    {a}");
+    }
+    if let Some(t) = &e.thread_id {
+        let _ = writeln!(out, "FAULTING_THREAD: {t}");
+    }
 }

@@ -38,7 +38,7 @@ pub struct Report {
 pub struct DumpFacts {
     /// The dump's path.
     pub path: String,
-    /// `user` (user-mode minidump).
+    /// `user`, `kernel-small`, `kernel-triage`, `kernel`, `kernel-full` or `kernel-bitmap`.
     pub kind: String,
     /// `x86`, `x64` or `arm64`.
     pub arch: String,
@@ -53,7 +53,7 @@ pub struct DumpFacts {
 /// The last event, decoded.
 #[derive(Debug, Clone, Serialize)]
 pub struct EventFacts {
-    /// `exception` or `none`.
+    /// `exception`, `bugcheck` or `none`.
     #[serde(rename = "type")]
     pub kind: String,
     /// The exception code (`0xc0000005`).
@@ -128,6 +128,10 @@ pub fn analyze(session: &Session) -> Report {
         modules: target.modules().iter().count(),
         threads: target.threads().len(),
     };
+
+    if let Some(bugcheck) = target.bugcheck() {
+        return crate::bugcheck::bugcheck_report(session, bugcheck, dump);
+    }
 
     let (event, decoded) = match target.event() {
         Some(e) => {
@@ -221,7 +225,7 @@ pub fn analyze(session: &Session) -> Report {
     }
 }
 
-fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {
+pub(crate) fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {
     ModuleFacts {
         name: file_name_of(&m.name).to_string(),
         base: format!("{:#x}", m.raw.base_of_image),
@@ -231,7 +235,7 @@ fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {
     }
 }
 
-fn stack_entry(f: &Frame) -> StackEntry {
+pub(crate) fn stack_entry(f: &Frame) -> StackEntry {
     let offset = match (f.function_offset, &f.function, f.module_base) {
         (Some(off), Some(_), _) => Some(format!("{off:#x}")),
         (_, None, Some(base)) => Some(format!("{:#x}", f.instruction.wrapping_sub(base))),
@@ -249,7 +253,7 @@ fn stack_entry(f: &Frame) -> StackEntry {
 }
 
 /// One line per module on the stack whose symbols were not found.
-fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
+pub(crate) fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for f in frames.iter().take(REPORT_FRAMES) {

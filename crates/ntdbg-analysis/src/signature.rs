@@ -32,6 +32,12 @@ pub const SYSTEM_MODULES: &[&str] = &[
     "libstdc++-6",
     "libgcc_s_seh-1",
     "libwinpthread-1",
+    "nt",
+    "ntoskrnl",
+    "ntkrnlmp",
+    "ntkrnlpa",
+    "ntkrpamp",
+    "hal",
 ];
 
 /// Whether a module (file name or WinDbg name) is a system or runtime module.

@@ -25,10 +25,13 @@ pub enum Command {
         /// Print the report as JSON (stable keys) instead of text.
         #[arg(long)]
         json: bool,
-        /// Symbol path: directories (plain or symbol-store layout) separated by ';'.
-        /// Default: the dump's folder, then _NT_SYMBOL_PATH.
+        /// Symbol path: directories (plain or symbol-store layout) and symbol servers
+        /// (srv*CACHE*URL) separated by ';'. Default: the dump's folder, then _NT_SYMBOL_PATH.
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,
+        /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
+        #[arg(long)]
+        offline: bool,
     },
     /// Run WinDbg commands on a dump and print their output.
     #[command(
@@ -43,6 +46,9 @@ pub enum Command {
         /// Symbol path (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,
+        /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
+        #[arg(long)]
+        offline: bool,
         /// Print one JSON object per command, with typed results.
         #[arg(long)]
         json: bool,
@@ -54,5 +60,8 @@ pub enum Command {
         /// Symbol path (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,
+        /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
+        #[arg(long)]
+        offline: bool,
     },
 }

@@ -37,8 +37,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dump,
             json,
             symbols,
+            offline,
         } => {
-            let session = open(&dump, symbols.as_deref())?;
+            let session = open(&dump, symbols.as_deref(), offline)?;
             let report = ntdbg_analysis::analyze(&session);
             let mut out = std::io::stdout().lock();
             if json {
@@ -54,21 +55,30 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             commands,
             symbols,
             json,
+            offline,
         } => {
-            let mut session = open(&dump, symbols.as_deref())?;
+            let mut session = open(&dump, symbols.as_deref(), offline)?;
             run_commands(&mut session, &commands, json)
         }
-        Command::Repl { dump, symbols } => {
-            let mut session = open(&dump, symbols.as_deref())?;
+        Command::Repl {
+            dump,
+            symbols,
+            offline,
+        } => {
+            let mut session = open(&dump, symbols.as_deref(), offline)?;
             repl::run(&mut session)?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-/// Opens a dump; the error already names the file.
-fn open(dump: &std::path::Path, symbols: Option<&str>) -> anyhow::Result<Session> {
-    Ok(Session::open_dump(dump, symbols)?)
+/// Opens a dump; the error already names the file. `offline` turns symbol servers off.
+fn open(dump: &std::path::Path, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
+    let session = Session::open_dump(dump, symbols)?;
+    if offline {
+        session.symbols().set_offline(true);
+    }
+    Ok(session)
 }
 
 /// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a

@@ -126,7 +126,7 @@ pub struct ModuleRow {
     pub timestamp: String,
     /// File version, when the dump records it.
     pub version: Option<String>,
-    /// Symbol state (`pdb symbols`, `breakpad symbols`, `no symbols`).
+    /// Symbol state: `pdb`, `breakpad`, `export`, `no_symbols`, or `deferred` (not loaded yet).
     pub symbols: String,
     /// The symbol file used, when one was found.
     pub symbol_file: Option<String>,

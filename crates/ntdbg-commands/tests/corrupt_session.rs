@@ -1056,7 +1056,7 @@ fn hostile_commands() -> Vec<(Mode, String)> {
         ".reload nosuch.dll".into(),
         ".ecxr".into(),
         "kn".into(),
-        ".sympath srv*".into(),
+        ".sympath srv*http://127.0.0.1:9/".into(),
         ".sympath ;;;;".into(),
         ".reload".into(),
         "kn".into(),

@@ -118,3 +118,26 @@ fn lm_shows_deferred_symbols_until_they_are_loaded() {
         insta::assert_snapshot!(format!("x64_null__{name}"), text, command);
     }
 }
+
+#[test]
+fn dt_on_the_sample_pdb() {
+    let mut session = open("crashy-x64-null.dmp");
+    run(&mut session, ".ecxr");
+    for (name, command) in [
+        ("dt_mode", "dt crashy!mode"),
+        ("dt_any_module", "dt _EXCEPTION_RECORD"),
+        ("dt_values", "dt crashy!_M128A @rsp"),
+        (
+            "dt_fields_recursive",
+            "dt -r1 crashy!_CONTEXT @rsp Rip Xmm0",
+        ),
+        ("dt_missing_memory", "dt crashy!mode 10"),
+        ("dt_list", "dt crashy!*EXCEPTION*"),
+        ("dt_unknown", "dt nosuch"),
+        ("dt_unknown_field", "dt crashy!_CONTEXT @rsp NoSuchField"),
+        ("dt_no_type", "dt"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("x64_null__{name}"), text, command);
+    }
+}

@@ -162,3 +162,56 @@ fn kernel_commands_work() {
         assert!(a.contains(want), "{want} missing from\n{a}");
     }
 }
+
+/// A synthetic full dump (generator in `ntdbg_testutil::kernel_synth`) through the commands.
+#[test]
+fn synthetic_full_dump_commands() {
+    use ntdbg_testutil::kernel_synth::{KernelSynth, Layout};
+    let kva = 0xffff_f804_7ba0_0000u64;
+    let mut synth = KernelSynth::new(Layout::Full);
+    // `int3; ret` at the context's rip, a stack holding a return address into the same page.
+    synth.write_virtual(kva + 0x1000, &[0xcc, 0xc3, 0x90, 0x90]);
+    let mut stack = vec![0u8; 0x2000];
+    stack[0xee8..0xef0].copy_from_slice(&(kva + 0x1002).to_le_bytes());
+    synth.write_virtual(0xffff_8504_2989_0000, &stack);
+    synth.rip = kva + 0x1000;
+    synth.rsp = 0xffff_8504_2989_0ee8;
+    synth.bugcheck_code = 0xE2;
+    synth.add_module_list(
+        0xffff_f804_7c62_a000,
+        &[(
+            r"\SystemRoot\system32\ntoskrnl.exe",
+            kva,
+            0x10_0000,
+            0x1234_5678,
+        )],
+    );
+    let dir = std::env::temp_dir().join(format!("ntdbg-kcmd-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("synthetic-full.dmp");
+    if let Err(e) = synth.write(&path) {
+        panic!("{e}");
+    }
+    let mut s = match Session::open_dump(&path, Some(&dir.display().to_string())) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(s.target().kind().name(), "kernel-full");
+    assert_eq!(
+        run(&mut s, ".bugcheck"),
+        "Bugcheck code 000000E2\nArguments 00000000`00000000 00000000`00000000 00000000`00000000 00000000`00000000\n"
+    );
+    let u = run(&mut s, "u @rip L2");
+    assert!(u.contains("int     3") && u.contains("ret"), "{u}");
+    let db = run(&mut s, &format!("db {:x} L4", kva + 0x1000));
+    assert!(db.contains("cc c3 90 90"), "{db}");
+    let hole = run(&mut s, &format!("db {:x} L4", kva + 0x5000));
+    assert!(hole.contains("?? ?? ?? ??"), "{hole}");
+    let lm = run(&mut s, "lm");
+    assert!(lm.contains("ntoskrnl"), "{lm}");
+    let k = run(&mut s, "kn");
+    assert!(k.contains("ntoskrnl+0x1000"), "{k}");
+    let a = run(&mut s, "!analyze -v");
+    assert!(a.contains("MANUALLY_INITIATED_CRASH (e2)"), "{a}");
+    let _ = std::fs::remove_file(&path);
+}

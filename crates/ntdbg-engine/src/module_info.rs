@@ -34,7 +34,7 @@ mod tests {
         let mut m = MinidumpModule::new(0x1000, 0x1000, r"C:\x\ntdll.dll");
         assert_eq!(file_version(&m), None);
         m.raw.version_info.signature = VS_FIXEDFILEINFO_SIGNATURE;
-        m.raw.version_info.file_version_hi = (10 << 16) | 0;
+        m.raw.version_info.file_version_hi = 10 << 16;
         m.raw.version_info.file_version_lo = (19041 << 16) | 662;
         assert_eq!(file_version(&m).as_deref(), Some("10.0.19041.662"));
         assert_eq!(file_name_of(&m.name), "ntdll.dll");

@@ -8,7 +8,7 @@ use crate::stack::{self, Stack};
 use crate::symbolize::{module_name, Symbolized};
 use minidump::{MinidumpContext, MinidumpModule};
 use ntdbg_symbols::{ModuleSymbols, SymbolPath, SymbolStore};
-use ntdbg_targets::{Arch, Target, ThreadInfo, UserDump};
+use ntdbg_targets::{Arch, Target, ThreadInfo};
 use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
@@ -47,17 +47,17 @@ struct Cursors {
 }
 
 impl Session {
-    /// Opens a dump file. Without a symbol path, symbols are searched in the dump's folder,
+    /// Opens a dump file (user minidump or kernel dump, by signature). Without a symbol path, symbols are searched in the dump's folder,
     /// then `_NT_SYMBOL_PATH`.
     pub fn open_dump(path: &Path, symbol_path: Option<&str>) -> Result<Session, EngineError> {
-        let target = UserDump::open(path)?;
+        let target = ntdbg_targets::open(path)?;
         let path_text = match symbol_path {
             Some(p) => p.to_string(),
             None => default_symbol_path(path),
         };
         let sympath =
             SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
-        Ok(Session::new(Box::new(target), SymbolStore::new(sympath)))
+        Ok(Session::new(target, SymbolStore::new(sympath)))
     }
 
     /// A session over any target, starting on the event thread when there is one.

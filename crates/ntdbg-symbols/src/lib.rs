@@ -2,17 +2,22 @@
 //! unwinding from PE unwind tables.
 //!
 //! - [`SymbolPath`]: WinDbg symbol path syntax (`DIR;cache*DIR;srv*CACHE*URL`).
-//! - [`SymbolStore`]: finds and caches each module's [`ModuleSymbols`] — a Breakpad `.sym`
-//!   (also `.sym.xz`), else the PDB verified by GUID and age, plus the module image (verified
-//!   by timestamp and size, else read from dump memory) for identification and unwinding.
+//! - [`SymbolStore`]: finds and caches each module's [`ModuleSymbols`] — the PDB verified by
+//!   GUID and age, else a Breakpad `.sym` (also `.sym.xz`), else the image's export table
+//!   ([`SymbolStatus::ExportSymbols`]), plus the module image (verified by timestamp and
+//!   size, else read from dump memory) for identification and unwinding. Files missing
+//!   locally are downloaded from the path's HTTP symbol servers into their cache (also
+//!   CAB-compressed `name.pd_` and `file.ptr`), verified, with a per-module time budget, a
+//!   per-session negative cache and an offline switch.
+//! - [`TypeDb`]: a PDB's types, rendered as WinDbg's `dt` shows them.
 //! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
 //!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
 //!   `minidump-unwind` symbol provider needs ([`ModuleSymbols::fill_symbol`],
 //!   [`ModuleSymbols::walk_frame`]).
 //!
 //! A module without symbols is not an error: its status is [`SymbolStatus::NoSymbols`] and
-//! [`ModuleSymbols::tried`] lists every place looked at and why it was not used. HTTP symbol
-//! servers are accepted in the path but not contacted yet.
+//! [`ModuleSymbols::tried`] lists every place looked at and why it was not used, including
+//! every request made to an HTTP symbol server (URL, status, bytes, milliseconds).
 //!
 //! ```
 //! use ntdbg_symbols::{SymbolPath, SymbolStatus, SymbolStore};
@@ -31,6 +36,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 mod demangle;
+mod download;
 mod error;
 mod image;
 mod load;
@@ -40,6 +46,7 @@ mod path;
 mod pdb_address;
 mod pdb_sym;
 mod store;
+mod types;
 mod unwind;
 mod unwind_arm64;
 mod wildcard;
@@ -48,8 +55,9 @@ pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
-pub use path::{SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
+pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use store::SymbolStore;
+pub use types::{FieldInfo, ReadMemory, TypeDb, MAX_RECURSION};
 pub use wildcard::wildcard_match;
 
 /// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions

@@ -20,12 +20,15 @@ use ntdbg_formats::store::{
 };
 use pdb_addr2line::pdb::PDB;
 
+use crate::demangle;
+use crate::download::{Downloads, Fetched};
 use crate::image::{ImageSource, MappedImage};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
 use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
 use crate::{SymbolError, SymbolPath};
+use ntdbg_formats::pe::{Machine, PeLayout};
 
 /// Largest `.sym.xz` decompressed size accepted.
 const MAX_SYM_SIZE: usize = 1 << 30;
@@ -109,7 +112,8 @@ fn io(path: &Path, source: std::io::Error) -> SymbolError {
 /// A symbol file that was found and read.
 struct Loaded {
     status: SymbolStatus,
-    path: PathBuf,
+    /// The symbol file (for export symbols: the image file, if not from dump memory).
+    path: Option<PathBuf>,
     symbols: SymbolFile,
     data: Vec<(String, u64)>,
 }
@@ -120,6 +124,7 @@ pub(crate) fn load_module(
     module: &MinidumpModule,
     read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
     codeview_paths: bool,
+    downloads: &mut Downloads<'_>,
 ) -> ModuleSymbols {
     let ident = Identity::of(module);
     let mut tried = Vec::new();
@@ -131,17 +136,12 @@ pub(crate) fn load_module(
             tried.push(format!("{}: directory not found", dir.display()));
         }
     }
-    for url in path.http_servers() {
-        tried.push(format!(
-            "{url}: symbol server not contacted: downloads are not supported yet"
-        ));
-    }
     if dirs.is_empty() && path.is_empty() {
         tried.push("symbol path is empty".to_string());
     }
 
     // The image: identity for CodeView-less dumps, unwind tables for x64/ARM64.
-    let mut image = find_image(&ident, &dirs, &mut tried);
+    let mut image = find_image(&ident, &dirs, downloads, &mut tried);
     let image_path = image.as_ref().and_then(|i| match &i.source {
         ImageSource::File(p) => Some(p.clone()),
         ImageSource::DumpMemory => None,
@@ -178,10 +178,11 @@ pub(crate) fn load_module(
         }
     };
 
-    // The image's folder is searched (plain layout) for the PDB and .sym too.
+    // The image's folder is searched for the PDB and .sym too, unless it lies inside a
+    // search directory (a store's `NAME/KEY` folder, a download cache).
     let mut sym_dirs = dirs.clone();
     if let Some(parent) = image_path.as_deref().and_then(Path::parent) {
-        if !sym_dirs.iter().any(|d| d == parent) {
+        if !path.local_dirs().iter().any(|d| parent.starts_with(d)) {
             sym_dirs.push(parent.to_path_buf());
         }
     }
@@ -198,33 +199,39 @@ pub(crate) fn load_module(
             &sym_dirs,
             local_codeview_path(pdb_path.as_deref().filter(|_| codeview_paths)),
             code.as_ref(),
+            downloads,
             &mut tried,
         ) {
             loaded = Some(Loaded {
                 status: SymbolStatus::Pdb,
-                path,
+                path: Some(path),
                 symbols,
                 data,
             });
-        } else if let Some((path, symbols)) = find_breakpad(pdb, &sym_dirs, &mut tried) {
+        } else if let Some((path, symbols)) = find_breakpad(pdb, &sym_dirs, downloads, &mut tried) {
             loaded = Some(Loaded {
                 status: SymbolStatus::Breakpad,
-                path,
+                path: Some(path),
                 symbols,
                 data: Vec::new(),
             });
         }
     }
 
+    if loaded.is_none() {
+        if let Some(img) = &image {
+            loaded = export_symbols(img, &ident, pdb.as_ref(), &mut tried);
+        }
+    }
+
     let mut out = match loaded {
         Some(l) => {
-            tried.push(format!(
-                "{}: loaded ({})",
-                l.path.display(),
-                l.status.label()
-            ));
+            // (Export symbols have their own note, with the count.)
+            if let (Some(path), false) = (&l.path, l.status == SymbolStatus::ExportSymbols) {
+                tried.push(format!("{}: loaded ({})", path.display(), l.status.label()));
+            }
             let mut m = ModuleSymbols::new(l.status, tried);
-            m.symbol_file_path = Some(l.path);
+            m.symbol_file_path = l.path;
             m.symbols = Some(l.symbols);
             m.data_symbols = l.data;
             m
@@ -253,8 +260,97 @@ pub(crate) fn load_module(
     out
 }
 
+/// Public symbols from the image's export table, when no symbol file was found.
+fn export_symbols(
+    img: &MappedImage,
+    ident: &Identity,
+    pdb: Option<&PdbIdentity>,
+    tried: &mut Vec<String>,
+) -> Option<Loaded> {
+    let (source, path) = match &img.source {
+        ImageSource::File(p) => (p.display().to_string(), Some(p.clone())),
+        ImageSource::DumpMemory => (format!("{} image in dump memory", ident.code_name), None),
+    };
+    // The directory's size covers its tables and names: all of it must have been read.
+    match img.info.data_directory(IMAGE_DIRECTORY_ENTRY_EXPORT) {
+        None => {
+            tried.push(format!("{source}: no export table"));
+            return None;
+        }
+        Some(d) if !img.is_valid(d.rva, d.size) => {
+            tried.push(format!("{source}: export table not in the dump"));
+            return None;
+        }
+        Some(_) => {}
+    }
+    let exports = match catch_unwind(AssertUnwindSafe(|| {
+        img.info.exports(&img.bytes, PeLayout::Mapped)
+    })) {
+        Ok(Ok(e)) => e,
+        Ok(Err(e)) => {
+            tried.push(format!("{source}: export table not readable: {e}"));
+            return None;
+        }
+        Err(_) => {
+            tried.push(format!("{source}: export reader crashed on damaged input"));
+            return None;
+        }
+    };
+    let mut text = format!(
+        "MODULE windows {} {} {}\n",
+        match img.info.machine {
+            Machine::X86 => "x86",
+            Machine::Arm64 => "arm64",
+            _ => "x86_64",
+        },
+        pdb.map_or_else(|| img.info.image_key(), PdbIdentity::key),
+        pdb.map_or(ident.code_name.as_str(), |p| p.name.as_str()),
+    );
+    let mut count = 0usize;
+    for e in exports
+        .iter()
+        .filter(|e| e.forwarder.is_none() && e.rva != 0)
+    {
+        let name = match &e.name {
+            Some(n) => demangle::public_name(n, false).name,
+            None => format!("Ordinal{}", e.ordinal),
+        };
+        if name.chars().any(char::is_control) {
+            continue;
+        }
+        text.push_str(&format!("PUBLIC {:x} 0 {name}\n", e.rva));
+        count += 1;
+    }
+    if count == 0 {
+        tried.push(format!("{source}: the export table names no code"));
+        return None;
+    }
+    let symbols = match SymbolFile::from_bytes(text.as_bytes()) {
+        Ok(s) => s,
+        Err(e) => {
+            tried.push(format!("{source}: export symbols did not parse: {e}"));
+            return None;
+        }
+    };
+    tried.push(format!("{source}: {count} exports loaded (export symbols)"));
+    Some(Loaded {
+        status: SymbolStatus::ExportSymbols,
+        path,
+        symbols,
+        data: Vec::new(),
+    })
+}
+
+/// The export directory's index in the data directories.
+const IMAGE_DIRECTORY_ENTRY_EXPORT: usize = 0;
+
 /// Looks for the image by name and timestamp/size in every directory.
-fn find_image(ident: &Identity, dirs: &[PathBuf], tried: &mut Vec<String>) -> Option<MappedImage> {
+fn find_image(
+    ident: &Identity,
+    dirs: &[PathBuf],
+    downloads: &mut Downloads<'_>,
+    tried: &mut Vec<String>,
+) -> Option<MappedImage> {
     if ident.code_name.is_empty() {
         return None;
     }
@@ -274,7 +370,31 @@ fn find_image(ident: &Identity, dirs: &[PathBuf], tried: &mut Vec<String>) -> Op
             }
         }
     }
-    None
+    let fetched = downloads.fetch(&ident.code_name, &key, &ident.code_name, tried)?;
+    verified(fetched, tried, |p| read_image_file(p, ident))
+}
+
+/// Reads a file obtained from a symbol server; one that fails (wrong build, unreadable) and
+/// was just downloaded is deleted from the cache.
+fn verified<T>(
+    fetched: Fetched,
+    tried: &mut Vec<String>,
+    read: impl FnOnce(&Path) -> Result<T, SymbolError>,
+) -> Option<T> {
+    match read(&fetched.path) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let mut note = e.to_string();
+            if fetched.downloaded {
+                note.push_str(match std::fs::remove_file(&fetched.path) {
+                    Ok(()) => "; rejected and deleted from the cache",
+                    Err(_) => "; rejected (could not be deleted from the cache)",
+                });
+            }
+            tried.push(note);
+            None
+        }
+    }
 }
 
 fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
@@ -340,6 +460,7 @@ fn image_from_memory(
 fn find_breakpad(
     pdb: &PdbIdentity,
     dirs: &[PathBuf],
+    downloads: &mut Downloads<'_>,
     tried: &mut Vec<String>,
 ) -> Option<(PathBuf, SymbolFile)> {
     let key = pdb.key();
@@ -369,7 +490,9 @@ fn find_breakpad(
             }
         }
     }
-    None
+    let fetched = downloads.fetch(&pdb.name, &key, &sym, tried)?;
+    let path = fetched.path.clone();
+    verified(fetched, tried, |p| read_sym(p, &key)).map(|sym| (path, sym))
 }
 
 fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
@@ -430,6 +553,7 @@ fn find_pdb(
     dirs: &[PathBuf],
     codeview_path: Option<PathBuf>,
     code: Option<&(String, String)>,
+    downloads: &mut Downloads<'_>,
     tried: &mut Vec<String>,
 ) -> Option<LoadedPdb> {
     let key = pdb.key();
@@ -439,9 +563,9 @@ fn find_pdb(
             Lookup::Found(f) => candidates.push(f.path),
             Lookup::Missing(note) => tried.push(note),
         }
-        let (redirect, notes) = store_extras(dir, &pdb.name, &key);
+        let (extra, notes) = store_extras(dir, &pdb.name, &key);
         tried.extend(notes);
-        candidates.extend(redirect);
+        candidates.extend(extra);
         match look(dir, Layout::Plain, &pdb.name, "") {
             Lookup::Found(f) => candidates.push(f.path),
             Lookup::Missing(note) => tried.push(note),
@@ -451,6 +575,12 @@ fn find_pdb(
                 Ok((sym, data)) => return Some((path, sym, data)),
                 Err(e) => tried.push(e.to_string()),
             }
+        }
+    }
+    if let Some(fetched) = downloads.fetch(&pdb.name, &key, &pdb.name, tried) {
+        let path = fetched.path.clone();
+        if let Some((sym, data)) = verified(fetched, tried, |p| read_pdb(p, pdb, code)) {
+            return Some((path, sym, data));
         }
     }
     let path = codeview_path?;

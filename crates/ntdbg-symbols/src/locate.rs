@@ -78,12 +78,14 @@ pub(crate) fn look(dir: &Path, layout: Layout, name: &str, key: &str) -> Lookup 
 }
 
 /// Store-layout extras next to where `NAME/KEY/NAME` would be: a `file.ptr` redirection
-/// (followed when it points to an existing local file) and a compressed `NAME_` file (which
-/// cannot be read yet). Returns a redirected path, and notes for `tried`.
-pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Option<PathBuf>, Vec<String>) {
+/// (followed when it points to an existing local file) and a CAB-compressed `NAME_` file,
+/// expanded into the per-user cache ([`crate::default_cache_dir`]), where it is found again
+/// next time. Returns the paths to try, and
+/// notes for `tried`.
+pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Vec<PathBuf>, Vec<String>) {
     let mut notes = Vec::new();
     let Some(key_dir) = path_ci(dir, &[name, key]) else {
-        return (None, notes);
+        return (Vec::new(), notes);
     };
     let mut redirected = None;
     if let Some(ptr) = child_ci(&key_dir, "file.ptr") {
@@ -112,13 +114,29 @@ pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Option<PathBuf
     let mut compressed = name.to_string();
     compressed.pop();
     compressed.push('_');
-    if let Some(cab) = child_ci(&key_dir, &compressed) {
-        notes.push(format!(
-            "{}: compressed store file found, but CAB decompression is not supported yet",
-            cab.display()
-        ));
+    let mut found: Vec<PathBuf> = redirected.into_iter().collect();
+    if let Some(cab) = child_ci(&key_dir, &compressed).filter(|p| p.is_file()) {
+        let target = crate::path::default_cache_dir()
+            .join(name)
+            .join(key)
+            .join(name);
+        if target.is_file() {
+            found.push(target);
+        } else {
+            match crate::download::decompress_cab(&cab, name, &target) {
+                Ok(size) => {
+                    notes.push(format!(
+                        "{}: CAB expanded ({size} bytes) to {}",
+                        cab.display(),
+                        target.display()
+                    ));
+                    found.push(target);
+                }
+                Err(e) => notes.push(format!("{}: not a usable CAB file: {e}", cab.display())),
+            }
+        }
     }
-    (redirected, notes)
+    (found, notes)
 }
 
 #[cfg(test)]
@@ -141,9 +159,10 @@ mod tests {
         }
         std::fs::write(key_dir.join("file.ptr"), b"MSG: not here").unwrap();
         std::fs::write(key_dir.join("crashy.pd_"), b"MSCF").unwrap();
-        let (redirect, notes) = store_extras(&root, "crashy.pdb", "abcdef1");
-        assert_eq!(redirect, None);
+        let (found, notes) = store_extras(&root, "crashy.pdb", "abcdef1");
+        assert_eq!(found, Vec::<PathBuf>::new());
         assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[1].contains("not a usable CAB file"), "{notes:?}");
         assert!(child_ci(&root, "../etc").is_none());
         std::fs::remove_dir_all(&root).unwrap();
     }

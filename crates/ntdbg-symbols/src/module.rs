@@ -10,6 +10,7 @@ use ntdbg_formats::pe::PeInfo;
 
 use crate::demangle::strip_parameters;
 use crate::image::{ImageSource, MappedImage};
+use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
 use crate::wildcard::wildcard_match;
 
@@ -20,25 +21,30 @@ pub enum SymbolStatus {
     Pdb,
     /// A matching Breakpad `.sym` (or `.sym.xz`) was loaded.
     Breakpad,
+    /// No symbol file: names come from the image's export table (file or dump memory), as
+    /// public symbols without sizes or lines.
+    ExportSymbols,
     /// Nothing usable was found ([`ModuleSymbols::tried`] says why).
     NoSymbols,
 }
 
 impl SymbolStatus {
-    /// A stable `snake_case` key: `pdb`, `breakpad`, `no_symbols`.
+    /// A stable `snake_case` key: `pdb`, `breakpad`, `export`, `no_symbols`.
     pub fn name(&self) -> &'static str {
         match self {
             SymbolStatus::Pdb => "pdb",
             SymbolStatus::Breakpad => "breakpad",
+            SymbolStatus::ExportSymbols => "export",
             SymbolStatus::NoSymbols => "no_symbols",
         }
     }
 
-    /// Text for people: `pdb symbols`, `breakpad symbols`, `no symbols`.
+    /// Text for people: `pdb symbols`, `breakpad symbols`, `export symbols`, `no symbols`.
     pub fn label(&self) -> &'static str {
         match self {
             SymbolStatus::Pdb => "pdb symbols",
             SymbolStatus::Breakpad => "breakpad symbols",
+            SymbolStatus::ExportSymbols => "export symbols",
             SymbolStatus::NoSymbols => "no symbols",
         }
     }
@@ -111,6 +117,7 @@ pub struct ModuleSymbols {
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
     index: OnceLock<NameIndex>,
+    types: OnceLock<Result<Arc<TypeDb>, String>>,
 }
 
 /// A summary: status, files, counts (the symbol tables themselves are too big to print).
@@ -198,7 +205,21 @@ impl ModuleSymbols {
             unwinder: None,
             image: None,
             index: OnceLock::new(),
+            types: OnceLock::new(),
         }
+    }
+
+    /// The PDB's types (for `dt`), read on first use. An error says why there are none
+    /// (no PDB loaded, or its type stream is unreadable).
+    pub fn types(&self) -> Result<Arc<TypeDb>, String> {
+        self.types
+            .get_or_init(|| match (&self.status, &self.symbol_file_path) {
+                (SymbolStatus::Pdb, Some(path)) => {
+                    TypeDb::open(path).map(Arc::new).map_err(|e| e.to_string())
+                }
+                _ => Err(format!("no PDB loaded ({})", self.status.label())),
+            })
+            .clone()
     }
 
     /// What kind of symbols were loaded.

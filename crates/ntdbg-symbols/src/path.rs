@@ -12,10 +12,11 @@
 //!
 //! A server location that is not `http://` or `https://` (e.g. `srv*C:\cache*\\share\symbols`
 //! or `srv*/mnt/symbols`) is a file-system store and is searched like a local directory.
-//! HTTP servers are kept and shown but not contacted yet.
+//! HTTP servers are contacted when a file is not found locally, and their downloads go to
+//! the entry's first cache (see [`crate::SymbolStore`]).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::SymbolError;
 
@@ -40,25 +41,51 @@ pub enum SymbolPathEntry {
 }
 
 impl SymbolPathEntry {
-    /// Whether this is a server reached over HTTP(S) (not searched yet: downloads are not
-    /// supported).
+    /// Whether this is a server reached over HTTP(S).
     pub fn is_http_server(&self) -> bool {
         matches!(self, SymbolPathEntry::Server { url, .. } if is_http(url))
     }
 
-    /// The local directories this entry makes searchable, in search order.
-    pub fn local_dirs(&self) -> Vec<&Path> {
+    /// The local directories this entry makes searchable, in search order. An HTTP server
+    /// without a cache (`srv*URL`) downloads into [`default_cache_dir`], which is searched.
+    pub fn local_dirs(&self) -> Vec<PathBuf> {
         match self {
-            SymbolPathEntry::Local(dir) | SymbolPathEntry::Cache(dir) => vec![dir.as_path()],
+            SymbolPathEntry::Local(dir) | SymbolPathEntry::Cache(dir) => vec![dir.clone()],
             SymbolPathEntry::Server { caches, url } => {
-                let mut dirs: Vec<&Path> = caches.iter().map(PathBuf::as_path).collect();
+                let mut dirs: Vec<PathBuf> = caches.clone();
                 if !is_http(url) {
-                    dirs.push(Path::new(url.as_str()));
+                    dirs.push(PathBuf::from(url.as_str()));
+                } else if dirs.is_empty() {
+                    dirs.push(default_cache_dir());
                 }
                 dirs
             }
         }
     }
+}
+
+/// The per-user download cache used by `srv*URL` entries that name none:
+/// `$NTDBG_SYMBOL_CACHE` if set, else `%LOCALAPPDATA%\ntdbg\symbols` on Windows,
+/// `$XDG_CACHE_HOME/ntdbg/symbols` or `~/.cache/ntdbg/symbols` elsewhere (the temporary
+/// folder as a last resort).
+pub fn default_cache_dir() -> PathBuf {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = var("NTDBG_SYMBOL_CACHE") {
+        return dir;
+    }
+    let base = if cfg!(windows) {
+        var("LOCALAPPDATA")
+    } else {
+        var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
+    };
+    base.map_or_else(
+        || std::env::temp_dir().join("ntdbg-symbols"),
+        |b| b.join("ntdbg").join("symbols"),
+    )
 }
 
 fn is_http(url: &str) -> bool {
@@ -119,11 +146,26 @@ impl SymbolPath {
     pub fn local_dirs(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
         for dir in self.entries.iter().flat_map(SymbolPathEntry::local_dirs) {
-            if !out.iter().any(|d| d == dir) {
-                out.push(dir.to_path_buf());
+            if !out.contains(&dir) {
+                out.push(dir);
             }
         }
         out
+    }
+
+    /// The HTTP servers named in the path, each with the cache its downloads go to: the
+    /// nearest `CACHE` of `srv*CACHE*URL`, else [`default_cache_dir`].
+    pub fn http_server_caches(&self) -> Vec<(String, PathBuf)> {
+        self.entries
+            .iter()
+            .filter_map(|e| match e {
+                SymbolPathEntry::Server { caches, url } if is_http(url) => Some((
+                    url.clone(),
+                    caches.first().cloned().unwrap_or_else(default_cache_dir),
+                )),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The HTTP servers named in the path.

@@ -1,11 +1,13 @@
 //! The symbol store: loads module symbols on first use and keeps them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Duration;
 
 use minidump::{MinidumpModule, Module};
 
+use crate::download::{DownloadState, Downloads, DEFAULT_TIMEOUT};
 use crate::load::load_module;
 use crate::{ModuleSymbols, SymbolPath};
 
@@ -18,21 +20,86 @@ type Key = (u64, u32, String);
 /// Loading happens on the first [`SymbolStore::module`] call for a module, outside any
 /// global lock (two threads asking for the same module wait for one load). Changing the path
 /// drops everything loaded.
-#[derive(Debug, Default)]
+///
+/// HTTP symbol servers in the path (`srv*CACHE*URL`) are asked for what the local folders lack;
+/// downloads go to the cache. Within one store, a URL that answered "not found" is not asked
+/// again and an unreachable server is not contacted again. [`SymbolStore::set_offline`] (or
+/// `NTDBG_OFFLINE=1` in the environment) turns the network off; each module's downloads
+/// share a time budget ([`SymbolStore::set_download_timeout`], 10 s by default).
+#[derive(Debug)]
 pub struct SymbolStore {
     path: RwLock<SymbolPath>,
     cache: Mutex<HashMap<Key, Arc<OnceLock<Arc<ModuleSymbols>>>>>,
     codeview_paths: AtomicBool,
+    offline: AtomicBool,
+    timeout_ms: AtomicU64,
+    downloads: DownloadState,
+}
+
+impl Default for SymbolStore {
+    fn default() -> SymbolStore {
+        SymbolStore::new(SymbolPath::default())
+    }
+}
+
+/// Whether `NTDBG_OFFLINE` asks for offline mode (`1`, `true`, `yes`, `on`).
+fn offline_from_env() -> bool {
+    std::env::var("NTDBG_OFFLINE").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "true" | "yes" | "on"
+        )
+    })
+}
+
+/// `NTDBG_SYMBOL_TIMEOUT_MS`, if set to a positive number of milliseconds.
+fn timeout_from_env() -> Option<Duration> {
+    std::env::var("NTDBG_SYMBOL_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis)
 }
 
 impl SymbolStore {
-    /// A store searching `path`.
+    /// A store searching `path`; offline when `NTDBG_OFFLINE=1` is set, with the per-module
+    /// download budget from `NTDBG_SYMBOL_TIMEOUT_MS` (default 10 s).
     pub fn new(path: SymbolPath) -> SymbolStore {
         SymbolStore {
             path: RwLock::new(path),
             cache: Mutex::new(HashMap::new()),
             codeview_paths: AtomicBool::new(false),
+            offline: AtomicBool::new(offline_from_env()),
+            timeout_ms: AtomicU64::new(
+                u64::try_from(timeout_from_env().unwrap_or(DEFAULT_TIMEOUT).as_millis())
+                    .unwrap_or(u64::MAX),
+            ),
+            downloads: DownloadState::default(),
         }
+    }
+
+    /// Turns symbol-server downloads off (`true`) or on. Files already in the caches are
+    /// still used. Takes effect for modules loaded from now on.
+    pub fn set_offline(&self, offline: bool) {
+        self.offline.store(offline, Ordering::Relaxed);
+    }
+
+    /// Whether symbol-server downloads are off.
+    pub fn offline(&self) -> bool {
+        self.offline.load(Ordering::Relaxed)
+    }
+
+    /// The time budget for one module's downloads (all its requests together).
+    pub fn set_download_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.timeout_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// The time budget for one module's downloads.
+    pub fn download_timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
     }
 
     /// Symbols for one module, loaded on first use and then cached. Never fails: a module
@@ -59,7 +126,19 @@ impl SymbolStore {
         cell.get_or_init(|| {
             let path = self.path();
             let codeview_paths = self.codeview_paths.load(Ordering::Relaxed);
-            Arc::new(load_module(&path, module, read_image, codeview_paths))
+            let mut downloads = Downloads::new(
+                &path,
+                &self.downloads,
+                self.offline(),
+                self.download_timeout(),
+            );
+            Arc::new(load_module(
+                &path,
+                module,
+                read_image,
+                codeview_paths,
+                &mut downloads,
+            ))
         })
         .clone()
     }

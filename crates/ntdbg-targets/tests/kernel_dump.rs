@@ -466,11 +466,18 @@ fn rss_kib(field: &str) -> u64 {
 #[ignore]
 fn sparse_open_cost() {
     let dir = temp_dir("sparse");
-    for (name, pages) in [("1MiB", 0x100u64), ("4GiB", 0x10_0000)] {
-        let mut s = synth(Layout::Full);
-        // One run covering all of physical memory; the generator's pages sit inside it.
+    for (name, layout, pages) in [
+        ("full 1MiB", Layout::Full, 0x100u64),
+        ("full 4GiB", Layout::Full, 0x10_0000),
+        ("bitmap 1MiB", Layout::Bitmap, 0x100),
+        ("bitmap 4GiB", Layout::Bitmap, 0x10_0000),
+    ] {
+        let mut s = synth(layout);
+        // All of physical memory present (one run, or every bitmap bit set); the generator's
+        // pages sit inside it.
         s.set_runs(vec![(0, pages)]);
-        let path = dir.join(format!("{name}.dmp"));
+        s.add_zero_pages(0, pages);
+        let path = dir.join(format!("{}.dmp", name.replace(' ', "-")));
         if let Err(e) = s.write(&path) {
             panic!("{e}");
         }

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod kernel_synth;
+
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

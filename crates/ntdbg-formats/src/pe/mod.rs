@@ -1,4 +1,5 @@
-//! PE images: headers, sections, the CodeView record, the exception directory, version info.
+//! PE images: headers, sections, the CodeView record, the exception and export directories,
+//! version info.
 //!
 //! [`PeInfo::parse`] reads an image either as it lies in a file ([`PeLayout::File`]) or as the
 //! loader mapped it, sections at their RVAs ([`PeLayout::Mapped`], e.g. read back from a
@@ -17,11 +18,13 @@
 //! ```
 
 mod codeview;
+mod exports;
 mod image;
 pub mod pdata;
 mod version;
 
 pub use codeview::CodeViewRecord;
+pub use exports::Export;
 pub use image::{map_file_image, MAX_MAPPED_IMAGE_SIZE};
 pub use version::VersionInfo;
 

@@ -2,6 +2,8 @@
 //! CodeView record, and a frame walker over a real dump's stack.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -196,4 +198,18 @@ pub fn dump_regions(dump: &minidump::MmapMinidump) -> Vec<(u64, Vec<u8>)> {
         }
     }
     out
+}
+
+/// A CAB (MSZIP) holding one file, as symbol stores keep `name.pd_`.
+pub fn cab_of(name: &str, data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut builder = cab::CabinetBuilder::new();
+    builder
+        .add_folder(cab::CompressionType::MsZip)
+        .add_file(name);
+    let mut writer = builder.build(std::io::Cursor::new(Vec::new())).unwrap();
+    while let Some(mut w) = writer.next_file().unwrap() {
+        w.write_all(data).unwrap();
+    }
+    writer.finish().unwrap().into_inner()
 }

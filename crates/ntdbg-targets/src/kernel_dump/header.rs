@@ -123,6 +123,20 @@ impl KernelHeader {
         }
     }
 
+    /// The kind of dump the header announces (`None` for a DumpType this crate does not know),
+    /// from the header alone: enough for a cheap listing of many dumps.
+    pub fn kind(&self) -> Option<crate::model::TargetKind> {
+        use crate::model::TargetKind;
+        Some(match self.dump_type {
+            1 | 10 => TargetKind::KernelFull,
+            2 | 8 | 9 => TargetKind::Kernel,
+            4 if self.bugcheck_code == 0 => TargetKind::KernelTriage,
+            4 => TargetKind::KernelSmall,
+            5 | 6 => TargetKind::KernelBitmap,
+            _ => return None,
+        })
+    }
+
     /// Size of the header; dump data starts here.
     pub fn size(&self) -> usize {
         if self.is64 {

@@ -103,18 +103,11 @@ impl KernelDump {
             0xaa64 => Arch::Arm64,
             other => Arch::Other(other as u16),
         };
-        let kind = match header.dump_type {
-            1 | 10 => TargetKind::KernelFull,
-            2 | 8 | 9 => TargetKind::Kernel,
-            4 if header.bugcheck_code == 0 => TargetKind::KernelTriage,
-            4 => TargetKind::KernelSmall,
-            5 | 6 => TargetKind::KernelBitmap,
-            other => {
-                return Err(TargetError::Unsupported {
-                    path: path.to_path_buf(),
-                    what: format!("kernel dump type {other}"),
-                })
-            }
+        let Some(kind) = header.kind() else {
+            return Err(TargetError::Unsupported {
+                path: path.to_path_buf(),
+                what: format!("kernel dump type {}", header.dump_type),
+            });
         };
 
         let mut triage = None;

@@ -39,6 +39,9 @@ pub struct Bitmap {
     rank: OnceLock<Vec<u64>>,
 }
 
+/// Most PFN ranges read from an RDMP table (a real dump has a few hundred).
+const MAX_RDMP_RANGES: u64 = 1 << 16;
+
 /// Bits per rank block.
 const RANK_BLOCK_BITS: u64 = 4096;
 
@@ -99,7 +102,7 @@ impl PhysicalMemory {
             u64::MAX
         };
         // MetadataSize counts from offset 0x20: the 16 bytes before the ranges, then the ranges.
-        let count = metadata_size.saturating_sub(0x10) / 16;
+        let count = (metadata_size.saturating_sub(0x10) / 16).min(MAX_RDMP_RANGES);
         let mut runs = Vec::new();
         let mut pages = 0u64;
         for i in 0..count {

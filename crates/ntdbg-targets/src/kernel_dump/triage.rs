@@ -8,11 +8,11 @@ const DRIVER_ENTRY64_SIZE: usize = 0x90;
 /// Size of one `TRIAGE_DATA_BLOCK64`.
 const DATA_BLOCK64_SIZE: usize = 16;
 /// Upper bound on listed drivers (a real dump has a few hundred).
-const MAX_DRIVERS: usize = 65_536;
+const MAX_DRIVERS: usize = 8192;
 /// Upper bound on data blocks (a real dump has a few thousand).
 const MAX_DATA_BLOCKS: usize = 1 << 20;
-/// Longest driver name, in UTF-16 units.
-const MAX_NAME_CHARS: usize = 1024;
+/// Longest driver name, in UTF-16 units (MAX_PATH).
+const MAX_NAME_CHARS: usize = 260;
 
 /// The `TRIAGE_DUMP64` header fields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
