@@ -18,6 +18,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod context;
 mod error;
 pub mod kernel_dump;
 mod memory;

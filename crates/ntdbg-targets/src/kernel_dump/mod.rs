@@ -21,10 +21,8 @@ use crate::model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, Thre
 use crate::Target;
 use header::{u32_at, u64_at};
 use memmap2::Mmap;
-use minidump::format as md;
-use minidump::{MinidumpContext, MinidumpModule, MinidumpModuleList, MinidumpRawContext};
+use minidump::{MinidumpContext, MinidumpModule, MinidumpModuleList};
 use physical::PhysicalMemory;
-use scroll::Pread;
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
@@ -155,7 +153,10 @@ impl KernelDump {
         ranges.sort_by_key(|r| r.region.base);
         ranges.dedup_by_key(|r| r.region.base);
 
-        let context = read_context(arch, map.get(header.context_offset..).unwrap_or_default());
+        let context = crate::context::context_from_bytes(
+            arch,
+            map.get(header.context_offset..).unwrap_or_default(),
+        );
         let mut dump = KernelDump {
             origin: path.display().to_string(),
             map,
@@ -268,7 +269,7 @@ impl KernelDump {
                 let flags = u32_at(bytes, 0x30)?;
                 let rsp = u64_at(bytes, 0x98)?;
                 (flags & 0x0010_0000 != 0 && rsp == t.top_of_stack)
-                    .then(|| read_context(Arch::X64, bytes))
+                    .then(|| crate::context::context_from_bytes(Arch::X64, bytes))
                     .flatten()
             })
             .next()
@@ -437,19 +438,6 @@ fn module(name: &str, base: u64, size: u32, timestamp: u32, checksum: u32) -> Mi
     m.raw.time_date_stamp = timestamp;
     m.raw.checksum = checksum;
     m
-}
-
-fn read_context(arch: Arch, bytes: &[u8]) -> Option<MinidumpContext> {
-    let le = scroll::Endian::Little;
-    let raw = match arch {
-        Arch::X64 => MinidumpRawContext::Amd64(bytes.pread_with::<md::CONTEXT_AMD64>(0, le).ok()?),
-        Arch::X86 => MinidumpRawContext::X86(bytes.pread_with::<md::CONTEXT_X86>(0, le).ok()?),
-        Arch::Arm64 => {
-            MinidumpRawContext::Arm64(bytes.pread_with::<md::CONTEXT_ARM64>(0, le).ok()?)
-        }
-        Arch::Other(_) => return None,
-    };
-    Some(MinidumpContext::from_raw(raw))
 }
 
 /// `major.minor` of the Windows release a build number belongs to.
