@@ -748,11 +748,12 @@ pub(crate) fn bugcheck_report(
     session: &ntdbg_engine::Session,
     bugcheck: &ntdbg_targets::Bugcheck,
     dump: crate::report::DumpFacts,
+    config: &crate::signature::SignatureConfig,
 ) -> crate::report::Report {
     use crate::report::{
         module_facts, stack_entry, symbol_limitations, EventFacts, Inference, Report, REPORT_FRAMES,
     };
-    use crate::signature::{crash_signature, is_system_module};
+    use crate::signature::{bucket_signature, is_system_module};
     let hex = |v: u64| format!("{v:#x}");
     let d = decode_bugcheck(bugcheck.code, bugcheck.parameters);
     let mut limitations = Vec::new();
@@ -839,7 +840,7 @@ pub(crate) fn bugcheck_report(
     }
 
     let stack: Vec<_> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
-    let signature = crash_signature(&frames, None);
+    let signature = bucket_signature(&format!("BUGCHECK_0x{:X}", bugcheck.code), &frames, config);
     let mut next_commands = vec![".bugcheck".to_string()];
     if let Some(a) = d.context_record {
         next_commands.push(format!(".cxr {a:#x}"));

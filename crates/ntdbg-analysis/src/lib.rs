@@ -3,17 +3,25 @@
 //! [`analyze`] turns a [`Session`](ntdbg_engine::Session) into a [`Report`]: the exception
 //! or bugcheck decoded ([`exception`], [`bugcheck`]), the faulting module and stack, a stable crash [`signature`],
 //! inferences with their basis, and the limitations of what could be known. [`render`] gives
-//! the text forms (`.exr`, `!analyze -v`).
+//! the text forms (`.exr`, `!analyze -v`). [`fault`] classifies an access violation's address
+//! and decodes the faulting instruction, [`cxx`] names thrown C++ types. Many dumps at once:
+//! [`listing::list_dumps`] (header-only summaries) and [`triage::triage_dumps`] (parallel
+//! analysis grouped by signature, JSON and HTML).
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod bugcheck;
+pub mod cxx;
 pub mod exception;
+pub mod fault;
 mod inference;
+pub mod listing;
 pub mod ntstatus;
 pub mod render;
 mod report;
 pub mod signature;
+pub mod triage;
 
 pub use report::{
-    analyze, DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry, REPORT_FRAMES,
+    analyze, analyze_with, DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry,
+    REPORT_FRAMES,
 };

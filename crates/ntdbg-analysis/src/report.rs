@@ -2,7 +2,7 @@
 //! is built from a session.
 
 use crate::exception::{decode, format_hex_address, ExceptionKind};
-use crate::signature::{crash_signature, is_system_module};
+use crate::signature::{bucket_signature, is_system_module, kind_tag, SignatureConfig};
 use ntdbg_engine::module_info::{file_name_of, file_version};
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::{module_name, Session};
@@ -13,7 +13,7 @@ use serde::Serialize;
 pub const REPORT_FRAMES: usize = 32;
 
 /// The whole report. Field names are part of ntdbg's contract.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// What was analysed.
     pub dump: DumpFacts,
@@ -23,7 +23,9 @@ pub struct Report {
     pub faulting_module: Option<ModuleFacts>,
     /// The faulting thread's stack from the exception context, innermost first.
     pub stack: Vec<StackEntry>,
-    /// A stable crash signature: `module!function` of the first frame outside system modules.
+    /// A stable crash signature: the exception kind, then the first application frames
+    /// (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`); see
+    /// [`crate::signature::bucket_signature`].
     pub signature: String,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,
@@ -34,7 +36,7 @@ pub struct Report {
 }
 
 /// Facts about the dump file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DumpFacts {
     /// The dump's path.
     pub path: String,
@@ -51,7 +53,7 @@ pub struct DumpFacts {
 }
 
 /// The last event, decoded.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventFacts {
     /// `exception`, `bugcheck` or `none`.
     #[serde(rename = "type")]
@@ -71,7 +73,7 @@ pub struct EventFacts {
 }
 
 /// A module's identity.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleFacts {
     /// File name (`crashy.exe`).
     pub name: String,
@@ -86,7 +88,7 @@ pub struct ModuleFacts {
 }
 
 /// One frame of the report's stack.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StackEntry {
     /// Frame number.
     pub frame: usize,
@@ -105,7 +107,7 @@ pub struct StackEntry {
 }
 
 /// A conclusion and the facts it rests on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Inference {
     /// The conclusion.
     pub text: String,
@@ -115,6 +117,11 @@ pub struct Inference {
 
 /// Analyses the session's last event. Never fails: what cannot be known becomes a limitation.
 pub fn analyze(session: &Session) -> Report {
+    analyze_with(session, &SignatureConfig::default())
+}
+
+/// [`analyze`] with a chosen signature configuration (which modules count as system).
+pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     let target = session.target();
     let ptr = target.arch().pointer_size();
     let hex = |v: u64| format!("{v:#x}");
@@ -130,7 +137,7 @@ pub fn analyze(session: &Session) -> Report {
     };
 
     if let Some(bugcheck) = target.bugcheck() {
-        return crate::bugcheck::bugcheck_report(session, bugcheck, dump);
+        return crate::bugcheck::bugcheck_report(session, bugcheck, dump, config);
     }
 
     let (event, decoded) = match target.event() {
@@ -196,7 +203,11 @@ pub fn analyze(session: &Session) -> Report {
     }
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
-    let signature = crash_signature(&frames, decoded.as_ref().map(|(_, d)| &d.kind));
+    let tag = decoded
+        .as_ref()
+        .map(|(e, d)| kind_tag(&d.kind, e.code))
+        .unwrap_or_else(|| "NO_EXCEPTION".into());
+    let signature = bucket_signature(&tag, &frames, config);
     let inferences = decoded
         .as_ref()
         .map(|(e, d)| crate::inference::infer(session, e, d, &frames))
@@ -207,8 +218,18 @@ pub fn analyze(session: &Session) -> Report {
     }
     if let Some((e, _)) = &decoded {
         next_commands.push(format!("u {:#x}", e.address));
-        if matches!(decode(e, ptr).kind, ExceptionKind::StackOverflow) {
-            next_commands.push("kn 100".into());
+        match decode(e, ptr).kind {
+            ExceptionKind::StackOverflow => next_commands.push("kn 100".into()),
+            ExceptionKind::AccessViolation { .. } => {
+                next_commands.push("r".into());
+                if crate::fault::faulting_instruction(session, e).is_some() {
+                    next_commands.push(format!("ub {:#x} L8", e.address));
+                }
+            }
+            ExceptionKind::CppException if e.parameters.len() > 1 => {
+                next_commands.push(format!("dps {:#x} L4", e.parameters[1]));
+            }
+            _ => {}
         }
     }
     next_commands.push("~*k".into());

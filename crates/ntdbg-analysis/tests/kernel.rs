@@ -43,7 +43,10 @@ fn triage_x64_report() {
     assert_eq!(json["faulting_module"]["base"], "0xfffff8048b580000");
     assert_eq!(json["faulting_module"]["size"], "0x3b000");
     assert_eq!(json["faulting_module"]["timestamp"], "0xc9c03000");
-    assert_eq!(json["signature"], "amdppm!WriteIoMemRawEx");
+    assert_eq!(
+        json["signature"],
+        "BUGCHECK_0x1000007E amdppm!WriteIoMemRawEx / amdppm!WriteGenAddrEx / amdppm!WriteGenAddrMaybeHiddenEx"
+    );
     assert_eq!(json["stack"][0]["function"], "WriteIoMemRawEx");
     assert_eq!(json["stack"][0]["offset"], "0x70");
     assert_eq!(json["stack"][0]["found_by"], "context");

@@ -1,7 +1,16 @@
 //! Command-line arguments.
 
 use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+
+/// `ntdbg mcp --help` examples, with the client configuration to copy.
+const MCP_EXAMPLES: &str = "Examples:
+  ntdbg mcp --allow-dir ./dumps
+  ntdbg mcp --http 127.0.0.1:8080 --allow-dir ./dumps
+  NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
+
+Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}";
 
 /// Windows crash-dump analysis, natively on any OS, in the WinDbg command language.
 #[derive(Debug, Parser)]
@@ -53,11 +62,73 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the MCP tools to an AI agent: stdio by default, logs on stderr.
+    #[command(after_help = MCP_EXAMPLES)]
+    Mcp {
+        /// Serve streamable HTTP at http://ADDR/mcp instead of stdio. Loopback addresses only,
+        /// unless --unsafe-http.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// A directory the server may read dumps from and write output files to (repeatable).
+        /// Default: the current directory.
+        #[arg(long = "allow-dir", value_name = "DIR")]
+        allow_dirs: Vec<PathBuf>,
+        /// Allow a non-loopback --http address. Requires --token-env.
+        #[arg(long, requires_all = ["http", "token_env"])]
+        unsafe_http: bool,
+        /// Environment variable holding the bearer token every HTTP request must carry.
+        #[arg(long, value_name = "VAR", requires = "http")]
+        token_env: Option<String>,
+        /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
+        #[arg(long)]
+        offline: bool,
+    },
     /// Interactive WinDbg-style prompt on a dump (`q` quits, `help` lists commands).
     Repl {
         /// The dump file (.dmp).
         dump: PathBuf,
         /// Symbol path (see `analyze --help`).
+        #[arg(long, short = 's', value_name = "PATH")]
+        symbols: Option<String>,
+        /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
+        #[arg(long)]
+        offline: bool,
+    },
+    /// Header-only summaries of the dumps in a folder (kind, arch, OS build, time, process,
+    /// exception or bugcheck); fast, reads only headers.
+    #[command(
+        after_help = "Examples:\n  ntdbg list ./crashes\n  ntdbg list ./crashes --recursive --json"
+    )]
+    List {
+        /// The folder to list.
+        dir: PathBuf,
+        /// Descend into sub-folders.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// Print JSON (one array of summaries) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Analyse every dump in a folder in parallel and group them by crash signature.
+    #[command(
+        after_help = "Examples:\n  ntdbg triage ./crashes\n  ntdbg triage ./crashes --recursive --json --jobs 4\n  ntdbg triage ./crashes --html report.html"
+    )]
+    Triage {
+        /// The folder to triage.
+        dir: PathBuf,
+        /// Print the buckets as JSON instead of a summary.
+        #[arg(long)]
+        json: bool,
+        /// Also write a self-contained HTML report to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Worker threads (default: one per core).
+        #[arg(long, short = 'j', value_name = "N")]
+        jobs: Option<usize>,
+        /// Descend into sub-folders.
+        #[arg(long, short = 'r')]
+        recursive: bool,
+        /// Symbol path for every dump (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,
         /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.

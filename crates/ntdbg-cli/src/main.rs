@@ -4,6 +4,7 @@
 //! do the work. Exit status: 0 success, 1 the dump or a command failed, 2 usage error.
 
 mod args;
+mod batch;
 mod repl;
 
 use args::{Cli, Command};
@@ -60,6 +61,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let mut session = open(&dump, symbols.as_deref(), offline)?;
             run_commands(&mut session, &commands, json)
         }
+        Command::Mcp {
+            http,
+            allow_dirs,
+            unsafe_http,
+            token_env,
+            offline,
+        } => mcp(
+            http,
+            &allow_dirs,
+            unsafe_http,
+            token_env.as_deref(),
+            offline,
+        ),
         Command::Repl {
             dump,
             symbols,
@@ -69,7 +83,69 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             repl::run(&mut session)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::List {
+            dir,
+            recursive,
+            json,
+        } => batch::list(&dir, recursive, json),
+        Command::Triage {
+            dir,
+            json,
+            html,
+            jobs,
+            recursive,
+            symbols,
+            offline,
+        } => {
+            let options = ntdbg_analysis::triage::TriageOptions {
+                recursive,
+                jobs: jobs.unwrap_or(0),
+                symbols,
+                offline,
+                ..Default::default()
+            };
+            batch::triage(&dir, &options, json, html.as_deref())
+        }
     }
+}
+
+/// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
+fn mcp(
+    http: Option<std::net::SocketAddr>,
+    allow_dirs: &[std::path::PathBuf],
+    unsafe_http: bool,
+    token_env: Option<&str>,
+    offline: bool,
+) -> anyhow::Result<ExitCode> {
+    ntdbg_mcp::init_stderr_logging();
+    let allowed = ntdbg_mcp::AllowedDirs::new(allow_dirs)?;
+    let transport = match http {
+        None => ntdbg_mcp::Transport::Stdio,
+        Some(addr) => {
+            // Only the variable's name is ever printed, never the token.
+            let token = match token_env.map(std::env::var) {
+                Some(Ok(token)) => Some(token),
+                Some(Err(_)) => {
+                    eprintln!("error: the environment variable named by --token-env is not set");
+                    return Ok(ExitCode::from(2));
+                }
+                None => None,
+            };
+            let options = ntdbg_mcp::HttpOptions {
+                addr,
+                unsafe_http,
+                token,
+            };
+            if let Err(e) = options.validate() {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(2));
+            }
+            ntdbg_mcp::Transport::Http(options)
+        }
+    };
+    let server = ntdbg_mcp::NtdbgServer::new(allowed).offline(offline);
+    ntdbg_mcp::run(server, transport)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.

@@ -41,7 +41,7 @@ fn analyze_the_readme_sample_is_symbolized() {
         "write to 0x0000000000000000",
         "crashy!write_null+0x7",
         "crashy.c:206",
-        "SIGNATURE:      crashy!write_null",
+        "SIGNATURE:      AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main",
         "null pointer dereference",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
@@ -72,7 +72,10 @@ fn analyze_json_has_the_design_keys() {
     assert_eq!(v["stack"][0]["function"], "write_null(int)");
     assert_eq!(v["stack"][0]["found_by"], "context");
     assert_eq!(v["stack"][1]["found_by"], "cfi");
-    assert_eq!(v["signature"], "crashy!write_null");
+    assert_eq!(
+        v["signature"],
+        "AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main"
+    );
 }
 
 #[test]
@@ -193,4 +196,64 @@ fn explicit_symbols_path_is_used() {
         "{}",
         stdout(&o)
     );
+}
+
+#[test]
+fn list_and_triage_a_folder() {
+    let dir = std::env::temp_dir().join(format!("ntdbg-cli-batch-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).expect("temp dir");
+    for (name, to) in [
+        ("crashy-x64-null.dmp", "a.dmp"),
+        ("crashy-x64-divzero.dmp", "sub/b.dmp"),
+    ] {
+        std::fs::copy(sample(name), dir.join(to)).expect("copy");
+    }
+    std::fs::write(dir.join("broken.dmp"), b"MDMP\x93\xa7").expect("broken");
+    std::fs::write(dir.join("notes.txt"), b"not a dump").expect("notes");
+    let d = dir.display().to_string();
+
+    let o = ntdbg(&["list", &d, "--json"]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    let rows = v.as_array().expect("array");
+    assert_eq!(rows.len(), 2, "{v:#}");
+    assert!(rows.iter().any(|r| r["error"].is_string()));
+    assert!(rows
+        .iter()
+        .any(|r| r["headline"]["code"] == "0xc0000005" && r["process"] == "crashy.exe"));
+    let o = ntdbg(&["list", &d, "--recursive"]);
+    assert!(stdout(&o).contains("sub"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("unreadable"), "{}", stdout(&o));
+
+    let html = dir.join("report.html");
+    let o = ntdbg(&[
+        "triage",
+        &d,
+        "--recursive",
+        "--json",
+        "--jobs",
+        "2",
+        "--offline",
+        "--html",
+        &html.display().to_string(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert!(
+        stderr(&o).is_empty(),
+        "no progress bar when piped: {}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+    assert_eq!(v["dumps"], 3);
+    assert_eq!(v["buckets"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["failed"].as_array().map(Vec::len), Some(1));
+    let page = std::fs::read_to_string(&html).expect("html written");
+    assert!(page.contains("AV_WRITE_NULL crashy"), "{page}");
+    let o = ntdbg(&["triage", &d, "-r"]);
+    assert!(
+        stdout(&o).contains("2 bucket(s), 1 failed"),
+        "{}",
+        stdout(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -157,7 +157,7 @@ fn kernel_commands_work() {
         "Arg1: ffffffffc0000005, the exception code that was not handled",
         "Arg2: fffff8048b58334c, the address where the exception occurred",
         "FAULTING_MODULE: amdppm.sys base 0xfffff8048b580000 size 0x3b000",
-        "SIGNATURE:      amdppm!WriteIoMemRawEx",
+        "SIGNATURE:      BUGCHECK_0x1000007E amdppm!WriteIoMemRawEx / amdppm!WriteGenAddrEx",
     ] {
         assert!(a.contains(want), "{want} missing from\n{a}");
     }

@@ -1,1 +1,80 @@
-//! placeholder
+//! The ntdbg MCP server: Windows crash-dump debugging for AI agents.
+//!
+//! [`NtdbgServer`] serves the tool contract of ntdbg's design (`list_dumps`, `open_dump`,
+//! `analyze_crash`, `run_command`, `read_output`, `list_sessions`, `close_session`, and the
+//! live-target tools `attach`, `break_in`, `wait_for_event`, which answer `not_available`
+//! until the gdb-remote engine lands) plus the `triage-dump` and `triage-kernel-dump` prompts,
+//! over stdio ([`serve_stdio`]) or streamable HTTP at `/mcp` ([`serve_http`]). This is the only
+//! crate that knows MCP (rmcp); the engine below it is synchronous and runs on tokio's
+//! blocking pool, one lock per session, so sessions never wait for each other.
+//!
+//! Security defaults: files are read and written only under the allowed directories
+//! ([`AllowedDirs`], symbolic links and `..` resolved first); HTTP listens on loopback only
+//! unless told otherwise with a bearer token, and refuses foreign `Origin`s.
+//!
+//! ```no_run
+//! # async fn run() -> std::io::Result<()> {
+//! let allowed = ntdbg_mcp::AllowedDirs::new(&["dumps".into()])?;
+//! ntdbg_mcp::serve_stdio(ntdbg_mcp::NtdbgServer::new(allowed)).await
+//! # }
+//! ```
+#![warn(missing_docs, missing_debug_implementations)]
+
+mod cache;
+mod dto;
+mod error;
+mod http;
+mod listing;
+mod logging;
+mod paths;
+mod prompts;
+mod rendered;
+mod schema;
+mod server;
+mod sessions;
+mod state;
+mod stdio;
+mod text;
+mod tools;
+
+pub use error::ToolError;
+pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS};
+pub use logging::init_stderr_logging;
+pub use paths::AllowedDirs;
+pub use server::NtdbgServer;
+pub use stdio::{serve_io, serve_stdio, MAX_LINE};
+
+/// Output previews, batch limits and page sizes, as the tool contract states them.
+pub mod limits {
+    pub use crate::text::PREVIEW_THRESHOLD;
+    pub use crate::tools::commands::{
+        DEFAULT_PAGE, DEFAULT_TIMEOUT_MS, MAX_COMMANDS, MAX_PAGE, MAX_TIMEOUT_MS,
+    };
+    /// All tool definitions together stay under this many characters of `tools/list` JSON
+    /// (about 6,000 tokens).
+    pub const TOOLS_LIST_BUDGET: usize = 24_000;
+}
+
+/// Which transport [`run`] serves.
+#[derive(Debug, Clone)]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC on stdin/stdout.
+    Stdio,
+    /// Streamable HTTP at `http://ADDR/mcp`.
+    Http(HttpOptions),
+}
+
+/// Starts a tokio runtime and serves until the client closes stdin (stdio) or the process is
+/// interrupted (HTTP). For binaries: the `ntdbg mcp` subcommand is this call.
+///
+/// # Errors
+/// The HTTP security rules ([`HttpOptions::validate`]) and I/O errors.
+pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match transport {
+        Transport::Stdio => runtime.block_on(serve_stdio(server)),
+        Transport::Http(options) => runtime.block_on(serve_http(server, options)),
+    }
+}

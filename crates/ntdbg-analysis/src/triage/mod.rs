@@ -1,0 +1,250 @@
+//! Batch triage (`ntdbg triage`, MCP `triage_dumps`): analyse every dump in a folder in
+//! parallel and group them by crash signature; plus the header-only [`list_dumps`].
+//!
+//! The JSON shape is design.md's "Batch triage":
+//! `{ "dumps", "buckets": [ { "signature", "count", "kind", "first_seen", "last_seen",
+//! "modules", "dumps", "representative" } ], "failed": [ { "path", "error" } ] }`.
+
+mod html;
+
+pub use crate::listing::{list_dumps, summarize_dump, DumpSummary, Headline};
+pub use html::render_html;
+
+use crate::listing::{collect_files, has_dump_name, looks_like_dump};
+use crate::report::{analyze_with, Report};
+use crate::signature::SignatureConfig;
+use ntdbg_engine::Session;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+/// How to triage a folder.
+#[derive(Debug, Clone, Default)]
+pub struct TriageOptions {
+    /// Descend into sub-folders.
+    pub recursive: bool,
+    /// Worker threads; 0 lets rayon choose (one per core).
+    pub jobs: usize,
+    /// Symbol path for every dump (default: each dump's folder, then `_NT_SYMBOL_PATH`).
+    pub symbols: Option<String>,
+    /// Never contact symbol servers.
+    pub offline: bool,
+    /// What makes a signature.
+    pub signature: SignatureConfig,
+}
+
+/// The result of a batch triage.
+#[derive(Debug, Clone, Serialize)]
+pub struct TriageResult {
+    /// How many dump files were found (analysed or failed).
+    pub dumps: usize,
+    /// Crash buckets, largest first.
+    pub buckets: Vec<Bucket>,
+    /// Dumps that could not be analysed.
+    pub failed: Vec<FailedDump>,
+}
+
+/// Dumps that share a crash signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bucket {
+    /// The shared signature ([`Report::signature`]).
+    pub signature: String,
+    /// How many dumps.
+    pub count: usize,
+    /// The event's name: `EXCEPTION_ACCESS_VIOLATION`, a bugcheck name, or `none`.
+    pub kind: String,
+    /// Earliest dump time (UTC, from the dump header; the file time when it has none).
+    pub first_seen: Option<String>,
+    /// Latest dump time.
+    pub last_seen: Option<String>,
+    /// Faulting modules and first application modules on the stack, with their versions
+    /// (`crashy.exe 1.2.0.0`, or `crashy.exe (0x6b0cccd2)` by timestamp), each once.
+    pub modules: Vec<String>,
+    /// The dumps' paths, sorted.
+    pub dumps: Vec<String>,
+    /// The full report of the first dump.
+    pub representative: Report,
+}
+
+/// A dump that could not be analysed.
+#[derive(Debug, Clone, Serialize)]
+pub struct FailedDump {
+    /// Its path.
+    pub path: String,
+    /// Why.
+    pub error: String,
+}
+
+/// Progress callback: `(done, total)`, called from worker threads.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+/// The dump files under `dir`: files with a dump signature or a dump-like name, sorted.
+pub fn find_dumps(dir: &Path, recursive: bool) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    collect_files(dir, recursive, 0, &mut files)?;
+    files.retain(|p| has_dump_name(p) || looks_like_dump(p));
+    files.sort();
+    Ok(files)
+}
+
+/// Triage every dump under `dir`. Fails only when `dir` cannot be read.
+pub fn triage_dumps(
+    dir: &Path,
+    options: &TriageOptions,
+    progress: Progress<'_>,
+) -> std::io::Result<TriageResult> {
+    let files = find_dumps(dir, options.recursive)?;
+    Ok(triage_paths(&files, options, progress))
+}
+
+/// One analysed dump.
+struct Analysed {
+    path: String,
+    time: Option<u64>,
+    report: Report,
+    modules: Vec<String>,
+}
+
+/// Triage the given dump files (in parallel, `options.jobs` threads).
+pub fn triage_paths(
+    files: &[PathBuf],
+    options: &TriageOptions,
+    progress: Progress<'_>,
+) -> TriageResult {
+    let total = files.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Vec<Result<Analysed, FailedDump>> {
+        files
+            .par_iter()
+            .map(|path| {
+                let r = analyse_one(path, options);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                progress(n, total);
+                r
+            })
+            .collect()
+    };
+    let results = match rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs)
+        .build()
+    {
+        Ok(pool) => pool.install(work),
+        Err(_) => work(),
+    };
+    group(results)
+}
+
+fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedDump> {
+    let failed = |error: String| FailedDump {
+        path: path.display().to_string(),
+        error,
+    };
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        let session =
+            Session::open_dump(path, options.symbols.as_deref()).map_err(|e| e.to_string())?;
+        if options.offline {
+            session.symbols().set_offline(true);
+        }
+        let report = analyze_with(&session, &options.signature);
+        let modules = affected_modules(&session, &report, &options.signature);
+        Ok::<(Report, Vec<String>), String>((report, modules))
+    }));
+    let (report, modules) = match outcome {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Err(failed(e)),
+        Err(_) => return Err(failed("internal error: the analysis panicked".into())),
+    };
+    let time = crate::listing::summarize_dump(path).time_unix.or_else(|| {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs())
+    });
+    Ok(Analysed {
+        path: path.display().to_string(),
+        time,
+        report,
+        modules,
+    })
+}
+
+/// The faulting module and the first application module on the stack, each as
+/// `name version` (or `name (timestamp)` without a version resource).
+fn affected_modules(session: &Session, report: &Report, config: &SignatureConfig) -> Vec<String> {
+    let label = |m: &crate::report::ModuleFacts| match &m.version {
+        Some(v) => format!("{} {v}", m.name),
+        None => format!("{} ({})", m.name, m.timestamp),
+    };
+    let mut out: Vec<String> = report.faulting_module.iter().map(label).collect();
+    let app = report
+        .stack
+        .iter()
+        .filter_map(|f| f.module.as_deref())
+        .find(|m| !config.is_system(m))
+        .and_then(|m| session.module_by_name(m))
+        .map(|m| label(&crate::report::module_facts(m)));
+    if let Some(a) = app {
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Groups analysed dumps by signature, largest bucket first.
+fn group(results: Vec<Result<Analysed, FailedDump>>) -> TriageResult {
+    let dumps = results.len();
+    let mut failed = Vec::new();
+    let mut by_signature: BTreeMap<String, Vec<Analysed>> = BTreeMap::new();
+    for r in results {
+        match r {
+            Ok(a) => by_signature
+                .entry(a.report.signature.clone())
+                .or_default()
+                .push(a),
+            Err(f) => failed.push(f),
+        }
+    }
+    let mut buckets: Vec<Bucket> = by_signature
+        .into_iter()
+        .filter_map(|(signature, mut members)| {
+            members.sort_by(|a, b| a.path.cmp(&b.path));
+            let first = members.iter().filter_map(|m| m.time).min();
+            let last = members.iter().filter_map(|m| m.time).max();
+            let mut modules: Vec<String> = Vec::new();
+            for label in members.iter().flat_map(|m| &m.modules) {
+                if !modules.contains(label) {
+                    modules.push(label.clone());
+                }
+            }
+            let paths = members.iter().map(|m| m.path.clone()).collect();
+            let count = members.len();
+            let representative = members.into_iter().next()?.report;
+            let kind = representative
+                .event
+                .name
+                .clone()
+                .unwrap_or_else(|| representative.event.kind.clone());
+            Some(Bucket {
+                signature,
+                count,
+                kind,
+                first_seen: first.map(crate::listing::format_unix),
+                last_seen: last.map(crate::listing::format_unix),
+                modules,
+                dumps: paths,
+                representative,
+            })
+        })
+        .collect();
+    buckets.sort_by(|a, b| b.count.cmp(&a.count).then(a.signature.cmp(&b.signature)));
+    failed.sort_by(|a, b| a.path.cmp(&b.path));
+    TriageResult {
+        dumps,
+        buckets,
+        failed,
+    }
+}

@@ -1,0 +1,392 @@
+//! Tool parameters and structured results: the wire shapes of the MCP tool contract.
+//!
+//! Field names are part of the contract (`../shared/design.md`, "MCP tool contract"). Doc
+//! comments become the schema descriptions an agent reads, so they say what to pass and what
+//! comes back, briefly: every word here counts against the `tools/list` budget.
+
+use crate::error::ToolError;
+use ntdbg_analysis::{EventFacts, ModuleFacts, StackEntry};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------- parameters
+
+/// `list_dumps` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDumpsParams {
+    /// Folder to scan (default: the first allowed directory).
+    pub directory: Option<String>,
+    /// Also scan subfolders.
+    #[serde(default)]
+    pub recursive: bool,
+}
+
+/// `open_dump` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenDumpParams {
+    /// Dump file (.dmp), inside an allowed directory.
+    pub path: String,
+    /// WinDbg symbol path: folders and srv*CACHE*URL servers, ';'-separated. Default: the dump's folder, then _NT_SYMBOL_PATH.
+    pub symbols_path: Option<String>,
+    /// Include the faulting thread's stack.
+    #[serde(default)]
+    pub include_stack: bool,
+    /// Include the module list.
+    #[serde(default)]
+    pub include_modules: bool,
+    /// Include the thread list.
+    #[serde(default)]
+    pub include_threads: bool,
+}
+
+/// Output format of `run_command`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// WinDbg text only.
+    #[default]
+    Text,
+    /// Text plus the typed result of commands that have one.
+    Json,
+}
+
+/// `run_command` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunCommandParams {
+    /// Session id from open_dump.
+    pub session_id: String,
+    /// WinDbg command line; several commands separated by ';' or newlines (at most 64).
+    pub command: String,
+    /// Time limit for the batch in ms (default 30000, max 600000).
+    pub timeout_ms: Option<u64>,
+    /// "json" adds each command's typed result.
+    #[serde(default)]
+    pub format: OutputFormat,
+    /// Also write the whole output to this file (inside an allowed directory).
+    pub output_file: Option<String>,
+}
+
+/// Arguments naming one session.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionParams {
+    /// Session id from open_dump.
+    pub session_id: String,
+}
+
+/// `read_output` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadOutputParams {
+    /// command_id from a run_command result.
+    pub command_id: String,
+    /// Byte offset to start at (default 0).
+    #[serde(default)]
+    pub offset: usize,
+    /// Most bytes to return (default 16384, max 65536).
+    pub limit: Option<usize>,
+    /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
+    pub grep: Option<String>,
+}
+
+/// `close_session` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloseSessionParams {
+    /// Session id.
+    pub session_id: String,
+    /// Live targets: resume before detaching (default true).
+    #[allow(dead_code, reason = "dumps do not run; read once live targets exist")]
+    pub resume: Option<bool>,
+}
+
+/// `attach` arguments.
+#[allow(
+    dead_code,
+    reason = "validated now, used once the gdb-remote engine lands"
+)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachParams {
+    /// gdb:HOST:PORT (Windows: remote:CONN or kernel:CONN).
+    pub target: String,
+    /// WinDbg symbol path.
+    pub symbols_path: Option<String>,
+    /// Connection timeout in seconds.
+    pub timeout_seconds: Option<u64>,
+}
+
+/// `wait_for_event` arguments.
+#[allow(
+    dead_code,
+    reason = "validated now, used once the gdb-remote engine lands"
+)]
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitForEventParams {
+    /// Session id.
+    pub session_id: String,
+    /// How long to wait in ms.
+    pub timeout_ms: Option<u64>,
+    /// Replay events from this many ms ago.
+    pub since_ms: Option<u64>,
+}
+
+// ---------------------------------------------------------------- results
+
+/// `list_dumps` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListDumpsResult {
+    /// The folder scanned.
+    pub directory: String,
+    /// One entry per dump file, by path.
+    pub dumps: Vec<DumpSummary>,
+    /// Whether the scan stopped at its limit.
+    pub truncated: bool,
+}
+
+/// Header facts of one dump file.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DumpSummary {
+    /// The file.
+    pub path: String,
+    /// File size in bytes.
+    pub size: u64,
+    /// user | kernel | kernel-full | kernel-bitmap | kernel-small | kernel-triage.
+    pub kind: Option<String>,
+    /// x86 | x64 | arm64.
+    pub arch: Option<String>,
+    /// Windows version, e.g. 10.0.19041.
+    pub os_build: Option<String>,
+    /// When the dump was written (UTC, RFC 3339).
+    pub time: Option<String>,
+    /// The exception or bugcheck (with parameters) in one line.
+    pub headline: Option<String>,
+    /// Exception or bugcheck code (0x hex).
+    pub code: Option<String>,
+    /// Why the file could not be read.
+    pub error: Option<ErrorBrief>,
+}
+
+/// A short error: code and message.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ErrorBrief {
+    /// Stable code.
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// `open_dump` result: the new session and the first triage.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OpenDumpResult {
+    /// Pass this to the other tools.
+    pub session_id: String,
+    /// The dump file.
+    pub target: String,
+    /// Dump kind (user, kernel, …).
+    pub kind: String,
+    /// x86 | x64 | arm64.
+    pub arch: String,
+    /// Windows version.
+    pub os_build: String,
+    /// Thread count.
+    pub threads: usize,
+    /// Module count.
+    pub modules: usize,
+    /// The last event (exception), decoded.
+    pub event: EventFacts,
+    /// Top frame of the faulting stack.
+    pub faulting_frame: Option<StackEntry>,
+    /// Module holding the exception address.
+    pub faulting_module: Option<ModuleFacts>,
+    /// Crash signature, module!function.
+    pub signature: String,
+    /// Faulting stack, when include_stack.
+    pub stack: Option<Vec<StackEntry>>,
+    /// Modules, when include_modules.
+    pub module_list: Option<Vec<ModuleBrief>>,
+    /// Threads, when include_threads.
+    pub thread_list: Option<Vec<ThreadBrief>>,
+    /// Suggested next calls.
+    pub next_steps: Vec<String>,
+}
+
+/// A loaded module.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ModuleBrief {
+    /// WinDbg module name.
+    pub name: String,
+    /// Base address.
+    pub base: String,
+    /// SizeOfImage.
+    pub size: String,
+    /// Image path as recorded.
+    pub image: String,
+}
+
+/// A thread.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ThreadBrief {
+    /// ~ number.
+    pub index: usize,
+    /// OS thread id.
+    pub id: String,
+    /// Thread name.
+    pub name: Option<String>,
+    /// Raised the last event.
+    pub event: bool,
+}
+
+/// What happened to one command of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandStatus {
+    /// It ran.
+    Succeeded,
+    /// It ran and failed; later commands were not run.
+    Failed,
+    /// The time limit ran out.
+    TimedOut,
+    /// Skipped after a failure or time-out.
+    NotExecuted,
+}
+
+/// One command's result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CommandResultDto {
+    /// Position in the batch.
+    pub index: usize,
+    /// The command.
+    pub command: String,
+    /// What happened.
+    pub status: CommandStatus,
+    /// The output, or a head+tail preview when truncated.
+    pub output: String,
+    /// Id of the full output for read_output (null if not run).
+    pub command_id: Option<String>,
+    /// Size of the full output in bytes.
+    pub bytes_total: usize,
+    /// Whether output is a preview.
+    pub truncated: bool,
+    /// Typed result (format "json"), else null.
+    #[schemars(schema_with = "free_object")]
+    pub result: Option<serde_json::Value>,
+    /// Why it failed.
+    pub error: Option<ToolError>,
+}
+
+fn free_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({ "type": ["object", "null"] })
+}
+
+/// `run_command` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunCommandResult {
+    /// The session.
+    pub session_id: String,
+    /// One per command, in order.
+    pub results: Vec<CommandResultDto>,
+    /// Commands run.
+    pub commands_executed: usize,
+    /// Commands not run.
+    pub commands_skipped: usize,
+    /// Target state: [dump] for dumps.
+    pub trailer: String,
+    /// Outcome of output_file.
+    pub output_file: Option<OutputFileReport>,
+}
+
+/// Whether `output_file` was written.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct OutputFileReport {
+    /// The file.
+    pub path: String,
+    /// Whether the write succeeded.
+    pub written: bool,
+    /// Bytes written.
+    pub bytes: usize,
+    /// Why not.
+    pub error: Option<String>,
+}
+
+/// `read_output` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadOutputResult {
+    /// The output read.
+    pub command_id: String,
+    /// The command that produced it.
+    pub command: String,
+    /// Where this page starts.
+    pub offset: usize,
+    /// The page.
+    pub text: String,
+    /// Size of the text paged (the matches with grep).
+    pub bytes_total: usize,
+    /// Offset of the next page, null at the end.
+    pub next_offset: Option<usize>,
+    /// Matching lines, with grep.
+    pub matches: Option<usize>,
+}
+
+/// `list_sessions` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListSessionsResult {
+    /// Open sessions, oldest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// One open session.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SessionInfo {
+    /// Session id.
+    pub session_id: String,
+    /// The dump file.
+    pub target: String,
+    /// Dump kind.
+    pub kind: String,
+    /// x86 | x64 | arm64.
+    pub arch: String,
+    /// dump (live: running | halted).
+    pub run_state: String,
+    /// A command is running in it now.
+    pub busy: bool,
+    /// Symbol path given at open (null: default).
+    pub symbols_path: Option<String>,
+    /// Seconds since open.
+    pub age_seconds: u64,
+}
+
+/// `close_session` result.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct CloseSessionResult {
+    /// The closed session.
+    pub session_id: String,
+    /// Sessions still open.
+    pub open_sessions: Vec<String>,
+}
+
+/// `attach` result (live targets).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct AttachResult {
+    /// Session id.
+    pub session_id: String,
+    /// The connection.
+    pub target: String,
+    /// running | halted.
+    pub run_state: String,
+}
+
+/// `break_in` / `wait_for_event` result (live targets).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunStateResult {
+    /// Session id.
+    pub session_id: String,
+    /// running | halted.
+    pub run_state: String,
+    /// What the target printed when it stopped.
+    pub events: Vec<String>,
+}

@@ -1,0 +1,251 @@
+//! The MCP service: tool and prompt routing, server info, and argument errors as tool errors.
+//!
+//! [`NtdbgServer`] is cheap to clone: every clone shares one [`State`], so over HTTP each
+//! connection's handler sees the same sessions and output cache. The `#[tool]` methods are
+//! thin; the work lives in [`crate::tools`].
+
+use crate::dto::{
+    AttachParams, AttachResult, CloseSessionParams, CloseSessionResult, ListDumpsParams,
+    ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult, ReadOutputParams,
+    ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult, SessionParams,
+    WaitForEventParams,
+};
+use crate::error::ToolError;
+use crate::paths::AllowedDirs;
+use crate::rendered::Rendered;
+use crate::schema;
+use crate::state::State;
+use crate::tools;
+use ntdbg_analysis::Report;
+use rmcp::handler::server::router::prompt::PromptRouter;
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
+use std::sync::Arc;
+
+const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts for each: kind, arch, OS build, time, exception headline. Fast (headers only); unreadable files are listed with the reason. Then open_dump the one to investigate.";
+const OPEN_DUMP: &str = "Open a Windows crash dump (user minidump or kernel dump) as a new session. The text's first line is the session_id; the result also gives a first triage: exception or bugcheck, faulting frame and module, crash signature. Next: analyze_crash(session_id), then run_command with WinDbg commands such as \"kb\". Sessions are independent; close_session frees one.";
+const ANALYZE_CRASH: &str = "Full crash triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, module (version, timestamp), symbolized stack with source lines, stable crash signature, inferences with their basis, limitations (missing symbols or memory) and next commands for run_command.";
+const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump].";
+const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
+const LIST_SESSIONS: &str =
+    "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
+const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs.";
+const ATTACH: &str = "Not available yet: live targets (gdb:HOST:PORT) arrive with the gdb-remote engine; this returns a not_available error. Use open_dump for dump files.";
+const BREAK_IN: &str = "Not available yet (live targets arrive with the gdb-remote engine): will stop a running live target. Returns a not_available error.";
+const WAIT_FOR_EVENT: &str = "Not available yet (live targets arrive with the gdb-remote engine): will wait until a running target stops. Returns a not_available error.";
+
+/// The ntdbg MCP service.
+#[derive(Debug, Clone)]
+pub struct NtdbgServer {
+    state: Arc<State>,
+    tool_router: ToolRouter<NtdbgServer>,
+    prompt_router: PromptRouter<NtdbgServer>,
+}
+
+impl NtdbgServer {
+    /// A server limited to `allowed` directories, with no sessions open.
+    pub fn new(allowed: AllowedDirs) -> NtdbgServer {
+        NtdbgServer {
+            state: Arc::new(State::new(allowed)),
+            tool_router: Self::tool_router(),
+            prompt_router: Self::prompt_router(),
+        }
+    }
+
+    /// Keeps every session this server opens off symbol servers (as `NTDBG_OFFLINE=1` does).
+    pub fn offline(mut self, offline: bool) -> NtdbgServer {
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.offline = offline;
+        }
+        self
+    }
+
+    /// The tool definitions, as `tools/list` returns them.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+}
+
+#[tool_router]
+impl NtdbgServer {
+    #[tool(
+        input_schema = schema::input::<ListDumpsParams>(),
+        description = LIST_DUMPS,
+        output_schema = schema::output::<ListDumpsResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_dumps(
+        &self,
+        Parameters(p): Parameters<ListDumpsParams>,
+    ) -> Result<Rendered<ListDumpsResult>, ToolError> {
+        tools::dumps::list_dumps(&self.state, p).await
+    }
+
+    #[tool(
+        input_schema = schema::input::<OpenDumpParams>(),
+        description = OPEN_DUMP,
+        output_schema = schema::output::<OpenDumpResult>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn open_dump(
+        &self,
+        Parameters(p): Parameters<OpenDumpParams>,
+    ) -> Result<Rendered<OpenDumpResult>, ToolError> {
+        tools::dumps::open_dump(&self.state, p).await
+    }
+
+    #[tool(
+        input_schema = schema::input::<SessionParams>(),
+        description = ANALYZE_CRASH,
+        output_schema = schema::output::<Report>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn analyze_crash(
+        &self,
+        Parameters(p): Parameters<SessionParams>,
+    ) -> Result<Rendered<Report>, ToolError> {
+        tools::sessions::analyze_crash(&self.state, p).await
+    }
+
+    #[tool(
+        input_schema = schema::input::<RunCommandParams>(),
+        description = RUN_COMMAND,
+        output_schema = schema::output::<RunCommandResult>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn run_command(
+        &self,
+        Parameters(p): Parameters<RunCommandParams>,
+    ) -> Result<Rendered<RunCommandResult>, ToolError> {
+        tools::commands::run_command(&self.state, p).await
+    }
+
+    #[tool(
+        input_schema = schema::input::<ReadOutputParams>(),
+        description = READ_OUTPUT,
+        output_schema = schema::output::<ReadOutputResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn read_output(
+        &self,
+        Parameters(p): Parameters<ReadOutputParams>,
+    ) -> Result<Rendered<ReadOutputResult>, ToolError> {
+        tools::commands::read_output(&self.state, p)
+    }
+
+    #[tool(
+        description = LIST_SESSIONS,
+        output_schema = schema::output::<ListSessionsResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn list_sessions(&self) -> Result<Rendered<ListSessionsResult>, ToolError> {
+        Ok(tools::sessions::list_sessions(&self.state))
+    }
+
+    #[tool(
+        input_schema = schema::input::<CloseSessionParams>(),
+        description = CLOSE_SESSION,
+        output_schema = schema::output::<CloseSessionResult>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn close_session(
+        &self,
+        Parameters(p): Parameters<CloseSessionParams>,
+    ) -> Result<Rendered<CloseSessionResult>, ToolError> {
+        tools::sessions::close_session(&self.state, p)
+    }
+
+    #[tool(
+        input_schema = schema::input::<AttachParams>(),
+        description = ATTACH,
+        output_schema = schema::output::<AttachResult>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn attach(
+        &self,
+        Parameters(_p): Parameters<AttachParams>,
+    ) -> Result<Rendered<AttachResult>, ToolError> {
+        Err(tools::live::not_available("attach"))
+    }
+
+    #[tool(
+        input_schema = schema::input::<SessionParams>(),
+        description = BREAK_IN,
+        output_schema = schema::output::<RunStateResult>(),
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn break_in(
+        &self,
+        Parameters(_p): Parameters<SessionParams>,
+    ) -> Result<Rendered<RunStateResult>, ToolError> {
+        Err(tools::live::not_available("break_in"))
+    }
+
+    #[tool(
+        input_schema = schema::input::<WaitForEventParams>(),
+        description = WAIT_FOR_EVENT,
+        output_schema = schema::output::<RunStateResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+    )]
+    async fn wait_for_event(
+        &self,
+        Parameters(_p): Parameters<WaitForEventParams>,
+    ) -> Result<Rendered<RunStateResult>, ToolError> {
+        Err(tools::live::not_available("wait_for_event"))
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+#[prompt_handler(router = self.prompt_router)]
+impl ServerHandler for NtdbgServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("ntdbg", env!("CARGO_PKG_VERSION"))
+                    .with_title("ntdbg: Windows crash-dump debugger"),
+            )
+            .with_instructions(format!(
+                "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\"). Files are limited to: {}.",
+                self.state.allowed.describe().join(", ")
+            ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let context = ToolCallContext::new(self, request, context);
+        let response = self.tool_router.call(context).await?;
+        Ok(structure_argument_errors(response))
+    }
+}
+
+/// rmcp answers arguments that do not fit a tool's schema with an unstructured error result;
+/// give it the same `{code, message, hint, recoverable}` shape as every other tool error.
+fn structure_argument_errors(response: CallToolResponse) -> CallToolResponse {
+    match response {
+        CallToolResponse::Complete(result)
+            if result.is_error == Some(true) && result.structured_content.is_none() =>
+        {
+            let message = result
+                .content
+                .iter()
+                .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+                .collect::<Vec<_>>()
+                .join("\n");
+            ToolError::invalid_arguments(message).into_result().into()
+        }
+        other => other,
+    }
+}

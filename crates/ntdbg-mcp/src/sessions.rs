@@ -1,0 +1,147 @@
+//! Open debugging sessions: many at once, each behind its own lock.
+//!
+//! The engine is synchronous, so tools run it on tokio's blocking pool while holding the
+//! session's own async mutex: a slow command in one session never blocks another session, and
+//! two calls on the same session take turns. Ids are `s<N>-<tag>` with a tag random per server
+//! run, so an id from an earlier run is never mistaken for a new session.
+
+use crate::error::ToolError;
+use ntdbg_engine::Session;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+/// One open session and what `list_sessions` says about it.
+#[derive(Debug)]
+pub struct SessionSlot {
+    /// The session id.
+    pub id: String,
+    /// The dump's canonical path.
+    pub path: PathBuf,
+    /// `user` (and later the kernel kinds).
+    pub kind: String,
+    /// `x86`, `x64`, `arm64`.
+    pub arch: String,
+    /// The symbol path the client gave, if any (the default path is not echoed: it may come
+    /// from the environment).
+    pub symbols_path: Option<String>,
+    /// When it was opened.
+    pub opened: Instant,
+    /// The engine session; locked for the duration of each engine call.
+    pub session: Arc<tokio::sync::Mutex<Session>>,
+}
+
+impl SessionSlot {
+    /// Whether an engine call holds the session now.
+    pub fn busy(&self) -> bool {
+        self.session.try_lock().is_err()
+    }
+}
+
+/// All open sessions.
+#[derive(Debug)]
+pub struct SessionRegistry {
+    slots: Mutex<BTreeMap<u64, Arc<SessionSlot>>>,
+    next: Mutex<u64>,
+    tag: String,
+}
+
+impl SessionRegistry {
+    /// An empty registry whose ids carry `tag`.
+    pub fn new(tag: &str) -> SessionRegistry {
+        SessionRegistry {
+            slots: Mutex::new(BTreeMap::new()),
+            next: Mutex::new(1),
+            tag: tag.into(),
+        }
+    }
+
+    /// Registers an opened session and returns its slot.
+    pub fn insert(
+        &self,
+        session: Session,
+        path: PathBuf,
+        symbols_path: Option<String>,
+    ) -> Arc<SessionSlot> {
+        let n = {
+            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+            let n = *next;
+            *next = next.saturating_add(1);
+            n
+        };
+        let slot = Arc::new(SessionSlot {
+            id: format!("s{n}-{}", self.tag),
+            path,
+            kind: session.target().kind().name().to_string(),
+            arch: session.arch().name().to_string(),
+            symbols_path,
+            opened: Instant::now(),
+            session: Arc::new(tokio::sync::Mutex::new(session)),
+        });
+        self.lock().insert(n, slot.clone());
+        slot
+    }
+
+    /// The session with `id`.
+    ///
+    /// # Errors
+    /// `unknown_session`, listing the open sessions.
+    pub fn get(&self, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
+        let slots = self.lock();
+        slots
+            .values()
+            .find(|s| s.id == id.trim())
+            .cloned()
+            .ok_or_else(|| unknown_session(id, &slots))
+    }
+
+    /// Removes the session with `id`; its memory is freed once running calls finish.
+    ///
+    /// # Errors
+    /// `unknown_session`, listing the open sessions.
+    pub fn remove(&self, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
+        let mut slots = self.lock();
+        let key = slots
+            .iter()
+            .find(|(_, s)| s.id == id.trim())
+            .map(|(k, _)| *k);
+        match key.and_then(|k| slots.remove(&k)) {
+            Some(slot) => Ok(slot),
+            None => Err(unknown_session(id, &slots)),
+        }
+    }
+
+    /// The open sessions, oldest first.
+    pub fn list(&self) -> Vec<Arc<SessionSlot>> {
+        self.lock().values().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<SessionSlot>>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolError {
+    let open: Vec<String> = slots
+        .values()
+        .map(|s| {
+            let file = s
+                .path
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            format!("{} ({file})", s.id)
+        })
+        .collect();
+    let hint = if open.is_empty() {
+        "no sessions are open: call open_dump first".to_string()
+    } else {
+        format!("open sessions: {}", open.join(", "))
+    };
+    ToolError::new(
+        "unknown_session",
+        format!("no open session with id {id:?} (it was never opened, or it was closed)"),
+    )
+    .with_hint(hint)
+}

@@ -1,0 +1,73 @@
+//! What every connection of one server shares: the allowed directories, the open sessions and
+//! the output cache. Over HTTP each MCP connection gets its own handler, all over one `State`.
+
+use crate::cache::OutputCache;
+use crate::error::ToolError;
+use crate::paths::AllowedDirs;
+use crate::sessions::SessionRegistry;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Server-wide state.
+#[derive(Debug)]
+pub struct State {
+    /// Where files may be read and written.
+    pub allowed: AllowedDirs,
+    /// Open sessions.
+    pub sessions: SessionRegistry,
+    /// Whether sessions stay off symbol servers.
+    pub offline: bool,
+    outputs: Mutex<OutputCache>,
+}
+
+impl State {
+    /// A fresh state: no sessions, an empty cache, ids tagged for this run.
+    pub fn new(allowed: AllowedDirs) -> State {
+        let tag = run_tag();
+        State {
+            allowed,
+            sessions: SessionRegistry::new(&tag),
+            offline: false,
+            outputs: Mutex::new(OutputCache::new(&tag)),
+        }
+    }
+
+    /// The output cache (held only for short, non-blocking work).
+    pub fn outputs(&self) -> MutexGuard<'_, OutputCache> {
+        self.outputs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Four random hex digits, so ids from another server run are told apart.
+fn run_tag() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    hasher.write_u128(now);
+    format!("{:04x}", hasher.finish() & 0xffff)
+}
+
+/// Runs synchronous engine work on the blocking pool; a panic becomes an `internal_error`.
+pub async fn blocking<T, F>(what: &str, work: F) -> Result<T, ToolError>
+where
+    F: FnOnce() -> Result<T, ToolError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(join) => Err(internal_error(what, &join)),
+    }
+}
+
+/// The error for engine work that panicked or was cancelled.
+pub fn internal_error(what: &str, join: &tokio::task::JoinError) -> ToolError {
+    tracing::error!(what, panic = join.is_panic(), "engine task failed");
+    ToolError::new(
+        "internal_error",
+        format!("the engine failed unexpectedly while {what}"),
+    )
+    .with_hint("this is a bug in ntdbg: report it with the dump if you can")
+    .unrecoverable()
+}

@@ -1,0 +1,393 @@
+//! `run_command` and `read_output`.
+//!
+//! A batch is split with the command layer's own splitter (top-level `;` and newlines; quotes
+//! and `{}` blocks kept whole) and each command goes through `ntdbg_commands::run_command`, as
+//! `run_batch` does, but one at a time on the blocking pool so the time limit can stop the
+//! batch between commands: the command running when time runs out is reported `timed_out`
+//! (the engine cannot be interrupted inside a command; the session stays busy until it ends),
+//! the rest `not_executed`.
+
+use crate::dto::{
+    CommandResultDto, CommandStatus, OutputFileReport, OutputFormat, ReadOutputParams,
+    ReadOutputResult, RunCommandParams, RunCommandResult,
+};
+use crate::error::ToolError;
+use crate::rendered::Rendered;
+use crate::state::{internal_error, State};
+use crate::text::{self, PREVIEW_THRESHOLD};
+use crate::tools::sessions::busy;
+use ntdbg_commands::{CommandError, CommandOutput};
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most commands in one batch.
+pub const MAX_COMMANDS: usize = 64;
+/// Default time limit of a batch.
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Longest time limit a batch may ask for.
+pub const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Preview bytes one response may carry across all its commands; past it, each further
+/// output is cut to [`MIN_PREVIEW`].
+const RESPONSE_BUDGET: usize = 64 * 1024;
+/// The smallest preview of an output.
+const MIN_PREVIEW: usize = 2 * 1024;
+/// The trailer of every result on a dump.
+const TRAILER: &str = "[dump]";
+
+/// One command's outcome from the engine thread: its index, the `~` number of the prompt it
+/// ran at, and its output or error.
+type Outcome = (usize, usize, Result<CommandOutput, CommandError>);
+
+/// Runs a batch of WinDbg commands in a session.
+pub async fn run_command(
+    state: &Arc<State>,
+    p: RunCommandParams,
+) -> Result<Rendered<RunCommandResult>, ToolError> {
+    let slot = state.sessions.get(&p.session_id)?;
+    let commands = split(&p.command)?;
+    let output_path = match p.output_file.as_deref().filter(|f| !f.trim().is_empty()) {
+        Some(f) => Some(check_output_file(state, f)?),
+        None => None,
+    };
+    let timeout_ms = p
+        .timeout_ms
+        .unwrap_or(DEFAULT_TIMEOUT_MS)
+        .clamp(1, MAX_TIMEOUT_MS);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+    let guard = tokio::time::timeout_at(deadline, slot.session.clone().lock_owned())
+        .await
+        .map_err(|_| busy(&slot.id))?;
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_engine = stop.clone();
+    let engine_commands = commands.clone();
+    let handle = tokio::task::spawn_blocking(move || {
+        let mut session = guard;
+        for (i, cmd) in engine_commands.iter().enumerate() {
+            if stop_engine.load(Ordering::Relaxed) {
+                break;
+            }
+            let thread = session.current_thread_index();
+            let outcome = ntdbg_commands::run_command(&mut session, cmd);
+            let failed = outcome.is_err();
+            if tx.send((i, thread, outcome)).is_err() || failed {
+                break;
+            }
+        }
+    });
+
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(commands.len());
+    let mut timed_out = false;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(outcome)) => {
+                let failed = outcome.2.is_err();
+                outcomes.push(outcome);
+                if failed {
+                    break;
+                }
+            }
+            Ok(None) => break,
+            Err(_) => {
+                stop.store(true, Ordering::Relaxed);
+                timed_out = true;
+                break;
+            }
+        }
+    }
+    // The engine thread ended without reporting every command and without a failure: it
+    // panicked in the next one.
+    let mut crashed = None;
+    if !timed_out && outcomes.len() < commands.len() && outcomes.last().is_none_or(|o| o.2.is_ok())
+    {
+        if let Err(join) = handle.await {
+            crashed = Some(internal_error("running a command", &join));
+        }
+    }
+
+    let format = p.format;
+    let mut builder = BatchBuilder::new(state, &slot.id, format);
+    for (index, thread, outcome) in outcomes {
+        builder.executed(index, thread, &commands[index], outcome);
+    }
+    let next = builder.results.len();
+    if let Some(command) = commands.get(next) {
+        if timed_out {
+            builder.stopped(
+                next,
+                command,
+                CommandStatus::TimedOut,
+                timeout_error(timeout_ms),
+            );
+        } else if let Some(error) = crashed {
+            builder.stopped(next, command, CommandStatus::Failed, error);
+        }
+    }
+    for (index, command) in commands.iter().enumerate().skip(builder.results.len()) {
+        builder.not_executed(index, command);
+    }
+    let output_file = output_path.map(|path| write_output_file(&path, &builder.full_text));
+    Ok(builder.finish(output_file))
+}
+
+/// Splits a batch, enforcing the command limit.
+fn split(line: &str) -> Result<Vec<String>, ToolError> {
+    let parts = ntdbg_commands::parse::split_commands(line).map_err(|e| {
+        ToolError::new("syntax_error", e.render(line))
+            .with_hint("close every quote and brace; separate commands with ';'")
+    })?;
+    let commands: Vec<String> = parts.iter().map(|c| c.value.to_string()).collect();
+    if commands.is_empty() {
+        return Err(ToolError::new("empty_command", "the command line is empty")
+            .with_hint("give a WinDbg command such as kb, r or lm; `help` lists them"));
+    }
+    if commands.len() > MAX_COMMANDS {
+        return Err(ToolError::new(
+            "too_many_commands",
+            format!(
+                "{} commands in one batch; at most {MAX_COMMANDS} are allowed",
+                commands.len()
+            ),
+        )
+        .with_hint("split the batch over several run_command calls"));
+    }
+    Ok(commands)
+}
+
+fn timeout_error(timeout_ms: u64) -> ToolError {
+    ToolError::new(
+        "timed_out",
+        format!("the command did not finish within {timeout_ms} ms"),
+    )
+    .with_hint(
+        "raise timeout_ms or run less at once; the session stays busy until the command ends",
+    )
+}
+
+/// Checks an `output_file` before anything runs: inside an allowed directory, not existing.
+fn check_output_file(state: &State, file: &str) -> Result<PathBuf, ToolError> {
+    let path = state.allowed.check_writable(Path::new(file))?;
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(
+            ToolError::new("file_exists", format!("{file} already exists"))
+                .with_hint("name a new file: output_file never overwrites"),
+        );
+    }
+    Ok(path)
+}
+
+fn write_output_file(path: &Path, text: &str) -> OutputFileReport {
+    // `create_new` refuses a file (or link) that appeared since the check.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    OutputFileReport {
+        path: path.display().to_string(),
+        written: written.is_ok(),
+        bytes: if written.is_ok() { text.len() } else { 0 },
+        error: written.err().map(|e| e.to_string()),
+    }
+}
+
+/// Collects per-command results: caches full outputs, cuts previews, renders the text.
+struct BatchBuilder<'a> {
+    state: &'a State,
+    session_id: &'a str,
+    format: OutputFormat,
+    results: Vec<CommandResultDto>,
+    text: String,
+    full_text: String,
+    budget: usize,
+}
+
+impl<'a> BatchBuilder<'a> {
+    fn new(state: &'a State, session_id: &'a str, format: OutputFormat) -> Self {
+        BatchBuilder {
+            state,
+            session_id,
+            format,
+            results: Vec::new(),
+            text: String::new(),
+            full_text: String::new(),
+            budget: RESPONSE_BUDGET,
+        }
+    }
+
+    fn executed(
+        &mut self,
+        index: usize,
+        thread: usize,
+        command: &str,
+        outcome: Result<CommandOutput, CommandError>,
+    ) {
+        let prompt = format!("0:{thread:03}> {command}\n");
+        let (status, output, typed, error) = match outcome {
+            Ok(out) => (CommandStatus::Succeeded, out.text, out.typed, None),
+            Err(e) => {
+                let error = ToolError::from(e);
+                (CommandStatus::Failed, error.render(), None, Some(error))
+            }
+        };
+        let entry = self
+            .state
+            .outputs()
+            .insert(self.session_id, command, output);
+        let limit = PREVIEW_THRESHOLD.min(self.budget).max(MIN_PREVIEW);
+        let (preview, truncated) = text::preview(&entry.text, limit, &entry.command_id);
+        self.budget = self.budget.saturating_sub(preview.len());
+        self.full_text.push_str(&prompt);
+        push_line(&mut self.full_text, &entry.text);
+        self.text.push_str(&prompt);
+        push_line(&mut self.text, &preview);
+        let result = match (self.format, typed) {
+            (OutputFormat::Json, Some(t)) => serde_json::to_value(t).ok(),
+            _ => None,
+        };
+        self.results.push(CommandResultDto {
+            index,
+            command: command.to_string(),
+            status,
+            output: preview,
+            command_id: Some(entry.command_id.clone()),
+            bytes_total: entry.text.len(),
+            truncated,
+            result,
+            error,
+        });
+    }
+
+    fn stopped(&mut self, index: usize, command: &str, status: CommandStatus, error: ToolError) {
+        let _ = writeln!(self.text, "> {command}\n{}", error.render());
+        self.results.push(CommandResultDto {
+            index,
+            command: command.to_string(),
+            status,
+            output: String::new(),
+            command_id: None,
+            bytes_total: 0,
+            truncated: false,
+            result: None,
+            error: Some(error),
+        });
+    }
+
+    fn not_executed(&mut self, index: usize, command: &str) {
+        let _ = writeln!(
+            self.text,
+            "> {command}\n(not executed: an earlier command failed or timed out)"
+        );
+        self.results.push(CommandResultDto {
+            index,
+            command: command.to_string(),
+            status: CommandStatus::NotExecuted,
+            output: String::new(),
+            command_id: None,
+            bytes_total: 0,
+            truncated: false,
+            result: None,
+            error: None,
+        });
+    }
+
+    fn finish(mut self, output_file: Option<OutputFileReport>) -> Rendered<RunCommandResult> {
+        let executed = self
+            .results
+            .iter()
+            .filter(|r| r.status != CommandStatus::NotExecuted)
+            .count();
+        if let Some(f) = &output_file {
+            match &f.error {
+                None => {
+                    let _ = writeln!(
+                        self.text,
+                        "(whole output written to {}, {} bytes)",
+                        f.path, f.bytes
+                    );
+                }
+                Some(e) => {
+                    let _ = writeln!(self.text, "(output_file {} NOT written: {e})", f.path);
+                }
+            }
+        }
+        self.text.push_str(TRAILER);
+        let result = RunCommandResult {
+            session_id: self.session_id.to_string(),
+            commands_executed: executed,
+            commands_skipped: self.results.len() - executed,
+            results: self.results,
+            trailer: TRAILER.to_string(),
+            output_file,
+        };
+        Rendered::new(result, self.text)
+    }
+}
+
+fn push_line(out: &mut String, text: &str) {
+    out.push_str(text);
+    if !text.is_empty() && !text.ends_with('\n') {
+        out.push('\n');
+    }
+}
+
+/// Default page size of `read_output`.
+pub const DEFAULT_PAGE: usize = 16 * 1024;
+/// Largest page `read_output` returns.
+pub const MAX_PAGE: usize = 64 * 1024;
+
+/// Pages or greps a cached output.
+pub fn read_output(
+    state: &Arc<State>,
+    p: ReadOutputParams,
+) -> Result<Rendered<ReadOutputResult>, ToolError> {
+    let entry = state.outputs().get(p.command_id.trim())?;
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let grep = p.grep.filter(|g| !g.is_empty());
+    let filtered;
+    let (source, matches) = match &grep {
+        Some(g) => {
+            filtered = text::grep(&entry.text, g);
+            let count = filtered.lines().count();
+            (filtered.as_str(), Some(count))
+        }
+        None => (entry.text.as_str(), None),
+    };
+    let (page, next_offset) = text::page(source, p.offset, limit);
+    let offset = text::floor_char(source, p.offset);
+    let mut rendered = page.to_string();
+    if let Some(next) = next_offset {
+        if !rendered.ends_with('\n') {
+            rendered.push('\n');
+        }
+        let _ = write!(
+            rendered,
+            "[bytes {offset}..{next} of {}; next: read_output(command_id=\"{}\", offset={next})]",
+            source.len(),
+            entry.command_id
+        );
+    } else if page.is_empty() {
+        rendered = match matches {
+            Some(0) => "(no matching lines)".to_string(),
+            _ => format!(
+                "(offset {offset} is at or past the end: {} bytes)",
+                source.len()
+            ),
+        };
+    }
+    let result = ReadOutputResult {
+        command_id: entry.command_id.clone(),
+        command: entry.command.clone(),
+        offset,
+        text: page.to_string(),
+        bytes_total: source.len(),
+        next_offset,
+        matches,
+    };
+    Ok(Rendered::new(result, rendered))
+}

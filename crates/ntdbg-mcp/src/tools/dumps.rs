@@ -1,0 +1,253 @@
+//! `list_dumps` and `open_dump`.
+
+use crate::dto::{
+    ListDumpsParams, ListDumpsResult, ModuleBrief, OpenDumpParams, OpenDumpResult, ThreadBrief,
+};
+use crate::error::ToolError;
+use crate::listing;
+use crate::paths::AllowedDirs;
+use crate::rendered::Rendered;
+use crate::state::{blocking, State};
+use ntdbg_analysis::{Report, StackEntry};
+use ntdbg_engine::{module_name, Session};
+use std::fmt::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Lists the dumps of a folder with their header facts.
+pub async fn list_dumps(
+    state: &Arc<State>,
+    p: ListDumpsParams,
+) -> Result<Rendered<ListDumpsResult>, ToolError> {
+    let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
+    let st = state.clone();
+    let result = blocking("listing dumps", move || {
+        Ok(listing::list_dumps(&dir, p.recursive, &st.allowed))
+    })
+    .await?;
+    let text = render_listing(&result);
+    Ok(Rendered::new(result, text))
+}
+
+fn render_listing(result: &ListDumpsResult) -> String {
+    let mut text = format!(
+        "{} dump file(s) in {}\n",
+        result.dumps.len(),
+        result.directory
+    );
+    for d in &result.dumps {
+        let name = Path::new(&d.path)
+            .file_name()
+            .map(|f| f.to_string_lossy())
+            .unwrap_or_default();
+        match &d.error {
+            Some(e) => {
+                let _ = writeln!(text, "{name}: unreadable [{}] {}", e.code, e.message);
+            }
+            None => {
+                let _ = writeln!(
+                    text,
+                    "{name}: {} {} {} {} | {}",
+                    d.kind.as_deref().unwrap_or("?"),
+                    d.arch.as_deref().unwrap_or("?"),
+                    d.os_build.as_deref().unwrap_or("?"),
+                    d.time.as_deref().unwrap_or("-"),
+                    d.headline.as_deref().unwrap_or("")
+                );
+            }
+        }
+    }
+    if result.truncated {
+        text.push_str("(listing stopped at its limit: name a subfolder to see more)\n");
+    }
+    text
+}
+
+/// Opens a dump into a new session and returns the first triage.
+pub async fn open_dump(
+    state: &Arc<State>,
+    p: OpenDumpParams,
+) -> Result<Rendered<OpenDumpResult>, ToolError> {
+    let path = state.allowed.check_existing(Path::new(&p.path))?;
+    let symbols = p.symbols_path.clone().filter(|s| !s.trim().is_empty());
+    if let Some(s) = &symbols {
+        check_symbol_path(s, &state.allowed)?;
+    }
+    let opened_path = path.clone();
+    let sym = symbols.clone();
+    let offline = state.offline;
+    let (session, report, modules, threads) = blocking("opening the dump", move || {
+        let session = Session::open_dump(&opened_path, sym.as_deref())?;
+        if offline {
+            session.symbols().set_offline(true);
+        }
+        let report = ntdbg_analysis::analyze(&session);
+        let modules = p.include_modules.then(|| module_briefs(&session));
+        let threads = p.include_threads.then(|| thread_briefs(&session));
+        Ok((session, report, modules, threads))
+    })
+    .await?;
+    let slot = state.sessions.insert(session, path, symbols);
+    tracing::info!(session = %slot.id, "opened a dump");
+    let mut next_steps = vec![format!("analyze_crash(session_id=\"{}\")", slot.id)];
+    next_steps.extend(
+        report
+            .next_commands
+            .iter()
+            .filter(|c| c.as_str() != ".ecxr")
+            .take(3)
+            .map(|c| format!("run_command \"{c}\"")),
+    );
+    let result = OpenDumpResult {
+        session_id: slot.id.clone(),
+        target: report.dump.path.clone(),
+        kind: report.dump.kind.clone(),
+        arch: report.dump.arch.clone(),
+        os_build: report.dump.os_build.clone(),
+        threads: report.dump.threads,
+        modules: report.dump.modules,
+        event: report.event.clone(),
+        faulting_frame: report.stack.first().cloned(),
+        faulting_module: report.faulting_module.clone(),
+        signature: report.signature.clone(),
+        stack: p.include_stack.then(|| report.stack.clone()),
+        module_list: modules,
+        thread_list: threads,
+        next_steps,
+    };
+    let text = render_open(&result, &report);
+    Ok(Rendered::new(result, text))
+}
+
+/// Every local folder of a client's symbol path must lie inside the allowed directories.
+fn check_symbol_path(text: &str, allowed: &AllowedDirs) -> Result<(), ToolError> {
+    let path = ntdbg_symbols::SymbolPath::parse(text).map_err(|e| {
+        ToolError::new("bad_symbol_path", format!("bad symbol path: {e}"))
+            .with_hint("use folders separated by ';' (cache*DIR and srv*CACHE*URL are accepted)")
+    })?;
+    for dir in path.local_dirs() {
+        match allowed.check_existing(&dir) {
+            Ok(_) => {}
+            // A cache folder that does not exist yet is harmless.
+            Err(e) if e.code == "file_not_found" => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn module_briefs(session: &Session) -> Vec<ModuleBrief> {
+    session
+        .target()
+        .modules()
+        .iter()
+        .map(|m| ModuleBrief {
+            name: module_name(&m.name),
+            base: format!("{:#x}", m.raw.base_of_image),
+            size: format!("{:#x}", m.raw.size_of_image),
+            image: m.name.to_string(),
+        })
+        .collect()
+}
+
+fn thread_briefs(session: &Session) -> Vec<ThreadBrief> {
+    let event = session.event_thread_index();
+    session
+        .target()
+        .threads()
+        .iter()
+        .enumerate()
+        .map(|(index, t)| ThreadBrief {
+            index,
+            id: format!("{:#x}", t.id),
+            name: t.name.clone(),
+            event: event == Some(index),
+        })
+        .collect()
+}
+
+/// `module!function+offset [source]` for a report frame.
+pub fn frame_text(f: &StackEntry) -> String {
+    let mut s = match (&f.module, &f.function) {
+        (Some(m), Some(func)) => format!("{m}!{func}"),
+        (Some(m), None) => m.clone(),
+        (None, _) => f.address.clone(),
+    };
+    if let Some(off) = &f.offset {
+        let _ = write!(s, "+{off}");
+    }
+    if let Some(src) = &f.source {
+        let _ = write!(s, " [{src}]");
+    }
+    s
+}
+
+/// The one-line event description.
+pub fn event_line(report: &Report) -> String {
+    let e = &report.event;
+    match (&e.name, &e.code) {
+        (Some(name), Some(code)) => format!(
+            "{name} ({code}) at {} on thread {}: {}",
+            e.address.as_deref().unwrap_or("?"),
+            e.thread_id.as_deref().unwrap_or("?"),
+            e.description
+        ),
+        _ => e.description.clone(),
+    }
+}
+
+fn render_open(r: &OpenDumpResult, report: &Report) -> String {
+    let file = Path::new(&r.target)
+        .file_name()
+        .map(|f| f.to_string_lossy())
+        .unwrap_or_default();
+    let mut text = format!("{}\n", r.session_id);
+    let _ = writeln!(
+        text,
+        "{file}: {} dump, {}, Windows {}, {} thread(s), {} module(s)",
+        r.kind, r.arch, r.os_build, r.threads, r.modules
+    );
+    let _ = writeln!(text, "event: {}", event_line(report));
+    if let Some(f) = &r.faulting_frame {
+        let _ = writeln!(text, "faulting frame: {}", frame_text(f));
+    }
+    if let Some(m) = &r.faulting_module {
+        let version = m
+            .version
+            .as_deref()
+            .map(|v| format!(", version {v}"))
+            .unwrap_or_default();
+        let _ = writeln!(text, "faulting module: {} at {}{version}", m.name, m.base);
+    }
+    let _ = writeln!(text, "signature: {}", r.signature);
+    if let Some(stack) = &r.stack {
+        text.push_str("stack:\n");
+        for f in stack {
+            let _ = writeln!(text, "  {:02} {} ({})", f.frame, frame_text(f), f.found_by);
+        }
+    }
+    if let Some(modules) = &r.module_list {
+        let _ = writeln!(
+            text,
+            "modules: {}",
+            modules
+                .iter()
+                .map(|m| m.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(threads) = &r.thread_list {
+        let _ = writeln!(
+            text,
+            "threads: {}",
+            threads
+                .iter()
+                .map(|t| format!("{}{}", t.id, if t.event { " (event)" } else { "" }))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let _ = writeln!(text, "next: {}", r.next_steps.join("; "));
+    text
+}

@@ -1,0 +1,7 @@
+//! The tool implementations, one module per group. The MCP-facing methods in
+//! [`server`](crate::server) are thin and call these.
+
+pub mod commands;
+pub mod dumps;
+pub mod live;
+pub mod sessions;

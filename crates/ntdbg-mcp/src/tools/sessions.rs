@@ -1,0 +1,148 @@
+//! `analyze_crash`, `list_sessions` and `close_session`.
+
+use crate::dto::{
+    CloseSessionParams, CloseSessionResult, ListSessionsResult, SessionInfo, SessionParams,
+};
+use crate::error::ToolError;
+use crate::rendered::Rendered;
+use crate::state::{blocking, State};
+use crate::tools::dumps::{event_line, frame_text};
+use ntdbg_analysis::Report;
+use std::fmt::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a call waits for a session that another call is using.
+pub const BUSY_WAIT: Duration = Duration::from_secs(120);
+
+/// Frames shown in the text of `analyze_crash` (the structured report has more).
+const TEXT_FRAMES: usize = 12;
+
+/// Full triage of a session's dump.
+pub async fn analyze_crash(
+    state: &Arc<State>,
+    p: SessionParams,
+) -> Result<Rendered<Report>, ToolError> {
+    let slot = state.sessions.get(&p.session_id)?;
+    let guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
+        .await
+        .map_err(|_| busy(&slot.id))?;
+    let report = blocking("analysing the crash", move || {
+        Ok(ntdbg_analysis::analyze(&guard))
+    })
+    .await?;
+    let text = render_report(&slot.id, &report);
+    Ok(Rendered::new(report, text))
+}
+
+/// The error for a session another call holds too long.
+pub fn busy(id: &str) -> ToolError {
+    ToolError::new(
+        "session_busy",
+        format!("session {id} is still running an earlier command"),
+    )
+    .with_hint("wait and retry, or use another session; close_session frees it")
+}
+
+fn render_report(id: &str, r: &Report) -> String {
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "session {id}: {} ({} {} dump, Windows {})",
+        r.dump.path, r.dump.arch, r.dump.kind, r.dump.os_build
+    );
+    let _ = writeln!(t, "signature: {}", r.signature);
+    let _ = writeln!(t, "event: {}", event_line(r));
+    if let Some(m) = &r.faulting_module {
+        let version = m.version.as_deref().unwrap_or("unknown");
+        let _ = writeln!(
+            t,
+            "faulting module: {} base {} size {} timestamp {} version {version}",
+            m.name, m.base, m.size, m.timestamp
+        );
+    }
+    t.push_str("stack:\n");
+    for f in r.stack.iter().take(TEXT_FRAMES) {
+        let _ = writeln!(t, "  {:02} {} ({})", f.frame, frame_text(f), f.found_by);
+    }
+    if r.stack.len() > TEXT_FRAMES {
+        let _ = writeln!(
+            t,
+            "  … {} more frame(s) in the structured result",
+            r.stack.len() - TEXT_FRAMES
+        );
+    }
+    for i in &r.inferences {
+        let _ = writeln!(t, "inference: {} (basis: {})", i.text, i.basis);
+    }
+    for l in &r.limitations {
+        let _ = writeln!(t, "limitation: {l}");
+    }
+    let _ = writeln!(t, "next commands: {}", r.next_commands.join("; "));
+    t
+}
+
+/// The open sessions.
+pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
+    let sessions: Vec<SessionInfo> = state
+        .sessions
+        .list()
+        .iter()
+        .map(|s| SessionInfo {
+            session_id: s.id.clone(),
+            target: s.path.display().to_string(),
+            kind: s.kind.clone(),
+            arch: s.arch.clone(),
+            run_state: "dump".into(),
+            busy: s.busy(),
+            symbols_path: s.symbols_path.clone(),
+            age_seconds: s.opened.elapsed().as_secs(),
+        })
+        .collect();
+    let mut text = if sessions.is_empty() {
+        "no open sessions (open_dump opens one)\n".to_string()
+    } else {
+        format!("{} open session(s)\n", sessions.len())
+    };
+    for s in &sessions {
+        let _ = writeln!(
+            text,
+            "{}  {}  {} {}  {}{}  age {}s",
+            s.session_id,
+            s.target,
+            s.kind,
+            s.arch,
+            s.run_state,
+            if s.busy { " (busy)" } else { "" },
+            s.age_seconds
+        );
+    }
+    Rendered::new(ListSessionsResult { sessions }, text)
+}
+
+/// Closes a session and drops its cached outputs.
+pub fn close_session(
+    state: &Arc<State>,
+    p: CloseSessionParams,
+) -> Result<Rendered<CloseSessionResult>, ToolError> {
+    let slot = state.sessions.remove(&p.session_id)?;
+    state.outputs().remove_session(&slot.id);
+    tracing::info!(session = %slot.id, "closed a session");
+    let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
+    let text = if open_sessions.is_empty() {
+        format!("closed {}; no sessions remain open\n", slot.id)
+    } else {
+        format!(
+            "closed {}; still open: {}\n",
+            slot.id,
+            open_sessions.join(", ")
+        )
+    };
+    Ok(Rendered::new(
+        CloseSessionResult {
+            session_id: slot.id.clone(),
+            open_sessions,
+        },
+        text,
+    ))
+}

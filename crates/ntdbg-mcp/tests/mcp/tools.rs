@@ -1,0 +1,363 @@
+//! The dump tools end to end on the shipped sample: open, analyze, commands, paging, files.
+
+use crate::common::*;
+use serde_json::json;
+
+#[tokio::test]
+async fn open_analyze_and_run_in_three_calls() {
+    let client = connect(Version::Handshake).await;
+    let r = call(
+        &client,
+        "open_dump",
+        json!({ "path": samples().join("crashy-x64-null.dmp") }),
+    )
+    .await;
+    let opened = ok(&r);
+    let id = opened["session_id"].as_str().expect("id");
+    assert_eq!(
+        text(&r).lines().next(),
+        Some(id),
+        "the session id is the first line"
+    );
+    assert_eq!(opened["kind"], "user");
+    assert_eq!(opened["arch"], "x64");
+    assert!(opened["signature"]
+        .as_str()
+        .unwrap_or("")
+        .contains("crashy!write_null"));
+    assert_eq!(opened["event"]["code"], "0xc0000005");
+    assert!(opened["stack"].is_null(), "stack only when asked");
+
+    let r = call(&client, "analyze_crash", json!({ "session_id": id })).await;
+    let report = ok(&r);
+    assert!(report["signature"]
+        .as_str()
+        .unwrap_or("")
+        .contains("crashy!write_null"));
+    assert_eq!(report["event"]["name"], "EXCEPTION_ACCESS_VIOLATION");
+    assert_eq!(report["faulting_module"]["name"], "crashy.exe");
+    assert!(text(&r).contains("crashy!write_null"));
+
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn; lm" }),
+    )
+    .await;
+    let run = ok(&r);
+    assert_eq!(run["trailer"], "[dump]");
+    assert_eq!(run["commands_executed"], 2);
+    assert_eq!(run["commands_skipped"], 0);
+    let results = run["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["index"], i);
+        assert_eq!(result["status"], "succeeded");
+        assert_eq!(result["truncated"], false);
+        assert!(result["command_id"].is_string());
+        assert_eq!(
+            result["bytes_total"],
+            result["output"].as_str().map(str::len).unwrap_or(0)
+        );
+        assert!(
+            result["result"].is_null(),
+            "typed results only with format json"
+        );
+    }
+    assert!(results[0]["output"]
+        .as_str()
+        .unwrap_or("")
+        .contains("crashy!write_null+0x7"));
+    assert!(results[1]["output"]
+        .as_str()
+        .unwrap_or("")
+        .contains("crashy"));
+    assert!(text(&r).trim_end().ends_with("[dump]"));
+    client.cancel().await.expect("cancel");
+}
+
+#[tokio::test]
+async fn open_dump_includes_what_was_asked() {
+    let client = connect(Version::Handshake).await;
+    let r = call(
+        &client,
+        "open_dump",
+        json!({ "path": samples().join("crashy-x64-null.dmp"), "include_stack": true, "include_modules": true, "include_threads": true }),
+    )
+    .await;
+    let v = ok(&r);
+    assert!(v["stack"].as_array().is_some_and(|s| !s.is_empty()));
+    assert!(v["module_list"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["name"] == "crashy")));
+    assert!(v["thread_list"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["event"] == true)));
+    client.cancel().await.expect("cancel");
+}
+
+#[tokio::test]
+async fn a_failure_stops_the_batch() {
+    let client = connect(Version::Handshake).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "r rip; nosuchcommand; kn\nlm" }),
+    )
+    .await;
+    let run = ok(&r);
+    let statuses: Vec<&str> = run["results"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["status"].as_str())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["succeeded", "failed", "not_executed", "not_executed"]
+    );
+    assert_eq!(run["commands_executed"], 2);
+    assert_eq!(run["commands_skipped"], 2);
+    let failed = &run["results"][1];
+    assert_eq!(failed["error"]["code"], "unknown_command");
+    assert!(failed["command_id"].is_string());
+    assert!(run["results"][2]["command_id"].is_null());
+    client.cancel().await.expect("cancel");
+}
+
+#[tokio::test]
+async fn json_format_adds_typed_results() {
+    let client = connect(Version::Modern).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": ".ecxr; kn; r rip", "format": "json" }),
+    )
+    .await;
+    let run = ok(&r);
+    assert_eq!(run["results"][1]["result"]["kind"], "stack");
+    assert_eq!(run["results"][2]["result"]["kind"], "registers");
+    client.cancel().await.expect("cancel");
+}
+
+#[tokio::test]
+async fn large_output_is_previewed_and_paged() {
+    let client = connect(Version::Handshake).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "dq @rsp L2000" }),
+    )
+    .await;
+    let result = &ok(&r)["results"][0];
+    assert_eq!(result["status"], "succeeded");
+    assert_eq!(result["truncated"], true);
+    let total = result["bytes_total"].as_u64().expect("bytes_total") as usize;
+    let preview = result["output"].as_str().expect("output");
+    assert!(total > ntdbg_mcp::limits::PREVIEW_THRESHOLD);
+    assert!(
+        preview.len() < ntdbg_mcp::limits::PREVIEW_THRESHOLD + 512,
+        "{}",
+        preview.len()
+    );
+    assert!(preview.contains("read_output"));
+    let command_id = result["command_id"].as_str().expect("id").to_string();
+
+    // Page through the whole output and get it back byte for byte.
+    let mut whole = String::new();
+    let mut offset = 0usize;
+    let mut pages = 0;
+    loop {
+        let r = call(
+            &client,
+            "read_output",
+            json!({ "command_id": command_id, "offset": offset, "limit": 10000 }),
+        )
+        .await;
+        let page = ok(&r);
+        assert_eq!(page["bytes_total"], total);
+        assert_eq!(page["offset"], offset);
+        whole.push_str(page["text"].as_str().expect("text"));
+        pages += 1;
+        match page["next_offset"].as_u64() {
+            Some(next) => offset = next as usize,
+            None => break,
+        }
+    }
+    assert_eq!(whole.len(), total);
+    assert!(pages >= 3, "{pages}");
+    assert!(whole.starts_with(&preview[..200]));
+
+    // grep: the address column of line 6 appears on that line (and nowhere else).
+    let needle: String = whole
+        .lines()
+        .nth(5)
+        .expect("line 6")
+        .chars()
+        .take(17)
+        .collect();
+    let r = call(
+        &client,
+        "read_output",
+        json!({ "command_id": command_id, "grep": needle }),
+    )
+    .await;
+    let grep = ok(&r);
+    assert_eq!(grep["matches"], 1, "{grep}");
+    assert!(
+        grep["text"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with(&format!("6:{needle}")),
+        "{grep}"
+    );
+    client.cancel().await.expect("cancel");
+}
+
+#[tokio::test]
+async fn output_file_is_written_inside_allowed_dirs_only() {
+    let dir = scratch("outfile");
+    let client = connect_with(Version::Handshake, [samples(), dir.clone()]).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let target = dir.join("kn.txt");
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn; lm", "output_file": target }),
+    )
+    .await;
+    let report = &ok(&r)["output_file"];
+    assert_eq!(report["written"], true, "{report}");
+    let written = std::fs::read_to_string(&target).expect("file");
+    assert!(
+        written.contains("> kn\n")
+            && written.contains("> lm\n")
+            && written.contains("crashy!write_null")
+    );
+    assert_eq!(report["bytes"], written.len());
+
+    // Never overwrites.
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn", "output_file": target }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "file_exists");
+    // Never outside.
+    let outside = std::env::temp_dir().join("ntdbg-mcp-outside.txt");
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn", "output_file": outside }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "path_not_allowed");
+    assert!(!outside.exists());
+    let sneaky = dir.join("../ntdbg-mcp-sneaky.txt");
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn", "output_file": sneaky }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "path_not_allowed");
+    client.cancel().await.expect("cancel");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn list_dumps_summarizes_headers() {
+    let dir = scratch("list");
+    std::fs::write(dir.join("broken.dmp"), b"MDMP\x93\xa7").expect("write");
+    std::fs::write(dir.join("notes.txt"), b"not a dump").expect("write");
+    std::fs::copy(samples().join("crashy-x64-null.dmp"), dir.join("copy.dmp")).expect("copy");
+    let client = connect_with(Version::Handshake, [dir.clone()]).await;
+    let r = call(&client, "list_dumps", json!({})).await;
+    let listing = ok(&r);
+    let dumps = listing["dumps"].as_array().expect("dumps");
+    assert_eq!(dumps.len(), 2, "{listing}");
+    let good = dumps
+        .iter()
+        .find(|d| d["path"].as_str().unwrap_or("").ends_with("copy.dmp"))
+        .expect("copy");
+    assert_eq!(good["kind"], "user");
+    assert_eq!(good["arch"], "x64");
+    assert_eq!(good["os_build"], "10.0.18362");
+    assert_eq!(good["code"], "0xc0000005");
+    assert!(good["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert!(good["headline"]
+        .as_str()
+        .is_some_and(|h| h.contains("EXCEPTION_ACCESS_VIOLATION")));
+    let bad = dumps
+        .iter()
+        .find(|d| d["path"].as_str().unwrap_or("").ends_with("broken.dmp"))
+        .expect("broken");
+    assert!(bad["error"]["code"].is_string(), "{bad}");
+
+    let r = call(&client, "list_dumps", json!({ "directory": samples() })).await;
+    assert_eq!(err(&r)["code"], "path_not_allowed");
+    client.cancel().await.expect("cancel");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn recursive_listing_finds_the_x86_samples() {
+    let client = connect(Version::Handshake).await;
+    let r = call(&client, "list_dumps", json!({ "recursive": true })).await;
+    let dumps = ok(&r)["dumps"].as_array().cloned().unwrap_or_default();
+    assert!(dumps.iter().any(|d| d["arch"] == "x86"), "{dumps:?}");
+    let r = call(&client, "list_dumps", json!({})).await;
+    let flat = ok(&r)["dumps"].as_array().cloned().unwrap_or_default();
+    assert!(flat.iter().all(|d| d["arch"] != "x86"));
+    client.cancel().await.expect("cancel");
+}
+
+/// A kernel triage dump from the shared corpus: listed with its bugcheck, opened, analysed.
+#[tokio::test]
+async fn kernel_dumps_are_listed_and_opened() {
+    let Some(corpus) = ntdbg_testutil::testdata_dir() else {
+        eprintln!("shared test corpus not found: skipping");
+        return;
+    };
+    let folder = corpus.join("rizin-testbins/dmp");
+    let client = connect_with(Version::Handshake, [folder.clone()]).await;
+    let r = call(&client, "list_dumps", json!({})).await;
+    let dumps = ok(&r)["dumps"].as_array().cloned().unwrap_or_default();
+    let triage = dumps
+        .iter()
+        .find(|d| d["path"].as_str().unwrap_or("").ends_with("triage_x64.dmp"))
+        .expect("triage_x64.dmp listed");
+    assert!(
+        triage["kind"].as_str().unwrap_or("").starts_with("kernel"),
+        "{triage}"
+    );
+    assert!(
+        triage["headline"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("bugcheck"),
+        "{triage}"
+    );
+
+    let r = call(
+        &client,
+        "open_dump",
+        json!({ "path": folder.join("triage_x64.dmp") }),
+    )
+    .await;
+    let opened = ok(&r);
+    assert_eq!(opened["event"]["type"], "bugcheck", "{opened}");
+    let id = opened["session_id"].as_str().expect("id").to_string();
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kb; lm" }),
+    )
+    .await;
+    assert_eq!(ok(&r)["commands_executed"], 2);
+    client.cancel().await.expect("cancel");
+}

@@ -1,0 +1,141 @@
+"""Fixtures for driving the real `ntdbg` binary with the official MCP Python SDK.
+
+The binary comes from $NTDBG_BIN, else target/release/ntdbg, else target/debug/ntdbg. Every
+server is allowed two directories: the repository's testdata/ (the shipped sample dumps) and a
+scratch folder holding damaged files for the error cases. HTTP servers listen on 127.0.0.1 with
+port 0 and report the real address on stderr; they are stopped at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[2]
+TESTDATA = REPO / "testdata"
+SAMPLE = TESTDATA / "crashy-x64-null.dmp"
+MODES = ["legacy", "2026-07-28"]  # the initialize handshake (2025-11-25) and the discover lifecycle
+
+
+def ntdbg_bin() -> Path:
+    if env := os.environ.get("NTDBG_BIN"):
+        return Path(env)
+    for profile in ("release", "debug"):
+        candidate = REPO / "target" / profile / "ntdbg"
+        if candidate.exists():
+            return candidate
+    raise RuntimeError("no ntdbg binary: build it (cargo build -p ntdbg-cli) or set NTDBG_BIN")
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An allowed folder with a text file named .dmp and a dump cut short."""
+    folder = tmp_path_factory.mktemp("allowed")
+    (folder / "notes.dmp").write_text("hello, this is no dump\n")
+    whole = SAMPLE.read_bytes()
+    (folder / "cut.dmp").write_bytes(whole[: len(whole) // 3])
+    return folder
+
+
+def mcp_args(scratch: Path) -> list[str]:
+    return ["mcp", "--offline", "--allow-dir", str(TESTDATA), "--allow-dir", str(scratch)]
+
+
+@dataclass
+class HttpServer:
+    """A running `ntdbg mcp --http` process."""
+
+    process: subprocess.Popen
+    url: str
+    stderr: list[str] = field(default_factory=list)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start_http(args: list[str], env: dict[str, str] | None = None) -> HttpServer:
+    process = subprocess.Popen(
+        [str(ntdbg_bin()), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    lines: list[str] = []
+    url = None
+    assert process.stderr is not None
+    for line in process.stderr:
+        lines.append(line)
+        if m := re.search(r"listening on (http://\S+/mcp)", line):
+            url = m.group(1)
+            break
+    if url is None:
+        process.kill()
+        raise RuntimeError(f"the HTTP server did not start: {''.join(lines)}")
+    server = HttpServer(process, url, lines)
+
+    def drain() -> None:  # keep reading stderr so the server never blocks on a full pipe
+        for line in process.stderr:  # type: ignore[union-attr]
+            server.stderr.append(line)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def http_server(scratch: Path) -> Iterator[HttpServer]:
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    yield server
+    server.stop()
+    assert server.process.returncode is not None
+
+
+@dataclass
+class Target:
+    """How a test reaches the server: transport and protocol mode."""
+
+    transport: str
+    mode: str
+    scratch: Path
+    http: HttpServer | None = None
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[Client]:
+        if self.transport == "stdio":
+            params = StdioServerParameters(command=str(ntdbg_bin()), args=mcp_args(self.scratch), cwd=str(REPO))
+            async with Client(params, mode=self.mode) as client:
+                yield client
+        else:
+            assert self.http is not None
+            async with Client(self.http.url, mode=self.mode) as client:
+                yield client
+
+
+@pytest.fixture(params=[(t, m) for t in ("stdio", "http") for m in MODES], ids=lambda p: f"{p[0]}-{p[1]}")
+def target(request: pytest.FixtureRequest, scratch: Path) -> Target:
+    transport, mode = request.param
+    http = request.getfixturevalue("http_server") if transport == "http" else None
+    return Target(transport, mode, scratch, http)
+

@@ -1,0 +1,34 @@
+"""Small assertions shared by the MCP client tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import Client
+
+
+async def call(client: Client, tool: str, **arguments: Any):
+    return await client.call_tool(tool, arguments)
+
+
+def ok(result) -> dict[str, Any]:
+    assert not result.is_error, f"tool failed: {text(result)}"
+    assert isinstance(result.structured_content, dict), "structuredContent must be an object"
+    return result.structured_content
+
+
+def err(result) -> dict[str, Any]:
+    assert result.is_error, f"expected an error, got {result.structured_content}"
+    e = result.structured_content
+    assert isinstance(e, dict), "errors carry structured content"
+    assert set(e) >= {"code", "message", "hint", "recoverable"}, e
+    assert isinstance(e["recoverable"], bool)
+    return e
+
+
+def text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+async def open_dump(client: Client, path) -> str:
+    return ok(await call(client, "open_dump", path=str(path)))["session_id"]

@@ -1,0 +1,158 @@
+"""The dump workflow and every error case, through the official client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import SAMPLE, TESTDATA, Target
+from helpers import call, err, ok, open_dump, text
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_triage_in_three_calls(target: Target) -> None:
+    async with target.connect() as client:
+        opened = await call(client, "open_dump", path=str(SAMPLE))
+        first = ok(opened)
+        sid = first["session_id"]
+        assert text(opened).splitlines()[0] == sid
+        assert "crashy!write_null" in first["signature"]
+        assert first["event"]["name"] == "EXCEPTION_ACCESS_VIOLATION"
+
+        report = ok(await call(client, "analyze_crash", session_id=sid))
+        assert "crashy!write_null" in report["signature"]
+        assert report["faulting_module"]["name"] == "crashy.exe"
+        assert report["stack"][0]["function"].startswith("write_null")
+
+        run = ok(await call(client, "run_command", session_id=sid, command="kn; lm"))
+        assert [r["status"] for r in run["results"]] == ["succeeded", "succeeded"]
+        assert run["trailer"] == "[dump]"
+        assert run["commands_executed"] == 2 and run["commands_skipped"] == 0
+        assert "crashy!write_null+0x7" in run["results"][0]["output"]
+        assert all(r["command_id"] and not r["truncated"] for r in run["results"])
+
+        closed = ok(await call(client, "close_session", session_id=sid))
+        assert closed["session_id"] == sid
+        gone = err(await call(client, "analyze_crash", session_id=sid))
+        assert gone["code"] == "unknown_session"
+
+
+async def test_batch_that_fails_midway(target: Target) -> None:
+    async with target.connect() as client:
+        sid = await open_dump(client, SAMPLE)
+        run = ok(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm"))
+        assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
+        assert run["results"][1]["error"]["code"] == "unknown_command"
+        assert run["commands_executed"] == 2 and run["commands_skipped"] == 2
+
+
+async def test_json_format_returns_typed_results(target: Target) -> None:
+    async with target.connect() as client:
+        sid = await open_dump(client, SAMPLE)
+        run = ok(await call(client, "run_command", session_id=sid, command=".ecxr; kn", format="json"))
+        assert run["results"][1]["result"]["kind"] == "stack"
+
+
+async def test_read_output_pages_the_whole_text(target: Target) -> None:
+    async with target.connect() as client:
+        sid = await open_dump(client, SAMPLE)
+        run = ok(await call(client, "run_command", session_id=sid, command="dq @rsp L2000"))
+        first = run["results"][0]
+        assert first["truncated"] is True
+        total = first["bytes_total"]
+        assert total > 16 * 1024 and len(first["output"]) < total
+        whole, offset = "", 0
+        while True:
+            page = ok(await call(client, "read_output", command_id=first["command_id"], offset=offset, limit=8000))
+            assert page["bytes_total"] == total
+            whole += page["text"]
+            if page["next_offset"] is None:
+                break
+            offset = page["next_offset"]
+        assert len(whole.encode()) == total
+        grep = ok(await call(client, "read_output", command_id=first["command_id"], grep=whole.splitlines()[3][:17]))
+        assert grep["matches"] == 1
+
+
+async def test_two_sessions_at_once(target: Target) -> None:
+    async with target.connect() as client:
+        ids: dict[str, str] = {}
+
+        async def opener(name: str) -> None:
+            ids[name] = await open_dump(client, TESTDATA / name)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(opener, "crashy-x64-null.dmp")
+            tg.start_soon(opener, "crashy-x64-divzero.dmp")
+        assert len(set(ids.values())) == 2
+        codes: dict[str, str] = {}
+
+        async def analyze(name: str) -> None:
+            codes[name] = ok(await call(client, "analyze_crash", session_id=ids[name]))["event"]["code"]
+
+        async with anyio.create_task_group() as tg:
+            for name in ids:
+                tg.start_soon(analyze, name)
+        assert codes == {"crashy-x64-null.dmp": "0xc0000005", "crashy-x64-divzero.dmp": "0xc0000094"}
+        listed = ok(await call(client, "list_sessions"))["sessions"]
+        assert {s["session_id"] for s in listed} >= set(ids.values())
+        for sid in ids.values():
+            ok(await call(client, "close_session", session_id=sid))
+
+
+async def test_list_dumps(target: Target) -> None:
+    async with target.connect() as client:
+        listing = ok(await call(client, "list_dumps", directory=str(TESTDATA), recursive=True))
+    by_name = {Path(d["path"]).name: d for d in listing["dumps"]}
+    null = by_name["crashy-x64-null.dmp"]
+    assert (null["kind"], null["arch"], null["code"]) == ("user", "x64", "0xc0000005")
+    assert "EXCEPTION_ACCESS_VIOLATION" in null["headline"]
+    assert by_name["crashy-x86-null.dmp"]["arch"] == "x86"
+
+
+async def test_error_cases(target: Target) -> None:
+    scratch = target.scratch
+    async with target.connect() as client:
+        e = err(await call(client, "open_dump", path=str(TESTDATA / "no-such.dmp")))
+        assert e["code"] == "file_not_found"
+        e = err(await call(client, "open_dump", path=str(scratch / "notes.dmp")))
+        assert e["code"] == "not_a_dump" and e["recoverable"] is False
+        e = err(await call(client, "open_dump", path=str(scratch / "cut.dmp")))
+        assert e["code"] == "corrupt_dump"
+        e = err(await call(client, "open_dump", path="/etc/passwd"))
+        assert e["code"] == "path_not_allowed"
+        e = err(await call(client, "open_dump", path=str(TESTDATA / ".." / ".." / "etc" / "passwd")))
+        assert e["code"] == "path_not_allowed"
+        e = err(await call(client, "list_dumps", directory="/"))
+        assert e["code"] == "path_not_allowed"
+
+        sid = await open_dump(client, SAMPLE)
+        e = err(await call(client, "run_command", session_id="s999-beef", command="kb"))
+        assert e["code"] == "unknown_session" and sid in e["hint"]
+        run = ok(await call(client, "run_command", session_id=sid, command="frobnicate"))
+        assert run["results"][0]["error"]["code"] == "unknown_command"
+        e = err(await call(client, "run_command", session_id=sid, command='.echo "unterminated'))
+        assert e["code"] == "syntax_error"
+        e = err(await call(client, "run_command", session_id=sid, command=";".join(["r"] * 65)))
+        assert e["code"] == "too_many_commands"
+        e = err(await call(client, "run_command", session_id=sid, command="kb", output_file="/tmp/ntdbg-out.txt"))
+        assert e["code"] == "path_not_allowed"
+        e = err(await call(client, "read_output", command_id="c424242-0000"))
+        assert e["code"] == "unknown_output"
+        e = err(await call(client, "attach", target="gdb:127.0.0.1:1234"))
+        assert e["code"] == "not_available" and "gdb-remote engine" in e["message"]
+
+
+async def test_output_file(target: Target) -> None:
+    out = target.scratch / f"kb-{target.transport}-{target.mode}.txt"
+    out.unlink(missing_ok=True)
+    async with target.connect() as client:
+        sid = await open_dump(client, SAMPLE)
+        run = ok(await call(client, "run_command", session_id=sid, command="kb", output_file=str(out)))
+        assert run["output_file"]["written"] is True
+        assert "crashy!write_null" in out.read_text()
+        e = err(await call(client, "run_command", session_id=sid, command="kb", output_file=str(out)))
+        assert e["code"] == "file_exists"
