@@ -125,9 +125,9 @@ pub enum Command {
         /// Worker threads (default: one per core).
         #[arg(long, short = 'j', value_name = "N")]
         jobs: Option<usize>,
-        /// Descend into sub-folders.
-        #[arg(long, short = 'r')]
-        recursive: bool,
+        /// Only the dumps directly in DIR (by default sub-folders are triaged too).
+        #[arg(long)]
+        top_level: bool,
         /// Symbol path for every dump (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,

@@ -10,7 +10,7 @@ pub fn list(dir: &Path, recursive: bool, json: bool) -> anyhow::Result<ExitCode>
     let rows = triage::list_dumps(dir, recursive)
         .map_err(|e| anyhow::anyhow!("cannot read folder {}: {e}", dir.display()))?;
     if rows.is_empty() {
-        hint_recursive(dir, recursive);
+        hint_recursive(dir, recursive, "add --recursive");
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
@@ -78,7 +78,7 @@ pub fn triage(
     let files = triage::find_dumps(dir, options.recursive)
         .map_err(|e| anyhow::anyhow!("cannot read folder {}: {e}", dir.display()))?;
     if files.is_empty() {
-        hint_recursive(dir, options.recursive);
+        hint_recursive(dir, options.recursive, "drop --top-level");
     }
     let bar = if std::io::stderr().is_terminal() {
         let bar = indicatif::ProgressBar::new(files.len() as u64);
@@ -153,15 +153,15 @@ fn write_summary(out: &mut impl Write, r: &TriageResult) -> std::io::Result<()> 
     Ok(())
 }
 
-/// On stderr: no dumps here, but some in sub-folders (`--recursive`).
-fn hint_recursive(dir: &Path, recursive: bool) {
+/// On stderr: no dumps here, but some in sub-folders, and the flag (`advice`) that reaches them.
+fn hint_recursive(dir: &Path, recursive: bool, advice: &str) {
     if recursive {
         return;
     }
     if let Ok(deeper) = triage::find_dumps(dir, true) {
         if !deeper.is_empty() {
             eprintln!(
-                "note: no dumps directly in {}; {} in sub-folders (add --recursive)",
+                "note: no dumps directly in {}; {} in sub-folders ({advice})",
                 dir.display(),
                 deeper.len()
             );

@@ -93,12 +93,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             html,
             jobs,
-            recursive,
+            top_level,
             symbols,
             offline,
         } => {
             let options = ntdbg_analysis::triage::TriageOptions {
-                recursive,
+                recursive: !top_level,
                 jobs: jobs.unwrap_or(0),
                 symbols,
                 offline,

@@ -229,7 +229,6 @@ fn list_and_triage_a_folder() {
     let o = ntdbg(&[
         "triage",
         &d,
-        "--recursive",
         "--json",
         "--jobs",
         "2",
@@ -249,7 +248,7 @@ fn list_and_triage_a_folder() {
     assert_eq!(v["failed"].as_array().map(Vec::len), Some(1));
     let page = std::fs::read_to_string(&html).expect("html written");
     assert!(page.contains("AV_WRITE_NULL crashy"), "{page}");
-    let o = ntdbg(&["triage", &d, "-r"]);
+    let o = ntdbg(&["triage", &d]);
     assert!(
         stdout(&o).contains("2 bucket(s), 1 failed"),
         "{}",
