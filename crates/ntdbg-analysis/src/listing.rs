@@ -100,8 +100,8 @@ pub(crate) fn collect_files(
     Ok(())
 }
 
-/// Whether the name says "dump".
-pub(crate) fn has_dump_name(path: &Path) -> bool {
+/// Whether the file name says it is a dump (`.dmp`, `.mdmp`, `.hdmp`, or a compressed `.dmp`).
+pub fn has_dump_name(path: &Path) -> bool {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
