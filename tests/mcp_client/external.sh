@@ -32,7 +32,7 @@ cat "$out.err"
 python3 - "$out" <<'PY'
 import json, sys
 tools = json.load(open(sys.argv[1]))["tools"]
-assert len(tools) == 10, [t["name"] for t in tools]
+assert len(tools) == 11, [t["name"] for t in tools]
 assert all("outputSchema" in t and "annotations" in t for t in tools)
 print(f"inspector: {len(tools)} tools, {len(json.dumps(tools, separators=(',', ':')))} characters")
 PY

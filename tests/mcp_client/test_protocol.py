@@ -13,6 +13,7 @@ pytestmark = pytest.mark.anyio
 
 TOOLS = {
     "list_dumps",
+    "triage_dumps",
     "open_dump",
     "analyze_crash",
     "run_command",

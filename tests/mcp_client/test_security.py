@@ -45,7 +45,7 @@ def test_malformed_stdio_lines_are_answered_and_survived(scratch) -> None:
     parse_errors = [r for r in replies if r["id"] is None]
     assert [e["error"]["code"] for e in parse_errors] == [-32700, -32700]
     assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
-    assert len(by_id[3]["result"]["tools"]) == 10
+    assert len(by_id[3]["result"]["tools"]) == 11
     assert len(replies) == 4
 
 

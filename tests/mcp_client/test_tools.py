@@ -156,3 +156,13 @@ async def test_output_file(target: Target) -> None:
         assert "crashy!write_null" in out.read_text()
         e = err(await call(client, "run_command", session_id=sid, command="kb", output_file=str(out)))
         assert e["code"] == "file_exists"
+
+
+async def test_triage_dumps(target: Target) -> None:
+    async with target.connect() as client:
+        result = ok(await call(client, "triage_dumps", directory=str(TESTDATA)))
+    assert result["dumps"] >= 11
+    signatures = [b["signature"] for b in result["buckets"]]
+    assert any("crashy!write_null" in s for s in signatures), signatures
+    null = next(b for b in result["buckets"] if "crashy!write_null" in b["signature"])
+    assert null["count"] >= 2 and null["representative"]["event"]["code"] == "0xc0000005"

@@ -22,6 +22,16 @@ pub struct ListDumpsParams {
     pub recursive: bool,
 }
 
+/// `triage_dumps` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TriageDumpsParams {
+    /// Folder to triage (default: the first allowed directory).
+    pub directory: Option<String>,
+    /// Also triage subfolders (default true).
+    pub recursive: Option<bool>,
+}
+
 /// `open_dump` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -8,7 +8,7 @@ use crate::dto::{
     AttachParams, AttachResult, CloseSessionParams, CloseSessionResult, ListDumpsParams,
     ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult, ReadOutputParams,
     ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult, SessionParams,
-    WaitForEventParams,
+    TriageDumpsParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
@@ -16,6 +16,7 @@ use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
 use crate::tools;
+use ntdbg_analysis::triage::TriageResult;
 use ntdbg_analysis::Report;
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -29,6 +30,7 @@ use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServe
 use std::sync::Arc;
 
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts for each: kind, arch, OS build, time, exception headline. Fast (headers only); unreadable files are listed with the reason. Then open_dump the one to investigate.";
+const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder (subfolders too unless recursive is false) and group them by crash signature: buckets largest first, each with count, first/last seen, affected modules, the dumps and one representative analysis; unreadable dumps listed as failed. For one dump use open_dump.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user minidump or kernel dump) as a new session. The text's first line is the session_id; the result also gives a first triage: exception or bugcheck, faulting frame and module, crash signature. Next: analyze_crash(session_id), then run_command with WinDbg commands such as \"kb\". Sessions are independent; close_session frees one.";
 const ANALYZE_CRASH: &str = "Full crash triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, module (version, timestamp), symbolized stack with source lines, stable crash signature, inferences with their basis, limitations (missing symbols or memory) and next commands for run_command.";
 const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump].";
@@ -85,6 +87,19 @@ impl NtdbgServer {
         Parameters(p): Parameters<ListDumpsParams>,
     ) -> Result<Rendered<ListDumpsResult>, ToolError> {
         tools::dumps::list_dumps(&self.state, p).await
+    }
+
+    #[tool(
+        input_schema = schema::input::<TriageDumpsParams>(),
+        description = TRIAGE_DUMPS,
+        output_schema = schema::output::<TriageResult>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
+    )]
+    async fn triage_dumps(
+        &self,
+        Parameters(p): Parameters<TriageDumpsParams>,
+    ) -> Result<Rendered<TriageResult>, ToolError> {
+        tools::dumps::triage_dumps(&self.state, p).await
     }
 
     #[tool(

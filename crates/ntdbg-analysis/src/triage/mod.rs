@@ -36,7 +36,7 @@ pub struct TriageOptions {
 }
 
 /// The result of a batch triage.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TriageResult {
     /// How many dump files were found (analysed or failed).
     pub dumps: usize,
@@ -47,7 +47,7 @@ pub struct TriageResult {
 }
 
 /// Dumps that share a crash signature.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Bucket {
     /// The shared signature ([`Report::signature`]).
     pub signature: String,
@@ -64,12 +64,14 @@ pub struct Bucket {
     pub modules: Vec<String>,
     /// The dumps' paths, sorted.
     pub dumps: Vec<String>,
-    /// The full report of the first dump.
+    /// The full report of the first dump (the shape of `analyze --json`; its schema is left
+    /// open here so that tool definitions stay small).
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub representative: Report,
 }
 
 /// A dump that could not be analysed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FailedDump {
     /// Its path.
     pub path: String,

@@ -2,17 +2,80 @@
 
 use crate::dto::{
     ListDumpsParams, ListDumpsResult, ModuleBrief, OpenDumpParams, OpenDumpResult, ThreadBrief,
+    TriageDumpsParams,
 };
 use crate::error::ToolError;
 use crate::listing;
 use crate::paths::AllowedDirs;
 use crate::rendered::Rendered;
 use crate::state::{blocking, State};
+use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
 use ntdbg_analysis::{Report, StackEntry};
 use ntdbg_engine::{module_name, Session};
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Most dumps one `triage_dumps` call analyses (`ntdbg triage` has no limit).
+const MAX_TRIAGE_DUMPS: usize = 2000;
+
+/// Analyses every dump of a folder and groups them by crash signature.
+pub async fn triage_dumps(
+    state: &Arc<State>,
+    p: TriageDumpsParams,
+) -> Result<Rendered<TriageResult>, ToolError> {
+    let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
+    let recursive = p.recursive.unwrap_or(true);
+    let st = state.clone();
+    let result = blocking("triaging dumps", move || {
+        let files = triage::find_dumps(&dir, recursive).map_err(|e| {
+            ToolError::new("io_error", format!("cannot read {}: {e}", dir.display()))
+        })?;
+        if files.len() > MAX_TRIAGE_DUMPS {
+            return Err(ToolError::new(
+                "too_many_dumps",
+                format!(
+                    "{} dumps under {}: at most {MAX_TRIAGE_DUMPS} per call",
+                    files.len(),
+                    dir.display()
+                ),
+            )
+            .with_hint("triage a subfolder, or run `ntdbg triage DIR` from a shell"));
+        }
+        // Symbolic links may lead out of the allowed directories: those are refused.
+        let (inside, outside): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|f| st.allowed.check_existing(f).is_ok());
+        let options = TriageOptions {
+            recursive,
+            offline: st.offline,
+            ..Default::default()
+        };
+        let mut result = triage::triage_paths(&inside, &options, &|_, _| {});
+        result.dumps += outside.len();
+        result
+            .failed
+            .extend(outside.into_iter().map(|f| FailedDump {
+                path: f.display().to_string(),
+                error: "outside the allowed directories".into(),
+            }));
+        Ok(result)
+    })
+    .await?;
+    let mut text = format!(
+        "{} dump(s): {} bucket(s), {} failed\n",
+        result.dumps,
+        result.buckets.len(),
+        result.failed.len()
+    );
+    for b in &result.buckets {
+        let _ = writeln!(text, "{:>5}  {}  ({})", b.count, b.signature, b.kind);
+    }
+    for f in &result.failed {
+        let _ = writeln!(text, "failed: {}: {}", f.path, f.error);
+    }
+    Ok(Rendered::new(result, text))
+}
 
 /// Lists the dumps of a folder with their header facts.
 pub async fn list_dumps(

@@ -19,7 +19,7 @@ async fn handshake_negotiates_2025_11_25() {
         .as_deref()
         .unwrap_or("")
         .contains("open_dump"));
-    assert_eq!(client.list_all_tools().await.expect("tools").len(), 10);
+    assert_eq!(client.list_all_tools().await.expect("tools").len(), 11);
     client.cancel().await.expect("cancel");
 }
 
@@ -28,7 +28,7 @@ async fn discover_negotiates_2026_07_28() {
     let client = connect(Version::Modern).await;
     let info = client.peer_info().expect("server info");
     assert_eq!(info.protocol_version, ProtocolVersion::V_2026_07_28);
-    assert_eq!(client.list_all_tools().await.expect("tools").len(), 10);
+    assert_eq!(client.list_all_tools().await.expect("tools").len(), 11);
     let id = open(&client, "crashy-x64-null.dmp").await;
     let r = call(&client, "analyze_crash", json!({ "session_id": id })).await;
     assert!(ok(&r)["signature"]
@@ -80,7 +80,7 @@ async fn malformed_lines_get_errors_and_the_server_keeps_serving() {
     let reply: serde_json::Value =
         serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
     assert_eq!(reply["id"], 3);
-    assert_eq!(reply["result"]["tools"].as_array().map(Vec::len), Some(10));
+    assert_eq!(reply["result"]["tools"].as_array().map(Vec::len), Some(11));
 
     // End of input (stdin closed): the server finishes.
     client_w.shutdown().await.unwrap();

@@ -15,6 +15,7 @@ const TOOLS: &[&str] = &[
     "open_dump",
     "read_output",
     "run_command",
+    "triage_dumps",
     "wait_for_event",
 ];
 
