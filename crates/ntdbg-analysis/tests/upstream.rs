@@ -121,7 +121,7 @@ fn cases() -> Vec<Case> {
             stackwalk: Stackwalk::Generated("symbolic-windows-mini"),
             upstream: upstream_symbolic_mini,
             known: &[],
-            note: "symbol path = the fixtures folder (crash.sym and crash.pdb): ntdbg-symbols looks for a Breakpad .sym first, and crash.sym has no inline records; see the crash.pdb-only row",
+            note: "symbol path = the fixtures folder (crash.sym and crash.pdb): the PDB wins, as in WinDbg; physical frames compared (inline frames: see the crash.pdb-only row)",
         },
         Case {
             // The same dump with crash.pdb alone: the symbol store prefers a Breakpad .sym when
