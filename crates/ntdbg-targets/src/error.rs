@@ -38,6 +38,14 @@ pub enum TargetError {
         /// What is unsupported.
         what: String,
     },
+    /// A live target (GDB remote stub) failed: connection, timeout, protocol or stub error.
+    #[error("live target {origin}: {source}")]
+    Live {
+        /// The connection string.
+        origin: String,
+        /// What the GDB remote client reported.
+        source: ntdbg_gdbremote::GdbError,
+    },
 }
 
 impl TargetError {
@@ -51,6 +59,7 @@ impl TargetError {
             TargetError::NotADump { .. } => "not_a_dump",
             TargetError::Corrupt { .. } => "corrupt_dump",
             TargetError::Unsupported { .. } => "unsupported_dump",
+            TargetError::Live { source, .. } => source.code(),
         }
     }
 }

@@ -20,12 +20,14 @@
 
 pub mod context;
 mod error;
+pub mod gdb_target;
 pub mod kernel_dump;
 mod memory;
 mod model;
 mod user_dump;
 
 pub use error::TargetError;
+pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView};
 pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};

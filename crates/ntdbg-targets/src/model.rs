@@ -18,11 +18,13 @@ pub enum TargetKind {
     KernelFull,
     /// A bitmap dump (DumpType 5 full or 6 kernel): physical pages listed by a bitmap.
     KernelBitmap,
+    /// A live user-mode process behind a GDB remote stub (gdbserver, `winedbg --gdb`).
+    Live,
 }
 
 impl TargetKind {
     /// Stable key, as used in JSON (`"user"`, `"kernel-small"`, `"kernel-triage"`, `"kernel"`,
-    /// `"kernel-full"`, `"kernel-bitmap"`).
+    /// `"kernel-full"`, `"kernel-bitmap"`, `"live"`).
     pub fn name(self) -> &'static str {
         match self {
             TargetKind::UserDump => "user",
@@ -31,12 +33,13 @@ impl TargetKind {
             TargetKind::Kernel => "kernel",
             TargetKind::KernelFull => "kernel-full",
             TargetKind::KernelBitmap => "kernel-bitmap",
+            TargetKind::Live => "live",
         }
     }
 
     /// Whether this is a kernel-mode target.
     pub fn is_kernel(self) -> bool {
-        !matches!(self, TargetKind::UserDump)
+        !matches!(self, TargetKind::UserDump | TargetKind::Live)
     }
 }
 
