@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# ntdbg analyze --json vs minidump-stackwalk --json on the same dumps and the same Breakpad
+# symbols, run alternately in one script: median wall time and peak RSS of N runs each.
+#
+# usage: bench/vs-stackwalk.sh [RUNS]   (needs target/release/ntdbg and minidump-stackwalk on PATH:
+#        cargo build --release; cargo install --locked minidump-stackwalk)
+set -euo pipefail
+RUNS=${1:-11}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
+NTDBG=$ROOT/target/release/ntdbg
+MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
+[ -x "$NTDBG" ] || { echo "build first: cargo build --release" >&2; exit 2; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# Firefox symbols are kept as .sym.xz; minidump-stackwalk reads plain .sym only.
+FF_SYMS=$WORK/firefox-symbols
+cp -r "$T/mozilla-minidump-stackwalk-pgo/pgo_data/symbols" "$FF_SYMS"
+find "$FF_SYMS" -name '*.sym.xz' -exec xz -d {} +
+
+cases=(
+  "breakpad minidump2|$T/google-breakpad/src/processor/testdata/minidump2.dmp|$T/google-breakpad/src/processor/testdata/symbols"
+  "symbolic mini (crash.sym)|$T/getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp|$WORK/mini-syms"
+  "firefox x86_64|$T/mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp|$FF_SYMS"
+  "firefox aarch64|$T/mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-aarch64.dmp|$FF_SYMS"
+  "lldb sigsegv (no symbols)|$T/llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp|$WORK/empty"
+)
+mkdir -p "$WORK/empty" "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361"
+cp "$T/getsentry-symbolic/symbolic-testutils/fixtures/windows/crash.sym" \
+   "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361/crash.sym"
+
+# One run: wall seconds (nanosecond clock) and peak RSS in KiB (GNU time).
+measure() {
+  local start end
+  start=$(date +%s.%N)
+  /usr/bin/time -f "%M" "$@" >/dev/null 2>"$WORK/time" || true
+  end=$(date +%s.%N)
+  echo "$(echo "$end - $start" | bc -l) $(tail -1 "$WORK/time")"
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+
+printf '| dump | ntdbg median s | minidump-stackwalk median s | ratio (msw/ntdbg) | ntdbg peak RSS MiB | msw peak RSS MiB |\n|---|---|---|---|---|---|\n'
+for c in "${cases[@]}"; do
+  IFS='|' read -r name dump syms <<<"$c"
+  : >"$WORK/n"; : >"$WORK/m"
+  for _ in $(seq "$RUNS"); do
+    measure "$NTDBG" analyze "$dump" --json --offline --symbols "$syms" >>"$WORK/n"
+    measure "$MSW" --json --features stable-all "$dump" "$syms" >>"$WORK/m"
+  done
+  nt=$(cut -d' ' -f1 "$WORK/n" | median); mt=$(cut -d' ' -f1 "$WORK/m" | median)
+  nr=$(cut -d' ' -f2 "$WORK/n" | median); mr=$(cut -d' ' -f2 "$WORK/m" | median)
+  ratio=$(awk -v a="$mt" -v b="$nt" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+  printf '| %s | %.3f | %.3f | %s | %.1f | %.1f |\n' "$name" "$nt" "$mt" "$ratio" "$(echo "$nr/1024" | bc -l)" "$(echo "$mr/1024" | bc -l)"
+done
