@@ -132,6 +132,8 @@ async def test_error_cases(target: Target) -> None:
         sid = await open_dump(client, SAMPLE)
         e = err(await call(client, "run_command", session_id="s999-beef", command="kb"))
         assert e["code"] == "unknown_session" and sid in e["hint"]
+        run = ok(await call(client, "run_command", session_id=sid, command=".sympath /etc"))
+        assert run["results"][0]["error"]["code"] == "host_effect_refused"
         run = ok(await call(client, "run_command", session_id=sid, command="frobnicate"))
         assert run["results"][0]["error"]["code"] == "unknown_command"
         e = err(await call(client, "run_command", session_id=sid, command='.echo "unterminated'))

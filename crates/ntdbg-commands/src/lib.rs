@@ -25,4 +25,4 @@ pub mod table;
 
 pub use error::CommandError;
 pub use output::{CommandOutput, ModuleRow, NamedValue, ThreadRow, TypedResult};
-pub use run::{run_batch, run_command, CommandResult, Status};
+pub use run::{run_batch, run_command, run_command_with, CommandResult, Policy, Status};

@@ -109,6 +109,40 @@ pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>
     Ok(results)
 }
 
+/// What a front end lets commands do, read from each command's [`CommandSpec`] metadata
+/// (never from its name, so aliases cannot slip past).
+///
+/// [`CommandSpec`]: crate::spec::CommandSpec
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Policy {
+    /// Refuse commands that act on the host (choose which files or servers are read, start
+    /// processes) when they are given arguments; showing state stays allowed.
+    pub refuse_host_effects: bool,
+}
+
+/// [`run_command`] under a front end's [`Policy`].
+pub fn run_command_with(
+    session: &mut Session,
+    text: &str,
+    policy: Policy,
+) -> Result<CommandOutput, CommandError> {
+    if policy.refuse_host_effects {
+        let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
+        let acts = table::lookup(line.name).is_some_and(|spec| spec.host_effect);
+        if acts && !line.args.trim().is_empty() {
+            return Err(CommandError::new(
+                "host_effect_refused",
+                format!(
+                    "'{}' with arguments acts on the host and is refused here",
+                    excerpt(line.name)
+                ),
+            )
+            .with_hint("give the symbol path when opening the dump (open_dump symbols_path)"));
+        }
+    }
+    run_command(session, text)
+}
+
 /// Runs one command (no `;` splitting), honouring a thread prefix.
 pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, CommandError> {
     let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;

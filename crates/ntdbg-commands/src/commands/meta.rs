@@ -24,13 +24,18 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "",
         help,
     ),
-    CommandSpec::inspect(
-        &[".sympath", ".sympath+"],
-        ".sympath [PATH] | .sympath+ PATH",
-        "show, replace or extend the symbol path (reloads symbols)",
-        "PATH uses WinDbg syntax: directories, cache*DIR, srv*CACHE*URL, separated by `;`.",
-        sympath,
-    ),
+    // Setting the path decides which host folders and servers are read: a host effect.
+    CommandSpec {
+        host_effect: true,
+        ..CommandSpec::inspect(
+            &[".sympath", ".sympath+"],
+            ".sympath [PATH] | .sympath+ PATH",
+            "show, replace or extend the symbol path (reloads symbols)",
+            "PATH uses WinDbg syntax: directories, cache*DIR, srv*CACHE*URL, separated by `;`. \
+             Over MCP only showing the path is allowed: give symbols_path to open_dump instead.",
+            sympath,
+        )
+    },
     CommandSpec::inspect(
         &[".reload"],
         ".reload [/f [MODULE]]",

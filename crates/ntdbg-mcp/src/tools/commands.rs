@@ -73,7 +73,11 @@ pub async fn run_command(
                 break;
             }
             let thread = session.current_thread_index();
-            let outcome = ntdbg_commands::run_command(&mut session, cmd);
+            // Over MCP a command may not choose which host files are read (`.sympath DIR`).
+            let policy = ntdbg_commands::Policy {
+                refuse_host_effects: true,
+            };
+            let outcome = ntdbg_commands::run_command_with(&mut session, cmd, policy);
             let failed = outcome.is_err();
             if tx.send((i, thread, outcome)).is_err() || failed {
                 break;
