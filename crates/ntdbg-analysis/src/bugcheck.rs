@@ -751,7 +751,7 @@ pub(crate) fn bugcheck_report(
     config: &crate::signature::SignatureConfig,
 ) -> crate::report::Report {
     use crate::report::{
-        module_facts, stack_entry, symbol_limitations, EventFacts, Inference, Report, REPORT_FRAMES,
+        frame_limitations, module_facts, stack_entry, EventFacts, Inference, Report, REPORT_FRAMES,
     };
     use crate::signature::{bucket_signature, is_system_module};
     let hex = |v: u64| format!("{v:#x}");
@@ -790,14 +790,7 @@ pub(crate) fn bugcheck_report(
             Vec::new()
         }
     };
-    limitations.extend(symbol_limitations(session, &frames));
-    if frames
-        .iter()
-        .take(REPORT_FRAMES)
-        .any(|f| f.found_by.name() == "scan")
-    {
-        limitations.push("some frames were found by stack scanning and may be spurious".into());
-    }
+    limitations.extend(frame_limitations(session, &frames));
 
     let module_from_params = d.faulting_address.and_then(|a| session.module_at(a));
     let module_from_stack = || {

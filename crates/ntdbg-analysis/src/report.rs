@@ -192,15 +192,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             }
         },
     };
-    limitations.extend(symbol_limitations(session, &frames));
-    if frames
-        .iter()
-        .take(REPORT_FRAMES)
-        .any(|f| f.found_by.name() == "scan")
-    {
-        limitations
-            .push("some frames were found by stack scanning and may be spurious".to_string());
-    }
+    limitations.extend(frame_limitations(session, &frames));
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
     let tag = decoded
@@ -273,8 +265,21 @@ pub(crate) fn stack_entry(f: &Frame) -> StackEntry {
     }
 }
 
+/// What the reported frames cannot vouch for: modules without symbols, scanned frames.
+pub(crate) fn frame_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
+    let mut out = symbol_limitations(session, frames);
+    if frames
+        .iter()
+        .take(REPORT_FRAMES)
+        .any(|f| f.found_by.name() == "scan")
+    {
+        out.push("some frames were found by stack scanning and may be spurious".to_string());
+    }
+    out
+}
+
 /// One line per module on the stack whose symbols were not found.
-pub(crate) fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
+fn symbol_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
     let mut seen = Vec::new();
     let mut out = Vec::new();
     for f in frames.iter().take(REPORT_FRAMES) {
