@@ -19,6 +19,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use crate::locate::path_ci;
+use crate::progress::{CountingReader, Progress};
 use crate::SymbolPath;
 
 /// The default time budget for one module's downloads.
@@ -41,6 +42,8 @@ pub(crate) struct DownloadState {
     agent: OnceLock<ureq::Agent>,
     /// Counter for unique temporary file names.
     temp: AtomicU64,
+    /// What is loading and downloading now, for an observer.
+    pub(crate) progress: Progress,
 }
 
 impl DownloadState {
@@ -328,6 +331,9 @@ impl<'a> Downloads<'a> {
     }
 
     fn request(&self, server: &Server, url: &str, text: bool, timeout: Duration) -> Got {
+        // Files (not `file.ptr`) are reported from the request on: a slow server shows.
+        let file = url.rsplit('/').next().unwrap_or(url);
+        let transfer = (!text).then(|| self.state.progress.transfer(file));
         let response = self
             .state
             .agent()
@@ -346,14 +352,23 @@ impl<'a> Downloads<'a> {
             s => return Got::Status(s),
         }
         let limit = if text { MAX_POINTER } else { MAX_DOWNLOAD };
+        let total = response.body().content_length();
         let mut reader = response.body_mut().with_config().limit(limit).reader();
-        if text {
+        let Some(transfer) = transfer else {
             let mut buf = Vec::new();
             return match reader.read_to_end(&mut buf) {
                 Ok(_) => Got::Text(String::from_utf8_lossy(&buf).into_owned()),
                 Err(e) => Got::Failed(format!("transfer failed: {e}")),
             };
-        }
+        };
+        transfer.report(0, total);
+        let mut reader = CountingReader {
+            inner: reader,
+            guard: &transfer,
+            total,
+            bytes: 0,
+            reported: 0,
+        };
         let n = self.state.temp.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = std::fs::create_dir_all(&server.cache) {
             return Got::Failed(format!("cannot create {}: {e}", server.cache.display()));

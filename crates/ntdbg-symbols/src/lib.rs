@@ -8,7 +8,8 @@
 //!   size, else read from dump memory) for identification and unwinding. Files missing
 //!   locally are downloaded from the path's HTTP symbol servers into their cache (also
 //!   CAB-compressed `name.pd_` and `file.ptr`), verified, with a per-module time budget, a
-//!   per-session negative cache and an offline switch.
+//!   per-session negative cache and an offline switch. [`SymbolStore::preload`] loads many
+//!   modules at once ([`PARALLEL_LOADS`]); a [`DownloadObserver`] follows the progress.
 //! - [`TypeDb`]: a PDB's types, rendered as WinDbg's `dt` shows them.
 //! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
 //!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
@@ -45,6 +46,7 @@ mod module;
 mod path;
 mod pdb_address;
 mod pdb_sym;
+mod progress;
 mod store;
 mod types;
 mod unwind;
@@ -56,7 +58,8 @@ pub use error::SymbolError;
 pub use image::ImageSource;
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
-pub use store::SymbolStore;
+pub use progress::{DownloadObserver, DownloadProgress, Transfer};
+pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{FieldInfo, ReadMemory, TypeDb, MAX_RECURSION};
 pub use wildcard::wildcard_match;
 

@@ -1,7 +1,7 @@
 //! The symbol store: loads module symbols on first use and keeps them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -9,7 +9,14 @@ use minidump::{MinidumpModule, Module};
 
 use crate::download::{DownloadState, Downloads, DEFAULT_TIMEOUT};
 use crate::load::load_module;
-use crate::{ModuleSymbols, SymbolPath};
+use crate::{DownloadObserver, ModuleSymbols, SymbolPath};
+
+/// Most modules [`SymbolStore::preload`] loads at once (each may wait on a symbol server).
+pub const PARALLEL_LOADS: usize = 8;
+
+/// Reads `len` bytes of target memory at an address, all or nothing; callable from several
+/// threads.
+pub type ReadImage<'a> = &'a (dyn Fn(u64, usize) -> Option<Vec<u8>> + Sync);
 
 /// Cache key: a module is its base, size and name (one dump never reuses a base for a
 /// different module; the extra fields guard against mixing dumps).
@@ -26,6 +33,8 @@ type Key = (u64, u32, String);
 /// again and an unreachable server is not contacted again. [`SymbolStore::set_offline`] (or
 /// `NTDBG_OFFLINE=1` in the environment) turns the network off; each module's downloads
 /// share a time budget ([`SymbolStore::set_download_timeout`], 10 s by default).
+/// [`SymbolStore::preload`] loads many modules at once, [`PARALLEL_LOADS`] at a time, and a
+/// [`DownloadObserver`] can follow the work.
 #[derive(Debug)]
 pub struct SymbolStore {
     path: RwLock<SymbolPath>,
@@ -114,33 +123,79 @@ impl SymbolStore {
         module: &MinidumpModule,
         read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
     ) -> Arc<ModuleSymbols> {
+        self.cell(module)
+            .get_or_init(|| {
+                self.downloads.progress.modules_queued(1);
+                let symbols = self.load(module, read_image);
+                self.downloads.progress.module_done();
+                symbols
+            })
+            .clone()
+    }
+
+    /// Loads the symbols of all `modules` now, up to [`PARALLEL_LOADS`] at a time, so that
+    /// their symbol-server downloads overlap; [`SymbolStore::module`] then answers from the
+    /// cache. Each module keeps its own download budget; the cache, the negative cache and
+    /// offline mode apply as for [`SymbolStore::module`]. Modules already loaded are skipped.
+    pub fn preload(&self, modules: &[&MinidumpModule], read_image: ReadImage<'_>) {
+        let pending: Vec<_> = modules
+            .iter()
+            .map(|m| (*m, self.cell(m)))
+            .filter(|(_, cell)| cell.get().is_none())
+            .collect();
+        self.downloads.progress.modules_queued(pending.len());
+        let next = AtomicUsize::new(0);
+        let worker = || {
+            while let Some((module, cell)) = pending.get(next.fetch_add(1, Ordering::Relaxed)) {
+                cell.get_or_init(|| self.load(module, read_image));
+                // Counted as queued above, whoever ended up loading it.
+                self.downloads.progress.module_done();
+            }
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..PARALLEL_LOADS.min(pending.len()) {
+                scope.spawn(worker);
+            }
+        });
+    }
+
+    /// Tells `observer` (or, with `None`, nobody) how loading and downloading advance.
+    pub fn set_download_observer(&self, observer: Option<Arc<dyn DownloadObserver>>) {
+        self.downloads.progress.set_observer(observer);
+    }
+
+    /// The cache cell of a module (created empty on first sight).
+    fn cell(&self, module: &MinidumpModule) -> Arc<OnceLock<Arc<ModuleSymbols>>> {
         let key: Key = (
             module.base_address(),
             module.raw.size_of_image,
             module.code_file().into_owned(),
         );
-        let cell = {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.entry(key).or_default().clone()
-        };
-        cell.get_or_init(|| {
-            let path = self.path();
-            let codeview_paths = self.codeview_paths.load(Ordering::Relaxed);
-            let mut downloads = Downloads::new(
-                &path,
-                &self.downloads,
-                self.offline(),
-                self.download_timeout(),
-            );
-            Arc::new(load_module(
-                &path,
-                module,
-                read_image,
-                codeview_paths,
-                &mut downloads,
-            ))
-        })
-        .clone()
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.entry(key).or_default().clone()
+    }
+
+    /// Loads one module's symbols with the current settings.
+    fn load(
+        &self,
+        module: &MinidumpModule,
+        read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    ) -> Arc<ModuleSymbols> {
+        let path = self.path();
+        let codeview_paths = self.codeview_paths.load(Ordering::Relaxed);
+        let mut downloads = Downloads::new(
+            &path,
+            &self.downloads,
+            self.offline(),
+            self.download_timeout(),
+        );
+        Arc::new(load_module(
+            &path,
+            module,
+            read_image,
+            codeview_paths,
+            &mut downloads,
+        ))
     }
 
     /// Symbols already loaded for the module at `base`, without loading.

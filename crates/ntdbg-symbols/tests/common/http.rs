@@ -3,18 +3,27 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// A minimal HTTP/1.1 file server: `GET /a/b/c` serves `ROOT/a/b/c` (components matched
-/// case-insensitively, as Windows symbol servers do), else 404. Every request is logged.
+/// case-insensitively, as Windows symbol servers do), else 404. Every request is logged, and
+/// the most requests in flight at once is kept.
 pub struct TestServer {
     addr: String,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
     log: Arc<Mutex<Vec<String>>>,
+    load: Arc<Load>,
+}
+
+/// Requests being served now, and the most at once.
+#[derive(Default)]
+struct Load {
+    now: AtomicUsize,
+    max: AtomicUsize,
 }
 
 impl TestServer {
@@ -23,15 +32,21 @@ impl TestServer {
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (root, stop2, log2) = (root.to_path_buf(), stop.clone(), log.clone());
+        let load = Arc::new(Load::default());
+        let (root, stop2, log2, load2) = (
+            root.to_path_buf(),
+            stop.clone(),
+            log.clone(),
+            load.clone(),
+        );
         let accept = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if stop2.load(Ordering::SeqCst) {
                     break;
                 }
                 let Ok(conn) = conn else { continue };
-                let (root, log) = (root.clone(), log2.clone());
-                std::thread::spawn(move || serve(conn, &root, delay, &log));
+                let (root, log, load) = (root.clone(), log2.clone(), load2.clone());
+                std::thread::spawn(move || serve(conn, &root, delay, &log, &load));
             }
         });
         TestServer {
@@ -39,7 +54,13 @@ impl TestServer {
             stop,
             accept: Some(accept),
             log,
+            load,
         }
+    }
+
+    /// The most requests the server was answering at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.load.max.load(Ordering::SeqCst)
     }
 
     pub fn url(&self) -> String {
@@ -66,7 +87,13 @@ impl Drop for TestServer {
     }
 }
 
-fn serve(mut conn: TcpStream, root: &Path, delay: Duration, log: &Mutex<Vec<String>>) {
+fn serve(
+    mut conn: TcpStream,
+    root: &Path,
+    delay: Duration,
+    log: &Mutex<Vec<String>>,
+    load: &Load,
+) {
     let mut request = Vec::new();
     let mut buf = [0u8; 1024];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16384 {
@@ -77,7 +104,10 @@ fn serve(mut conn: TcpStream, root: &Path, delay: Duration, log: &Mutex<Vec<Stri
     }
     let text = String::from_utf8_lossy(&request);
     let target = text.split_whitespace().nth(1).unwrap_or("/").to_string();
+    let now = load.now.fetch_add(1, Ordering::SeqCst) + 1;
+    load.max.fetch_max(now, Ordering::SeqCst);
     std::thread::sleep(delay);
+    load.now.fetch_sub(1, Ordering::SeqCst);
     let mut file = Some(root.to_path_buf());
     for comp in target.trim_start_matches('/').split('/') {
         let comp = percent_decode(comp);
