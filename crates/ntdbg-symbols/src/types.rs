@@ -15,7 +15,6 @@
 //! fields, never a panic or a loop.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 use pdb_addr2line::pdb::{
@@ -24,6 +23,10 @@ use pdb_addr2line::pdb::{
 
 use crate::wildcard::wildcard_match;
 use crate::SymbolError;
+
+mod dt;
+
+pub use dt::DtOptions;
 
 /// Most type records read from one PDB.
 const MAX_TYPES: usize = 4_000_000;
@@ -66,6 +69,8 @@ enum Ty {
         position: u8,
     },
     Udt {
+        /// `struct`, `class` or `union`.
+        kind: &'static str,
         name: String,
         size: u64,
         fields: Option<u32>,
@@ -112,6 +117,8 @@ pub struct TypeDb {
     by_name: HashMap<String, u32>,
     /// Display names, sorted, for wildcard listing.
     names: Vec<String>,
+    /// Lower-cased typedef name (the PDB's global `S_UDT` records) → the type it names.
+    typedefs: HashMap<String, u32>,
     pointer_size: u8,
 }
 
@@ -217,12 +224,17 @@ fn convert(data: &TypeData<'_>) -> Ty {
             position: b.position,
         },
         TypeData::Class(c) => Ty::Udt {
+            kind: match c.kind {
+                pdb::ClassKind::Class => "class",
+                _ => "struct",
+            },
             name: c.name.to_string().into_owned(),
             size: c.size,
             fields: c.fields.map(|f| f.0),
             forward: c.properties.forward_reference(),
         },
         TypeData::Union(u) => Ty::Udt {
+            kind: "union",
             name: u.name.to_string().into_owned(),
             size: u.size,
             fields: Some(u.fields.0),
@@ -309,9 +321,10 @@ impl TypeDb {
                     types.insert(index, convert(&data));
                 }
             }
-            Ok::<_, pdb::Error>((types, pointer_size))
+            let typedefs = read_typedefs(&mut pdb);
+            Ok::<_, pdb::Error>((types, pointer_size, typedefs))
         }));
-        let (types, pointer_size) = match read {
+        let (types, pointer_size, typedefs) = match read {
             Ok(r) => r.map_err(pdb_err)?,
             Err(_) => {
                 return Err(SymbolError::Panicked {
@@ -352,6 +365,7 @@ impl TypeDb {
             types,
             by_name,
             names,
+            typedefs,
             pointer_size,
         })
     }
@@ -378,7 +392,13 @@ impl TypeDb {
 
     /// Whether a structure, class, union or enum of this name exists (case-insensitive).
     pub fn contains(&self, name: &str) -> bool {
-        self.by_name.contains_key(&name.to_lowercase())
+        let key = name.to_lowercase();
+        self.by_name.contains_key(&key) || self.typedefs.contains_key(&key)
+    }
+
+    /// The type a typedef names.
+    fn typedef(&self, name: &str) -> Option<u32> {
+        self.typedefs.get(&name.to_lowercase()).copied()
     }
 
     fn lookup(&self, name: &str) -> Option<(u32, &Ty)> {
@@ -539,7 +559,10 @@ impl TypeDb {
     /// The data members of a structure/union (base classes' members first, at their offsets),
     /// as `dt` lists them. `None` when there is no such type.
     pub fn fields(&self, name: &str) -> Option<Vec<FieldInfo>> {
-        let (index, _) = self.lookup(name)?;
+        let index = self
+            .lookup(name)
+            .map(|(index, _)| index)
+            .or_else(|| self.typedef(name))?;
         Some(
             self.members(index, 0)
                 .into_iter()
@@ -574,177 +597,6 @@ impl TypeDb {
             }
         }
         out
-    }
-
-    /// Renders `dt` for the type `name`: its header line `MODULE!NAME`, then one line per
-    /// field (with values when `address` and `read` are given). `fields` filters by field
-    /// name (WinDbg wildcards); `recursion` expands nested structures that many levels.
-    /// `None` when the type is unknown.
-    pub fn layout(
-        &self,
-        module: &str,
-        name: &str,
-        address: Option<(u64, ReadMemory<'_>)>,
-        fields: &[&str],
-        recursion: usize,
-    ) -> Option<String> {
-        let (index, ty) = self.lookup(name)?;
-        let display = match ty {
-            Ty::Udt { name, .. } | Ty::Enum { name, .. } => name.clone(),
-            _ => name.to_string(),
-        };
-        let mut out = format!("{module}!{display}\n");
-        if let Some(Ty::Enum { fields: list, .. }) = self.get(self.resolve(index)) {
-            let value = address.and_then(|(addr, read)| {
-                let size = self.size_of(index, 0).unwrap_or(4).min(8) as usize;
-                read_int(read, addr, size, true)
-            });
-            match value {
-                Some(v) => {
-                    let _ = writeln!(out, "{}", self.enum_value(index, v));
-                }
-                None => {
-                    for f in self.field_list(*list) {
-                        if let Field::Enumerate { name, value } = f {
-                            let _ = writeln!(out, "   {name} = 0n{value}");
-                        }
-                    }
-                }
-            }
-            return Some(out);
-        }
-        self.render_members(
-            &mut out,
-            index,
-            address,
-            fields,
-            recursion.min(MAX_RECURSION),
-            1,
-        );
-        Some(out)
-    }
-
-    fn render_members(
-        &self,
-        out: &mut String,
-        index: u32,
-        address: Option<(u64, ReadMemory<'_>)>,
-        filter: &[&str],
-        recursion: usize,
-        level: usize,
-    ) {
-        let indent = "   ".repeat(level);
-        for (name, offset, ty) in self.members(index, 0) {
-            if out.len() > MAX_OUTPUT {
-                if !out.ends_with("[output truncated]\n") {
-                    out.push_str("   [output truncated]\n");
-                }
-                return;
-            }
-            if !filter.is_empty() && !filter.iter().any(|p| wildcard_match(p, &name)) {
-                continue;
-            }
-            let field_addr = address.map(|(a, read)| (a.wrapping_add(offset), read));
-            let value = match field_addr {
-                Some((a, read)) => self.value(ty, a, read),
-                None => self.type_name(ty, 0),
-            };
-            let _ = writeln!(out, "{indent}+{offset:#05x} {name:<16} : {value}");
-            if recursion > 0 {
-                let (inner, t) = self.strip(ty);
-                if matches!(t, Some(Ty::Udt { .. })) {
-                    self.render_members(out, inner, field_addr, &[], recursion - 1, level + 1);
-                }
-            }
-        }
-    }
-
-    fn enum_value(&self, index: u32, value: i128) -> String {
-        let (_, ty) = self.strip(index);
-        let name = match ty {
-            Some(Ty::Enum { fields, .. }) => {
-                self.field_list(*fields).into_iter().find_map(|f| match f {
-                    Field::Enumerate { name, value: v } if v == value => Some(name),
-                    _ => None,
-                })
-            }
-            _ => None,
-        };
-        match name {
-            Some(n) => format!("{value} ( {n} )"),
-            None => format!("{value}"),
-        }
-    }
-
-    /// A field's value at `addr`, in `dt`'s shape.
-    fn value(&self, ty: u32, addr: u64, read: ReadMemory<'_>) -> String {
-        let (index, t) = self.strip(ty);
-        let t = t.cloned();
-        match t {
-            Some(Ty::Primitive(p)) => primitive_value(p, addr, read),
-            Some(Ty::Pointer { to, size }) => {
-                let target = match to {
-                    Target::Primitive(p) => p.name.to_string(),
-                    Target::Index(i) => self.type_name(i, 0),
-                };
-                let target = target.trim();
-                match read_int(read, addr, size.into(), false) {
-                    Some(v) => format!("{} {target}", pointer_text(v as u64, size)),
-                    None => format!("?? {target}"),
-                }
-            }
-            Some(Ty::Bitfield {
-                of,
-                length,
-                position,
-            }) => {
-                let size = self.size_of(of, 0).unwrap_or(4).min(8) as usize;
-                match read_int(read, addr, size, false) {
-                    Some(v) => {
-                        let v = v as u64;
-                        let bits = (v >> position.min(63))
-                            & if length >= 64 {
-                                u64::MAX
-                            } else {
-                                (1u64 << length) - 1
-                            };
-                        format!("0y{:0width$b}", bits, width = usize::from(length.max(1)))
-                    }
-                    None => "??".to_string(),
-                }
-            }
-            Some(Ty::Array { element, .. }) => {
-                let name = self.type_name(index, 0);
-                let (_, e) = self.strip(element);
-                let first = match e.cloned() {
-                    Some(Ty::Primitive(p)) if p.character && p.size == 1 => {
-                        format!("\"{}\"", read_string(read, addr, 1))
-                    }
-                    Some(Ty::Primitive(p)) if p.character && p.size == 2 => {
-                        format!("\"{}\"", read_string(read, addr, 2))
-                    }
-                    Some(Ty::Primitive(_)) | Some(Ty::Pointer { .. }) => {
-                        self.value(element, addr, read)
-                    }
-                    _ => String::new(),
-                };
-                let count = name.split(']').next().unwrap_or("[").to_string() + "]";
-                if first.is_empty() {
-                    name
-                } else {
-                    format!("{count} {first}")
-                }
-            }
-            Some(Ty::Udt { name, .. }) => name,
-            Some(Ty::Enum { .. }) => {
-                let size = self.size_of(index, 0).unwrap_or(4).min(8) as usize;
-                match read_int(read, addr, size, true) {
-                    Some(v) => self.enum_value(index, v),
-                    None => "??".to_string(),
-                }
-            }
-            _ => self.type_name(ty, 0),
-        }
     }
 
     /// The pointer size of the PDB's machine (4 or 8).
@@ -795,6 +647,26 @@ fn references(ty: &Ty) -> Vec<u32> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// The typedefs among the PDB's global symbols (`S_UDT`: name → type), bounded; none when
+/// the symbol stream is unreadable.
+fn read_typedefs<'s, S: pdb::Source<'s> + 's>(pdb: &mut PDB<'s, S>) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    let Ok(symbols) = pdb.global_symbols() else {
+        return out;
+    };
+    let mut iter = symbols.iter();
+    while let Ok(Some(symbol)) = iter.next() {
+        if out.len() >= MAX_TYPES {
+            break;
+        }
+        if let Ok(pdb::SymbolData::UserDefinedType(udt)) = symbol.parse() {
+            out.entry(udt.name.to_string().to_lowercase())
+                .or_insert(udt.type_index.0);
+        }
+    }
+    out
 }
 
 fn is_forward(types: &HashMap<u32, Ty>, index: u32) -> bool {

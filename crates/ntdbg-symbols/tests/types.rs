@@ -1,6 +1,7 @@
 //! `dt` layouts from real PDBs (insta snapshots in `tests/snapshots/`): lldb's
 //! `test-pdb-types.pdb`, the winelab `crashy.pdb`, rizin's `minimal.pdb` (bit fields, unions)
-//! and Breakpad's `dump_syms_regtest.pdb` (an x86 `_PEB`), with and without values.
+//! and Breakpad's `dump_syms_regtest.pdb` (an x86 `_PEB`), with and without values; `-v`,
+//! `-a`, `-r` through pointers, enum values and typedefs.
 
 mod common;
 
@@ -111,4 +112,100 @@ fn x86_peb_with_values_and_holes() {
         .unwrap(),
     );
     insta::assert_snapshot!("x86_peb", text);
+}
+
+/// Memory for the `dt` option tests: `(address, bytes)` blocks; everything else is missing.
+fn memory(blocks: Vec<(u64, Vec<u8>)>) -> impl Fn(u64, usize) -> Vec<Option<u8>> {
+    move |addr: u64, len: usize| {
+        (0..len as u64)
+            .map(|i| {
+                let a = addr + i;
+                blocks.iter().find_map(|(base, bytes)| {
+                    let off = usize::try_from(a.checked_sub(*base)?).ok()?;
+                    bytes.get(off).copied()
+                })
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn verbose_arrays_pointers_enums_and_typedefs() {
+    use ntdbg_symbols::DtOptions;
+    let db = open("google-breakpad/src/tools/windows/dump_syms/testdata/dump_syms_regtest.pdb");
+    // An x86 PEB at 0x1000 whose Ldr points to a readable _PEB_LDR_DATA at 0x2000,
+    // ProcessParameters to memory the dump lacks, FastPebLock NULL.
+    let mut peb = vec![0u8; 0x250];
+    peb[0x0c..0x10].copy_from_slice(&0x2000u32.to_le_bytes());
+    peb[0x10..0x14].copy_from_slice(&0x9999_0000u32.to_le_bytes());
+    peb[0x44..0x48].copy_from_slice(&7u32.to_le_bytes());
+    peb[0x48..0x4c].copy_from_slice(&9u32.to_le_bytes());
+    let mut ldr = vec![0u8; 0x30];
+    ldr[0] = 0x28;
+    let read = memory(vec![(0x1000, peb), (0x2000, ldr)]);
+    let mut text = db
+        .layout_with(
+            "ntdll",
+            "_LIST_ENTRY",
+            None,
+            &DtOptions {
+                verbose: true,
+                ..DtOptions::default()
+            },
+        )
+        .unwrap();
+    let fields = ["Ldr", "ProcessParameters", "FastPebLock", "TlsBitmapBits"];
+    for (recursion, array_elements) in [(0, Some(0)), (1, None)] {
+        text.push_str(
+            &db.layout_with(
+                "ntdll",
+                "_PEB",
+                Some((0x1000, &read)),
+                &DtOptions {
+                    fields: &fields,
+                    recursion,
+                    array_elements,
+                    ..DtOptions::default()
+                },
+            )
+            .unwrap(),
+        );
+    }
+    text.push_str(
+        &db.layout_with(
+            "ntdll",
+            "_PEB",
+            None,
+            &DtOptions {
+                fields: &["Ldr", "TlsBitmapBits", "ExecuteOptions", "CriticalSectionTimeout"],
+                verbose: true,
+                ..DtOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    insta::assert_snapshot!("dt_options", text);
+    assert!(text.contains("Memory read error 0x99990000"), "{text}");
+    assert!(text.contains(" [01] 0x9"), "{text}");
+
+    // An enum field's value with its name, as WinDbg shows it.
+    let db = open("llvm-lldb/unittests/SymbolFile/PDB/Inputs/test-pdb-types.pdb");
+    let read = memory(vec![(0x10, vec![2, 0])]);
+    let class = db.layout("t", "Class", Some((0x10, &read)), &[], 0).unwrap();
+    assert_eq!(class, "t!Class\n   +0x000 se               : 0n2 ( ESValue2 )\n");
+    // Typedefs (the PDB's S_UDT records): lldb's test states `ClassTypedef` names `Class`.
+    assert!(db.contains("ClassTypedef"));
+    assert_eq!(
+        db.layout("t", "ClassTypedef", Some((0x10, &read)), &[], 0),
+        Some(class)
+    );
+    let db = open("winelab/x64/crashy.pdb");
+    assert_eq!(
+        db.layout("crashy", "PEXCEPTION_POINTERS", None, &[], 0).unwrap(),
+        "crashy!PEXCEPTION_POINTERS\nPtr64 _EXCEPTION_POINTERS\n"
+    );
+    assert_eq!(
+        db.fields("EXCEPTION_RECORD").unwrap()[0].name,
+        "ExceptionCode"
+    );
 }
