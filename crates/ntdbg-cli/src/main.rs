@@ -5,6 +5,7 @@
 
 mod args;
 mod batch;
+mod progress;
 mod repl;
 
 use args::{Cli, Command};
@@ -41,7 +42,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             offline,
         } => {
             let session = open(&dump, symbols.as_deref(), offline)?;
+            let indicator = progress::Indicator::install(session.symbols());
+            // The stack's modules at once: their symbol-server downloads overlap.
+            session.preload_event_stack_symbols();
             let report = ntdbg_analysis::analyze(&session);
+            drop(indicator);
             let mut out = std::io::stdout().lock();
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;
@@ -80,6 +85,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             offline,
         } => {
             let mut session = open(&dump, symbols.as_deref(), offline)?;
+            let _indicator = progress::Indicator::install(session.symbols());
             repl::run(&mut session)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -162,7 +168,10 @@ fn open(dump: &std::path::Path, symbols: Option<&str>, offline: bool) -> anyhow:
 fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
     let prompt = |s: &Session| format!("0:{:03}> ", s.current_thread_index());
     let mut first_prompt = prompt(session);
-    let results = ntdbg_commands::run_batch(session, commands)?;
+    let indicator = progress::Indicator::install(session.symbols());
+    let results = ntdbg_commands::run_batch(session, commands);
+    drop(indicator);
+    let results = results?;
     let mut out = std::io::stdout().lock();
     let mut failed = false;
     if json {

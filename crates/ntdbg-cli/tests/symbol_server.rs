@@ -1,6 +1,7 @@
 //! The closing check, end to end: `ntdbg analyze DUMP --symbols srv*CACHE*URL`
 //! symbolizes a dump whose image and PDB live only on a real HTTP server on 127.0.0.1; a second
-//! run uses the cache with the server stopped; `--offline` contacts nothing.
+//! run uses the cache with the server stopped; `--offline` contacts nothing; a slow server
+//! brings the download indicator on stderr, never on stdout.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -9,8 +10,10 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-/// Serves `ROOT/a/b/c` for `GET /a/b/c` (else 404) and counts requests.
+/// Serves `ROOT/a/b/c` for `GET /a/b/c` (else 404) after `delay`, each connection on its own
+/// thread, and counts requests.
 struct Server {
     addr: String,
     stop: Arc<AtomicBool>,
@@ -19,7 +22,7 @@ struct Server {
 }
 
 impl Server {
-    fn start(root: PathBuf) -> Server {
+    fn start(root: PathBuf, delay: Duration) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let stop = Arc::new(AtomicBool::new(false));
@@ -32,7 +35,8 @@ impl Server {
                 }
                 if let Ok(conn) = conn {
                     requests2.fetch_add(1, Ordering::SeqCst);
-                    serve(conn, &root);
+                    let root = root.clone();
+                    std::thread::spawn(move || serve(conn, &root, delay));
                 }
             }
         });
@@ -59,7 +63,7 @@ impl Drop for Server {
     }
 }
 
-fn serve(mut conn: TcpStream, root: &Path) {
+fn serve(mut conn: TcpStream, root: &Path, delay: Duration) {
     let mut request = Vec::new();
     let mut buf = [0u8; 1024];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") {
@@ -70,6 +74,7 @@ fn serve(mut conn: TcpStream, root: &Path) {
     }
     let text = String::from_utf8_lossy(&request).into_owned();
     let target = text.split_whitespace().nth(1).unwrap_or("/");
+    std::thread::sleep(delay);
     let file = root.join(target.trim_start_matches('/'));
     let reply = match std::fs::read(&file) {
         Ok(body) if !target.contains("..") => {
@@ -95,10 +100,10 @@ fn ntdbg(args: &[&str]) -> Output {
         .expect("ntdbg runs")
 }
 
-#[test]
-fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
-    let dir = std::env::temp_dir().join(format!("ntdbg-cli-symsrv-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+/// A scratch folder with the winelab null dump alone in `dump/` (no PDB beside it) and the
+/// crashy image and PDB in store layout in `store/`; returns the dump's path.
+fn lab(dir: &Path) -> PathBuf {
+    let _ = std::fs::remove_dir_all(dir);
     let data = ntdbg_testutil::testdata("winelab/x64");
     // The dump alone in its folder: no PDB beside it.
     let dump = dir.join("dump").join("null.inproc.dmp");
@@ -116,7 +121,14 @@ fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(data.join(from), to).unwrap();
     }
-    let mut server = Server::start(store);
+    dump
+}
+
+#[test]
+fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
+    let dir = std::env::temp_dir().join(format!("ntdbg-cli-symsrv-{}", std::process::id()));
+    let dump = lab(&dir);
+    let mut server = Server::start(dir.join("store"), Duration::ZERO);
     let cache = dir.join("cache");
     let path = format!("srv*{}*http://{}", cache.display(), server.addr);
     let dump = dump.display().to_string();
@@ -140,5 +152,25 @@ fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
     let second = ntdbg(&["analyze", &dump, "--symbols", &path]);
     assert!(second.status.success());
     assert_eq!(String::from_utf8_lossy(&second.stdout), first_text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_slow_server_brings_the_indicator_on_stderr_only() {
+    let dir = std::env::temp_dir().join(format!("ntdbg-cli-symslow-{}", std::process::id()));
+    let dump = lab(&dir);
+    let server = Server::start(dir.join("store"), Duration::from_millis(1100));
+    let path = format!("srv*{}*http://{}", dir.join("cache").display(), server.addr);
+    let out = ntdbg(&["analyze", &dump.display().to_string(), "--symbols", &path, "--json"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("downloading symbols: ") && stderr.contains(" module"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("downloading"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is JSON");
+    assert!(report.is_object());
     let _ = std::fs::remove_dir_all(&dir);
 }

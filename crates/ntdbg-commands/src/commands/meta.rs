@@ -141,9 +141,8 @@ fn reload(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
             )
             .with_hint("`lm` lists every module"));
         }
-        for m in &modules {
-            session.module_symbols(m);
-        }
+        let refs: Vec<_> = modules.iter().collect();
+        session.preload_symbols(&refs);
     }
     Ok(CommandOutput::text("Reloading current modules\n"))
 }

@@ -62,6 +62,10 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
                 .is_none_or(|p| wildcard_match(p, &module_name(&m.name)))
         })
         .collect();
+    if verbose {
+        // `lmv` loads what it lists: all at once, so symbol-server downloads overlap.
+        session.preload_symbols(&modules);
+    }
     let ptr = session.arch().pointer_size();
     let pad = if ptr == 4 { 8 } else { 17 };
     let mut text = format!("{:<pad$} {:<pad$}   module name\n", "start", "end");
