@@ -60,7 +60,7 @@ pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus}
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
-pub use types::{DtOptions, FieldInfo, ReadMemory, TypeDb, MAX_RECURSION};
+pub use types::{DtOptions, FieldInfo, ReadMemory, SymbolType, TypeDb, MAX_RECURSION};
 pub use wildcard::wildcard_match;
 
 /// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions

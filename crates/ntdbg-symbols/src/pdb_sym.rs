@@ -274,8 +274,16 @@ fn read_publics<'s, S: Source<'s> + 's>(
     let mut iter = globals.iter();
     // A damaged record ends the walk; what was read so far is kept.
     while let Ok(Some(symbol)) = iter.next() {
-        let Ok(SymbolData::Public(p)) = symbol.parse() else {
-            continue;
+        let p = match symbol.parse() {
+            Ok(SymbolData::Public(p)) => p,
+            // Global and file-static variables (`S_GDATA32`, `S_LDATA32`), for `x`.
+            Ok(SymbolData::Data(d)) => {
+                if let Some(rva) = addresses.rva(d.offset) {
+                    data.push((d.name.to_string().into_owned(), u64::from(rva)));
+                }
+                continue;
+            }
+            _ => continue,
         };
         let Some(rva) = addresses.rva(p.offset) else {
             continue;

@@ -25,8 +25,10 @@ use crate::wildcard::wildcard_match;
 use crate::SymbolError;
 
 mod dt;
+mod globals;
 
 pub use dt::DtOptions;
+pub use globals::SymbolType;
 
 /// Most type records read from one PDB.
 const MAX_TYPES: usize = 4_000_000;
@@ -43,6 +45,8 @@ const MAX_OUTPUT: usize = 1 << 22;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Primitive {
     name: &'static str,
+    /// The C name (`int`, `unsigned long`), for prototypes and `x /t`.
+    c: &'static str,
     size: u8,
     signed: bool,
     float: bool,
@@ -119,6 +123,8 @@ pub struct TypeDb {
     names: Vec<String>,
     /// Lower-cased typedef name (the PDB's global `S_UDT` records) → the type it names.
     typedefs: HashMap<String, u32>,
+    /// Functions and data by name → their type (for `x /t`).
+    symbols: HashMap<String, globals::Typed>,
     pointer_size: u8,
 }
 
@@ -138,8 +144,10 @@ pub struct FieldInfo {
 pub type ReadMemory<'a> = &'a dyn Fn(u64, usize) -> Vec<Option<u8>>;
 
 fn primitive(kind: PrimitiveKind) -> Primitive {
+    let c = c_primitive(kind);
     let p = |name, size, signed, float, character| Primitive {
         name,
+        c,
         size,
         signed,
         float,
@@ -321,10 +329,10 @@ impl TypeDb {
                     types.insert(index, convert(&data));
                 }
             }
-            let typedefs = read_typedefs(&mut pdb);
-            Ok::<_, pdb::Error>((types, pointer_size, typedefs))
+            let globals = globals::read(&mut pdb);
+            Ok::<_, pdb::Error>((types, pointer_size, globals))
         }));
-        let (types, pointer_size, typedefs) = match read {
+        let (types, pointer_size, globals) = match read {
             Ok(r) => r.map_err(pdb_err)?,
             Err(_) => {
                 return Err(SymbolError::Panicked {
@@ -365,7 +373,8 @@ impl TypeDb {
             types,
             by_name,
             names,
-            typedefs,
+            typedefs: globals.typedefs,
+            symbols: globals.symbols,
             pointer_size,
         })
     }
@@ -515,20 +524,27 @@ impl TypeDb {
         }
     }
 
-    /// A C-like name, for function return types (`void`, `int`, `_FOO *`).
+    /// A C-like name, for prototypes and `x /t` (`void`, `int`, `struct _FOO *`).
     fn c_name(&self, index: u32, depth: usize) -> String {
         if depth > MAX_DEPTH {
             return "?".to_string();
         }
         let index = self.resolve(index);
         match self.ty(index) {
-            Some(Ty::Primitive(p)) => c_primitive(p.name),
+            Some(Ty::Primitive(p)) => p.c.to_string(),
             Some(Ty::Pointer { to, .. }) => match to {
-                Target::Primitive(p) => format!("{} *", c_primitive(p.name)),
+                Target::Primitive(p) => format!("{} *", p.c),
                 Target::Index(i) => format!("{} *", self.c_name(i, depth + 1)),
             },
             Some(Ty::Modifier(to)) => self.c_name(to, depth + 1),
-            Some(Ty::Udt { name, .. }) | Some(Ty::Enum { name, .. }) => name,
+            Some(Ty::Udt { kind, name, .. }) => format!("{kind} {name}"),
+            Some(Ty::Enum { name, .. }) => format!("enum {name}"),
+            Some(Ty::Array { element, size }) => {
+                let count = size
+                    .checked_div(self.size_of(element, depth + 1).unwrap_or(0))
+                    .unwrap_or(0);
+                format!("{} [{count}]", self.c_name(element, depth + 1))
+            }
             _ => "?".to_string(),
         }
     }
@@ -605,25 +621,33 @@ impl TypeDb {
     }
 }
 
-/// The C name of a primitive, for function return types.
-fn c_primitive(name: &str) -> String {
-    match name {
-        "Void" => "void",
-        "Char" => "char",
-        "UChar" => "unsigned char",
-        "Wchar" => "wchar_t",
-        "Int2B" => "short",
-        "Uint2B" => "unsigned short",
-        "Int4B" => "long",
-        "Uint4B" => "unsigned long",
-        "Int8B" => "int64",
-        "Uint8B" => "unsigned int64",
-        "Float" => "float",
-        "Double" => "double",
-        "Bool" => "bool",
-        other => other,
+/// The C name of a primitive type.
+fn c_primitive(kind: PrimitiveKind) -> &'static str {
+    match kind {
+        PrimitiveKind::Void | PrimitiveKind::NoType => "void",
+        PrimitiveKind::Char | PrimitiveKind::RChar | PrimitiveKind::Char8 => "char",
+        PrimitiveKind::I8 => "signed char",
+        PrimitiveKind::UChar | PrimitiveKind::U8 => "unsigned char",
+        PrimitiveKind::WChar => "wchar_t",
+        PrimitiveKind::RChar16 => "char16_t",
+        PrimitiveKind::RChar32 => "char32_t",
+        PrimitiveKind::Short | PrimitiveKind::I16 => "short",
+        PrimitiveKind::UShort | PrimitiveKind::U16 => "unsigned short",
+        PrimitiveKind::Long => "long",
+        PrimitiveKind::ULong => "unsigned long",
+        PrimitiveKind::I32 => "int",
+        PrimitiveKind::U32 => "unsigned int",
+        PrimitiveKind::HRESULT => "HRESULT",
+        PrimitiveKind::Quad | PrimitiveKind::I64 => "__int64",
+        PrimitiveKind::UQuad | PrimitiveKind::U64 => "unsigned __int64",
+        PrimitiveKind::Octa | PrimitiveKind::I128 => "__int128",
+        PrimitiveKind::UOcta | PrimitiveKind::U128 => "unsigned __int128",
+        PrimitiveKind::F32 | PrimitiveKind::F32PP => "float",
+        PrimitiveKind::F64 => "double",
+        PrimitiveKind::F80 => "long double",
+        PrimitiveKind::Bool8 | PrimitiveKind::Bool16 | PrimitiveKind::Bool32 => "bool",
+        _ => "?",
     }
-    .to_string()
 }
 
 /// The type indices a record refers to.
@@ -647,26 +671,6 @@ fn references(ty: &Ty) -> Vec<u32> {
             .collect(),
         _ => Vec::new(),
     }
-}
-
-/// The typedefs among the PDB's global symbols (`S_UDT`: name → type), bounded; none when
-/// the symbol stream is unreadable.
-fn read_typedefs<'s, S: pdb::Source<'s> + 's>(pdb: &mut PDB<'s, S>) -> HashMap<String, u32> {
-    let mut out = HashMap::new();
-    let Ok(symbols) = pdb.global_symbols() else {
-        return out;
-    };
-    let mut iter = symbols.iter();
-    while let Ok(Some(symbol)) = iter.next() {
-        if out.len() >= MAX_TYPES {
-            break;
-        }
-        if let Ok(pdb::SymbolData::UserDefinedType(udt)) = symbol.parse() {
-            out.entry(udt.name.to_string().to_lowercase())
-                .or_insert(udt.type_index.0);
-        }
-    }
-    out
 }
 
 fn is_forward(types: &HashMap<u32, Ty>, index: u32) -> bool {

@@ -64,7 +64,12 @@ fn preload_downloads_many_modules_at_once() {
     // Loaded, each from its own download.
     for (i, m) in modules.iter().enumerate() {
         let symbols = store.loaded(m.raw.base_of_image).expect("preloaded");
-        assert_eq!(symbols.status(), SymbolStatus::Pdb, "{:#?}", symbols.tried());
+        assert_eq!(
+            symbols.status(),
+            SymbolStatus::Pdb,
+            "{:#?}",
+            symbols.tried()
+        );
         assert!(cache
             .0
             .join(format!("mod{i}.pdb/{CRASHY_X64_ID}/mod{i}.pdb"))
@@ -85,8 +90,10 @@ fn preload_downloads_many_modules_at_once() {
     let seen = record.0.lock().unwrap().clone();
     assert!(seen.iter().any(|p| p.modules_total == MODULES), "{seen:#?}");
     assert!(
-        seen.iter()
-            .any(|p| p.transfers.iter().any(|t| t.file == "mod3.pdb" && t.bytes > 0)),
+        seen.iter().any(|p| p
+            .transfers
+            .iter()
+            .any(|t| t.file == "mod3.pdb" && t.bytes > 0)),
         "{seen:#?}"
     );
     assert!(seen.last().unwrap().is_idle(), "{seen:#?}");
@@ -94,6 +101,9 @@ fn preload_downloads_many_modules_at_once() {
     // A second preload loads nothing and asks nothing.
     let before = server.requests().len();
     store.preload(&refs, &no_memory);
-    assert_eq!(store.module(&modules[2], &no_memory).status(), SymbolStatus::Pdb);
+    assert_eq!(
+        store.module(&modules[2], &no_memory).status(),
+        SymbolStatus::Pdb
+    );
     assert_eq!(server.requests().len(), before);
 }

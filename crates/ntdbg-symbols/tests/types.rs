@@ -177,7 +177,12 @@ fn verbose_arrays_pointers_enums_and_typedefs() {
             "_PEB",
             None,
             &DtOptions {
-                fields: &["Ldr", "TlsBitmapBits", "ExecuteOptions", "CriticalSectionTimeout"],
+                fields: &[
+                    "Ldr",
+                    "TlsBitmapBits",
+                    "ExecuteOptions",
+                    "CriticalSectionTimeout",
+                ],
                 verbose: true,
                 ..DtOptions::default()
             },
@@ -191,8 +196,13 @@ fn verbose_arrays_pointers_enums_and_typedefs() {
     // An enum field's value with its name, as WinDbg shows it.
     let db = open("llvm-lldb/unittests/SymbolFile/PDB/Inputs/test-pdb-types.pdb");
     let read = memory(vec![(0x10, vec![2, 0])]);
-    let class = db.layout("t", "Class", Some((0x10, &read)), &[], 0).unwrap();
-    assert_eq!(class, "t!Class\n   +0x000 se               : 0n2 ( ESValue2 )\n");
+    let class = db
+        .layout("t", "Class", Some((0x10, &read)), &[], 0)
+        .unwrap();
+    assert_eq!(
+        class,
+        "t!Class\n   +0x000 se               : 0n2 ( ESValue2 )\n"
+    );
     // Typedefs (the PDB's S_UDT records): lldb's test states `ClassTypedef` names `Class`.
     assert!(db.contains("ClassTypedef"));
     assert_eq!(
@@ -201,11 +211,41 @@ fn verbose_arrays_pointers_enums_and_typedefs() {
     );
     let db = open("winelab/x64/crashy.pdb");
     assert_eq!(
-        db.layout("crashy", "PEXCEPTION_POINTERS", None, &[], 0).unwrap(),
+        db.layout("crashy", "PEXCEPTION_POINTERS", None, &[], 0)
+            .unwrap(),
         "crashy!PEXCEPTION_POINTERS\nPtr64 _EXCEPTION_POINTERS\n"
     );
     assert_eq!(
         db.fields("EXCEPTION_RECORD").unwrap()[0].name,
         "ExceptionCode"
     );
+}
+
+#[test]
+fn symbol_types_and_values_for_x() {
+    use ntdbg_symbols::SymbolType;
+    let db = open("winelab/x64/crashy.pdb");
+    assert_eq!(
+        db.symbol_type("g_counter"),
+        Some(SymbolType::Data {
+            type_name: "long".to_string()
+        })
+    );
+    let read = memory(vec![(0x5000, 5i32.to_le_bytes().to_vec())]);
+    assert_eq!(
+        db.symbol_value("g_counter", 0x5000, &read).as_deref(),
+        Some("0n5")
+    );
+    assert_eq!(
+        db.symbol_value("g_counter", 0x9000, &read).as_deref(),
+        Some("??")
+    );
+    assert_eq!(
+        db.symbol_type("crash_null_write"),
+        Some(SymbolType::Function {
+            returns: "void".to_string()
+        })
+    );
+    assert_eq!(db.symbol_value("crash_null_write", 0x5000, &read), None);
+    assert_eq!(db.symbol_type("no_such_symbol"), None);
 }

@@ -1,4 +1,5 @@
-//! Symbols: `ln ADDR` (nearest symbol), `x MOD!PATTERN` (search).
+//! Symbols: `ln ADDR` (nearest symbol), `x [/t] MOD!PATTERN` (search, with prototypes and
+//! variable values from the PDB).
 
 use super::eval;
 use crate::error::{excerpt, CommandError};
@@ -6,7 +7,7 @@ use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::{module_name, Session, Symbolized};
-use ntdbg_symbols::wildcard_match;
+use ntdbg_symbols::{strip_parameters, wildcard_match, SymbolEntry, SymbolType, TypeDb};
 
 /// Longest `x` pattern (matching cost grows with pattern length × symbol count).
 const MAX_PATTERN_LEN: usize = 512;
@@ -24,9 +25,12 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec::inspect(
         &["x"],
-        "x MOD!PATTERN",
+        "x [/t] MOD!PATTERN",
         "search symbols: * and ? wildcards in both the module and the symbol name",
-        "Lists functions and public symbols with their addresses (at most 5000).",
+        "Lists functions, variables and public symbols with their addresses (at most 5000), \
+         as WinDbg: functions with their parameter list (`crashy!write_null (void)`), variables \
+         with their value (`crashy!g_counter = 0n5`). /t adds each one's type (the return type \
+         for functions, `<NoType>` where the PDB records none).",
         x,
     ),
 ];
@@ -65,7 +69,20 @@ fn ln(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
 }
 
 fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let arg = inv.args.split_whitespace().last().unwrap_or("");
+    let mut with_types = false;
+    let mut arg = "";
+    for word in inv.args.split_whitespace() {
+        match word {
+            "/t" | "/T" => with_types = true,
+            w if w.starts_with('/') => {
+                return Err(
+                    CommandError::syntax(format!("x: unsupported option '{}'", excerpt(w)))
+                        .with_hint("x [/t] MODULE!PATTERN"),
+                )
+            }
+            w => arg = w,
+        }
+    }
     if arg.len() > MAX_PATTERN_LEN {
         return Err(CommandError::syntax(format!(
             "Syntax error in 'x': the pattern is {} bytes long (at most {MAX_PATTERN_LEN})",
@@ -93,16 +110,20 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             format!("No module matches '{}'", excerpt(module_pat)),
         ));
     }
+    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
     'outer: for m in &modules {
         let base = m.raw.base_of_image;
         let name = module_name(&m.name);
-        for entry in session.module_symbols(m).find(sym_pat) {
+        let symbols = session.module_symbols(m);
+        let types = symbols.types().ok();
+        for entry in symbols.find(sym_pat) {
             if found.len() >= MAX_MATCHES {
                 text.push_str(&format!("(stopped after {MAX_MATCHES} matches)\n"));
                 break 'outer;
             }
             let a = base + entry.rva;
-            text.push_str(&format!("{} {name}!{}\n", addr(session, a), entry.name));
+            let line = x_line(session, types.as_deref(), &name, &entry, a, with_types);
+            text.push_str(&format!("{} {line}\n", addr(session, a)));
             found.push(Symbolized {
                 address: a,
                 module: Some(name.clone()),
@@ -117,4 +138,84 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         text,
         TypedResult::Symbols { symbols: found },
     ))
+}
+
+/// One `x` line after the address: `[TYPE ]MOD!name (PARAMS)` for a function,
+/// `[TYPE ]MOD!name = VALUE` for a variable with a type, else `MOD!name`.
+fn x_line(
+    session: &Session,
+    types: Option<&TypeDb>,
+    module: &str,
+    entry: &SymbolEntry,
+    at: u64,
+    with_types: bool,
+) -> String {
+    let bare = strip_parameters(&entry.name);
+    let params = entry.name[bare.len()..].trim();
+    let typed = types.and_then(|t| t.symbol_type(bare));
+    let prefix = |type_name: &str| {
+        if with_types {
+            format!("{type_name} ")
+        } else {
+            String::new()
+        }
+    };
+    match typed {
+        Some(SymbolType::Data { type_name }) => {
+            let read = |a: u64, len: usize| session.read_virtual(a, len);
+            let value = if read(at, 1).first().copied().flatten().is_none() {
+                // WinDbg's words for a variable the dump did not capture.
+                "<Memory access error>".to_string()
+            } else {
+                types
+                    .and_then(|t| t.symbol_value(bare, at, &read))
+                    .unwrap_or_else(|| "??".to_string())
+            };
+            format!("{}{module}!{bare} = {value}", prefix(&type_name))
+        }
+        Some(SymbolType::Function { returns }) => format!(
+            "{}{module}!{bare} {}",
+            prefix(&returns),
+            windbg_parameters(params)
+        ),
+        None if entry.is_function && !params.is_empty() => format!(
+            "{}{module}!{bare} {}",
+            prefix("<NoType>"),
+            windbg_parameters(params)
+        ),
+        None => format!("{}{module}!{}", prefix("<NoType>"), entry.name),
+    }
+}
+
+/// A parameter list as WinDbg prints it: `(void)` for none, a space before `*` and `&`
+/// (`(int *, char **)`).
+fn windbg_parameters(params: &str) -> String {
+    if params.is_empty() || params == "()" {
+        return "(void)".to_string();
+    }
+    let mut out = String::with_capacity(params.len() + 4);
+    let mut previous = ' ';
+    for c in params.chars() {
+        if matches!(c, '*' | '&') && !matches!(previous, ' ' | '*' | '&' | '(') {
+            out.push(' ');
+        }
+        out.push(c);
+        previous = c;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::windbg_parameters;
+
+    #[test]
+    fn parameter_lists_in_windbg_shape() {
+        assert_eq!(windbg_parameters("()"), "(void)");
+        assert_eq!(windbg_parameters("(int*, char**)"), "(int *, char **)");
+        assert_eq!(
+            windbg_parameters("(std::string const&)"),
+            "(std::string const &)"
+        );
+    }
 }

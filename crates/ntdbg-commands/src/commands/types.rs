@@ -1,4 +1,5 @@
-//! Types: `dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]`, and `dt MOD!PATTERN` to list types.
+//! Types: `dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]`, and `dt MOD!PATTERN` to
+//! list types.
 
 use std::sync::Arc;
 
@@ -7,15 +8,21 @@ use crate::output::CommandOutput;
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
 use ntdbg_engine::{module_name, Session};
-use ntdbg_symbols::{TypeDb, MAX_RECURSION};
+use ntdbg_symbols::{DtOptions, TypeDb, MAX_RECURSION};
+
+/// The usage line.
+const USAGE: &str = "dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["dt"],
-    "dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]",
+    USAGE,
     "display a structure, union or enum from the PDB, with values at ADDR",
-    "Fields print in WinDbg's layout (`+0x014 Flags : Uint4B`, bit fields as `Pos 0, 3 Bits`); \
-     with ADDR each field's value is read from the dump (`??` where the dump has no bytes). \
-     -rN expands embedded structures N levels. FIELD names (wildcards allowed) select fields. \
+    "Fields print in WinDbg's layout (`+0x014 Flags : Uint4B`, bit fields as `Pos 0, 3 Bits`, \
+     enums as `0n2 ( Name )`); with ADDR each field's value is read from the dump (`??` where \
+     the dump has no bytes). -rN expands embedded structures N levels and, with ADDR, the \
+     structures pointers point to (`Memory read error` when not in the dump). -v adds kinds, \
+     element counts and sizes; -a[N] lists array elements one per line (with ADDR). FIELD names \
+     (wildcards allowed) select fields. Typedef names work as the type they name. \
      `dt MOD!PATTERN*` lists the module's types that match.",
     dt,
 )];
@@ -29,6 +36,8 @@ struct Found {
 fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let mut words = inv.args.split_whitespace().peekable();
     let mut recursion = 0usize;
+    let mut verbose = false;
+    let mut array_elements = None;
     let mut type_name: Option<&str> = None;
     while let Some(w) = words.peek().copied() {
         let Some(opt) = w.strip_prefix('-') else {
@@ -50,10 +59,19 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
                     CommandError::syntax(format!("dt: bad recursion depth '-{opt}'"))
                 })?
             };
-        } else if !matches!(opt, "b" | "v") {
+        } else if let Some(count) = opt.strip_prefix('a') {
+            array_elements = Some(if count.is_empty() {
+                0
+            } else {
+                count
+                    .parse::<u64>()
+                    .map_err(|_| CommandError::syntax(format!("dt: bad array count '-{opt}'")))?
+            });
+        } else if opt == "v" {
+            verbose = true;
+        } else if opt != "b" {
             return Err(
-                CommandError::syntax(format!("dt: unsupported option '-{opt}'"))
-                    .with_hint("dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]"),
+                CommandError::syntax(format!("dt: unsupported option '-{opt}'")).with_hint(USAGE),
             );
         }
     }
@@ -61,8 +79,7 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         type_name = Some(w);
     }
     let Some(spec) = type_name else {
-        return Err(CommandError::syntax("dt: missing type name")
-            .with_hint("dt [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]"));
+        return Err(CommandError::syntax("dt: missing type name").with_hint(USAGE));
     };
     let rest: Vec<&str> = words.collect();
     let (module, name) = match spec.split_once('!') {
@@ -98,14 +115,19 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         }
     }
     let read = |addr: u64, len: usize| session.read_virtual(addr, len);
+    let options = DtOptions {
+        fields: &fields,
+        recursion,
+        verbose,
+        array_elements,
+    };
     let text = found
         .types
-        .layout(
+        .layout_with(
             &found.module,
             name,
             address.map(|a| (a, &read as ntdbg_symbols::ReadMemory<'_>)),
-            &fields,
-            recursion,
+            &options,
         )
         .ok_or_else(|| not_found(spec))?;
     if !fields.is_empty() && text.lines().count() <= 1 {
@@ -141,7 +163,9 @@ fn candidates(
 
 fn find_type(session: &Session, module: Option<&str>, name: &str) -> Result<Found, CommandError> {
     let mut reasons = Vec::new();
-    for m in candidates(session, module)? {
+    let modules = candidates(session, module)?;
+    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
+    for m in modules {
         let symbols = session.module_symbols(&m);
         match symbols.types() {
             Ok(types) if types.contains(name) => {
@@ -171,7 +195,9 @@ fn list(
     pattern: &str,
 ) -> Result<CommandOutput, CommandError> {
     let mut text = String::new();
-    for m in candidates(session, module)? {
+    let modules = candidates(session, module)?;
+    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
+    for m in modules {
         let symbols = session.module_symbols(&m);
         let Ok(types) = symbols.types() else { continue };
         let short = module_name(&m.name);

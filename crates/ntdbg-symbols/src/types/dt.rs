@@ -173,7 +173,11 @@ impl TypeDb {
             return;
         }
         if read(target, 1).first().copied().flatten().is_none() {
-            let _ = writeln!(out, "{indent}Memory read error {}", pointer_text(target, size));
+            let _ = writeln!(
+                out,
+                "{indent}Memory read error {}",
+                pointer_text(target, size)
+            );
             return;
         }
         self.render_members(out, pointee, Some((target, read)), options, &[], level + 1);
@@ -206,11 +210,7 @@ impl TypeDb {
                 return;
             }
             let a = at.wrapping_add(i * element_size);
-            let _ = writeln!(
-                out,
-                "{indent} [{i:02}] {}",
-                self.value(*element, a, read)
-            );
+            let _ = writeln!(out, "{indent} [{i:02}] {}", self.value(*element, a, read));
             if matches!(t, Some(Ty::Udt { .. })) && level <= options.recursion {
                 self.render_members(out, inner, Some((a, read)), options, &[], level + 1);
             }
@@ -283,7 +283,7 @@ impl TypeDb {
     }
 
     /// A field's value at `addr`, in `dt`'s shape.
-    fn value(&self, ty: u32, addr: u64, read: ReadMemory<'_>) -> String {
+    pub(super) fn value(&self, ty: u32, addr: u64, read: ReadMemory<'_>) -> String {
         let (index, t) = self.strip(ty);
         let t = t.cloned();
         match t {

@@ -33,12 +33,8 @@ impl TestServer {
         let stop = Arc::new(AtomicBool::new(false));
         let log = Arc::new(Mutex::new(Vec::new()));
         let load = Arc::new(Load::default());
-        let (root, stop2, log2, load2) = (
-            root.to_path_buf(),
-            stop.clone(),
-            log.clone(),
-            load.clone(),
-        );
+        let (root, stop2, log2, load2) =
+            (root.to_path_buf(), stop.clone(), log.clone(), load.clone());
         let accept = std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if stop2.load(Ordering::SeqCst) {
@@ -87,13 +83,7 @@ impl Drop for TestServer {
     }
 }
 
-fn serve(
-    mut conn: TcpStream,
-    root: &Path,
-    delay: Duration,
-    log: &Mutex<Vec<String>>,
-    load: &Load,
-) {
+fn serve(mut conn: TcpStream, root: &Path, delay: Duration, log: &Mutex<Vec<String>>, load: &Load) {
     let mut request = Vec::new();
     let mut buf = [0u8; 1024];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16384 {
