@@ -161,7 +161,13 @@ fn a_slow_server_brings_the_indicator_on_stderr_only() {
     let dump = lab(&dir);
     let server = Server::start(dir.join("store"), Duration::from_millis(1100));
     let path = format!("srv*{}*http://{}", dir.join("cache").display(), server.addr);
-    let out = ntdbg(&["analyze", &dump.display().to_string(), "--symbols", &path, "--json"]);
+    let out = ntdbg(&[
+        "analyze",
+        &dump.display().to_string(),
+        "--symbols",
+        &path,
+        "--json",
+    ]);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
