@@ -17,15 +17,31 @@ impl Session {
         self.symbols().preload(modules, &read_image);
     }
 
-    /// Preloads the symbols a walk of the event thread's stack may need: the modules holding
-    /// the exception's instruction pointer or any pointer-sized value on its stack (a superset
-    /// of the modules on the stack). Without an event, nothing is loaded.
+    /// When symbols may be downloaded, preloads those a walk of the event thread's stack may
+    /// need (see [`Session::preload_stack_symbols`]). Without an event, nothing is loaded.
     pub fn preload_event_stack_symbols(&self) {
-        let Some(context) = self.target().event().and_then(|e| e.context.as_ref()) else {
-            return;
-        };
-        let modules = stack_modules(self.target(), context);
-        self.preload_symbols(&modules);
+        if let Some(context) = self.target().event().and_then(|e| e.context.as_ref()) {
+            self.preload_stack_symbols(context);
+        }
+    }
+
+    /// [`Session::preload_stack_symbols`] for the current thread in the current scope (`k`).
+    pub fn preload_current_stack_symbols(&self) {
+        if let Some(context) = self.context() {
+            self.preload_stack_symbols(&context);
+        }
+    }
+
+    /// When symbols may be downloaded ([`ntdbg_symbols::SymbolStore::may_download`]),
+    /// preloads the modules holding the context's instruction pointer or any pointer-sized
+    /// value on its stack: a superset of the modules a walk visits, whose downloads then
+    /// overlap instead of following one another frame by frame. With local symbols only,
+    /// nothing is loaded ahead (each stays `deferred` until used, as in WinDbg).
+    pub fn preload_stack_symbols(&self, context: &MinidumpContext) {
+        if self.symbols().may_download() {
+            let modules = stack_modules(self.target(), context);
+            self.preload_symbols(&modules);
+        }
     }
 }
 

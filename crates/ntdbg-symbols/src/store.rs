@@ -98,6 +98,12 @@ impl SymbolStore {
         self.offline.load(Ordering::Relaxed)
     }
 
+    /// Whether loading may download: the path names an HTTP symbol server and the store is
+    /// not offline.
+    pub fn may_download(&self) -> bool {
+        !self.offline() && !self.path().http_server_caches().is_empty()
+    }
+
     /// The time budget for one module's downloads (all its requests together).
     pub fn set_download_timeout(&self, timeout: Duration) {
         let ms = u64::try_from(timeout.as_millis())

@@ -86,6 +86,7 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             ))
         })?,
     };
+    session.preload_current_stack_symbols();
     let mut stack = session.stack()?;
     stack
         .frames
