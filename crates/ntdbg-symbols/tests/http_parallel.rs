@@ -107,3 +107,48 @@ fn preload_downloads_many_modules_at_once() {
     );
     assert_eq!(server.requests().len(), before);
 }
+
+#[test]
+fn preload_keeps_each_modules_time_limit_and_offline_mode() {
+    let root = Scratch::new("parallel-slow-root");
+    for i in 0..MODULES {
+        root.put(
+            &testdata("winelab/x64/crashy.pdb"),
+            &format!("mod{i}.pdb/{CRASHY_X64_ID}/mod{i}.pdb"),
+        );
+    }
+    let cache = Scratch::new("parallel-slow-cache");
+    let server = TestServer::start(&root.0, Duration::from_secs(3));
+    let path = SymbolPath::parse(&format!("srv*{}*{}", cache.path_text(), server.url())).unwrap();
+    let modules: Vec<MinidumpModule> = (0..MODULES).map(module).collect();
+    let refs: Vec<&MinidumpModule> = modules.iter().collect();
+
+    // Offline: loads, asks nothing.
+    let offline = SymbolStore::new(path.clone());
+    offline.set_offline(true);
+    offline.preload(&refs, &no_memory);
+    assert!(server.requests().is_empty());
+    assert_eq!(
+        offline.module(&modules[0], &no_memory).status(),
+        SymbolStatus::NoSymbols
+    );
+
+    // A server slower than the limit: every module gives up (its own request timed out, or
+    // the server was already known to be unreachable), none hangs.
+    let store = SymbolStore::new(path);
+    store.set_offline(false);
+    store.set_download_timeout(Duration::from_millis(200));
+    store.preload(&refs, &no_memory);
+    for m in &modules {
+        let symbols = store.loaded(m.raw.base_of_image).expect("preloaded");
+        assert_eq!(symbols.status(), SymbolStatus::NoSymbols);
+        assert!(
+            symbols
+                .tried()
+                .iter()
+                .any(|t| t.contains("timed out") || t.contains("unreachable earlier")),
+            "{:#?}",
+            symbols.tried()
+        );
+    }
+}
