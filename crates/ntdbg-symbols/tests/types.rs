@@ -68,6 +68,16 @@ fn bitfields_unions_and_packed_structs() {
         text.push_str(&db.layout("minimal", t, None, &[], 0).unwrap());
     }
     insta::assert_snapshot!("rizin_minimal", text);
+    // -v: kinds, element counts and sizes (a union, bit fields, an anonymous member).
+    let verbose = ntdbg_symbols::DtOptions {
+        verbose: true,
+        ..Default::default()
+    };
+    let mut text = String::new();
+    for t in db.find("*") {
+        text.push_str(&db.layout_with("minimal", t, None, &verbose).unwrap());
+    }
+    insta::assert_snapshot!("rizin_minimal_verbose", text);
     let bits = db.fields("bitfield_typedef").unwrap();
     assert_eq!(
         bits.iter()
