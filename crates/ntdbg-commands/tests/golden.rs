@@ -139,6 +139,10 @@ fn dt_on_the_sample_pdb() {
         ("dt_unknown", "dt nosuch"),
         ("dt_unknown_field", "dt crashy!_CONTEXT @rsp NoSuchField"),
         ("dt_no_type", "dt"),
+        ("dt_verbose", "dt -v crashy!_EXCEPTION_POINTERS"),
+        ("dt_typedef", "dt crashy!PEXCEPTION_POINTERS"),
+        ("dt_arrays", "dt -a2 crashy!_CONTEXT @rsp VectorRegister"),
+        ("dt_bad_array_count", "dt -ax crashy!_CONTEXT"),
     ] {
         let text = run(&mut session, command);
         insta::assert_snapshot!(format!("x64_null__{name}"), text, command);
