@@ -698,3 +698,44 @@ impl NtdbgServer {
         vec![PromptMessage::new_text(Role::User, text)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_carry_their_kind() {
+        assert_eq!(profile_id(Mode::Kd, "s1-ab"), "kd-s1-ab");
+        assert_eq!(split_id(" cdb-s2-ab ").unwrap(), (Mode::Cdb, "s2-ab"));
+        assert_eq!(split_id("kd-s3-ab").unwrap(), (Mode::Kd, "s3-ab"));
+        assert_eq!(split_id("s3-ab").unwrap_err().code, "unknown_session");
+        assert_eq!(Mode::of_kind("kernel-triage"), Mode::Kd);
+        assert_eq!(Mode::of_kind("user"), Mode::Cdb);
+    }
+
+    #[test]
+    fn triage_runs_what_was_asked_for() {
+        let mut a = OpenDumpArgs {
+            dump_path: "x.dmp".into(),
+            include_stack_trace: false,
+            include_modules: false,
+            include_threads: false,
+            symbols_path: None,
+            timeout_seconds: None,
+        };
+        assert_eq!(triage_commands(&a), ".lastevent; !analyze -v");
+        a.include_stack_trace = true;
+        a.include_threads = true;
+        assert_eq!(triage_commands(&a), ".lastevent; !analyze -v; kb; ~");
+    }
+
+    #[test]
+    fn time_limits_are_bounded() {
+        assert_eq!(time_limit(None, 60), Duration::from_secs(60));
+        assert_eq!(time_limit(Some(0), 60), Duration::from_millis(1));
+        assert_eq!(
+            time_limit(Some(u64::MAX), 60),
+            Duration::from_millis(MAX_TIMEOUT_MS)
+        );
+    }
+}

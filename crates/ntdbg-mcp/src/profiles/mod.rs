@@ -107,3 +107,78 @@ fn console_text(state: &State, batch: &RunCommandResult, kernel: bool) -> String
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::AllowedDirs;
+    use crate::NtdbgServer;
+
+    fn names(profile: Profile) -> Vec<String> {
+        let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
+        let mut names: Vec<String> = NtdbgServer::new(allowed)
+            .with_profile(profile)
+            .tools()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn profile_names_round_trip() {
+        for p in Profile::ALL {
+            assert_eq!(p.name().parse::<Profile>(), Ok(p));
+        }
+        let error = "windbg".parse::<Profile>().unwrap_err();
+        assert!(error.contains("mcp-windbg, windbg-mcp"), "{error}");
+    }
+
+    #[test]
+    fn each_profile_serves_its_own_tool_names() {
+        assert_eq!(
+            names(Profile::McpWindbg),
+            [
+                "close_cdb_session",
+                "close_kd_session",
+                "list_dumps",
+                "open_cdb_dump",
+                "open_cdb_remote",
+                "open_kd_dump",
+                "open_kd_session",
+                "run_cdb_command",
+                "run_kd_command",
+                "send_ctrl_break",
+                "wait_for_break"
+            ]
+        );
+        assert_eq!(
+            names(Profile::WindbgMcp),
+            [
+                "wm_analyze_crash",
+                "wm_break_in",
+                "wm_detach",
+                "wm_run_cmd",
+                "wm_session",
+                "wm_shutdown",
+                "wm_wait_event"
+            ]
+        );
+        assert!(names(Profile::Ntdbg).contains(&"open_dump".to_string()));
+    }
+
+    #[test]
+    fn every_profile_stays_within_the_tools_list_budget() {
+        for p in Profile::ALL {
+            let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
+            let tools = NtdbgServer::new(allowed).with_profile(p).tools();
+            let size = serde_json::to_string(&tools).expect("json").len();
+            assert!(
+                size < crate::limits::TOOLS_LIST_BUDGET,
+                "{}: {size}",
+                p.name()
+            );
+        }
+    }
+}

@@ -586,3 +586,18 @@ impl NtdbgServer {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn head_tail_keeps_both_ends_on_char_boundaries() {
+        assert_eq!(head_tail("short", 3, 3), ("short".to_string(), false));
+        let text = "é".repeat(100);
+        let (cut, truncated) = head_tail(&text, 11, 5);
+        assert!(truncated);
+        assert!(cut.starts_with("ééééé\n[...truncated "), "{cut}");
+        assert!(cut.ends_with("éé"), "{cut}");
+    }
+}
