@@ -246,7 +246,8 @@ async def test_mcp_windbg_list_dumps(mcp_windbg: Profiled) -> None:
     async with mcp_windbg.connect() as client:
         listing = await call(client, "list_dumps", directory_path=str(KERNEL_DUMP.parent))
         assert not listing.is_error
-        assert "triage_x64.dmp" in text(listing) and "kernel" in text(listing)
+        line = next(row for row in text(listing).splitlines() if row.startswith(f"{KERNEL_DUMP.resolve()}  ("))
+        assert "kernel" in line and "open_kd_dump" in line, line
 
 
 # ---------------------------------------------------------------- windbg-mcp

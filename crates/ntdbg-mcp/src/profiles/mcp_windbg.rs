@@ -9,8 +9,8 @@
 //! (`.lastevent`, `!analyze -v`, then `kb`, `lm`, `~` when asked).
 
 use crate::dto::{
-    CloseSessionParams, ListDumpsParams, OpenDumpParams, OutputFormat, RunCommandParams,
-    RunStateResult, SessionParams, WaitForEventParams,
+    CloseSessionParams, ListDumpsParams, ListDumpsResult, OpenDumpParams, OutputFormat,
+    RunCommandParams, RunStateResult, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
@@ -367,6 +367,33 @@ async fn run_console(
     Ok(console_text(state, &batch.value, mode == Mode::Kd))
 }
 
+/// The `list_dumps` text: full paths, to pass as dump_path, and the tool that opens each.
+fn listing_text(listing: &ListDumpsResult) -> String {
+    let mut text = format!(
+        "{} crash dump(s) in {}\n",
+        listing.dumps.len(),
+        listing.directory
+    );
+    for d in &listing.dumps {
+        let _ = match (&d.kind, &d.error) {
+            (Some(kind), None) => writeln!(
+                text,
+                "{}  ({kind} dump, {} MB; {}) {}",
+                d.path,
+                d.size.div_ceil(1 << 20),
+                Mode::of_kind(kind).open_tool(),
+                d.headline.as_deref().unwrap_or("")
+            ),
+            (_, Some(e)) => writeln!(text, "{}  (unreadable: {})", d.path, e.message),
+            (None, None) => writeln!(text, "{}", d.path),
+        };
+    }
+    if listing.truncated {
+        text.push_str("(listing stopped at its limit: name a subfolder to see more)\n");
+    }
+    text
+}
+
 /// The text of a live-target answer.
 fn run_state_text(id: &str, r: &Rendered<RunStateResult>) -> String {
     let mut text = format!("session {id}: {}\n", r.value.run_state);
@@ -408,7 +435,8 @@ impl NtdbgServer {
             directory: a.directory_path,
             recursive: a.recursive,
         };
-        Ok(tools::dumps::list_dumps(self.state(), params).await?.text)
+        let listing = tools::dumps::list_dumps(self.state(), params).await?.value;
+        Ok(listing_text(&listing))
     }
 
     #[tool(
