@@ -109,7 +109,21 @@ impl ImplicitSession {
 
     /// The open session's id, or why there is none.
     fn id(&self) -> Result<String, ToolError> {
-        match &*self.lock() {
+        self.lock().id()
+    }
+
+    /// Takes the open session out, leaving `after` in its place.
+    fn take(&self, after: Implicit) -> Result<String, ToolError> {
+        let mut implicit = self.lock();
+        let id = implicit.id()?;
+        *implicit = after;
+        Ok(id)
+    }
+}
+
+impl Implicit {
+    fn id(&self) -> Result<String, ToolError> {
+        match self {
             Implicit::Open(id) => Ok(id.clone()),
             Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
                 "not_attached",
@@ -130,13 +144,6 @@ impl ImplicitSession {
             .with_hint("restart the server to debug again")
             .unrecoverable()),
         }
-    }
-
-    /// Takes the open session out, leaving `after` in its place.
-    fn take(&self, after: Implicit) -> Result<String, ToolError> {
-        let id = self.id()?;
-        *self.lock() = after;
-        Ok(id)
     }
 }
 
