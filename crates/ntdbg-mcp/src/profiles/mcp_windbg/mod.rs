@@ -8,6 +8,15 @@
 //! mcp-windbg's are: `open_*_dump` starts with `session_id: …` and runs the standard triage
 //! (`.lastevent`, `!analyze -v`, then `kb`, `lm`, `~` when asked).
 
+mod args;
+mod ids;
+mod prompts;
+
+use args::{
+    CloseKdArgs, ListDumpsArgs, OpenDumpArgs, OpenRemoteArgs, RunArgs, SessionArgs, WaitArgs,
+};
+use ids::{profile_id, profile_ids, resolve, split_id, Mode};
+
 use crate::dto::{
     CloseSessionParams, ListDumpsParams, ListDumpsResult, OpenDumpParams, OutputFormat,
     RunCommandParams, RunStateResult, SessionParams, WaitForEventParams,
@@ -21,10 +30,7 @@ use crate::state::{blocking, State};
 use crate::tools;
 use crate::tools::commands::MAX_TIMEOUT_MS;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{PromptMessage, Role};
-use rmcp::{prompt, prompt_router, tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use rmcp::{tool, tool_router};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
@@ -55,234 +61,12 @@ const KD_COMMAND_TIMEOUT_S: u64 = 120;
 /// Default time `wait_for_break` waits.
 const WAIT_TIMEOUT_S: u64 = 300;
 
-/// `list_dumps` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListDumpsArgs {
-    /// Directory to search (default: the first allowed directory).
-    pub directory_path: Option<String>,
-    /// Search subdirectories too.
-    #[serde(default)]
-    pub recursive: bool,
-}
-
-/// `open_cdb_dump` / `open_kd_dump` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenDumpArgs {
-    /// Path to the .dmp file, inside an allowed directory.
-    pub dump_path: String,
-    /// Include the stack trace (kb).
-    #[serde(default)]
-    pub include_stack_trace: bool,
-    /// Include the loaded modules (lm).
-    #[serde(default)]
-    pub include_modules: bool,
-    /// Include the threads (~).
-    #[serde(default)]
-    pub include_threads: bool,
-    /// Extra symbol search path (';'-separated folders, srv*CACHE*URL).
-    pub symbols_path: Option<String>,
-    /// Time limit for opening and triage, in seconds (default 180).
-    pub timeout_seconds: Option<u64>,
-}
-
-/// `open_cdb_remote` / `open_kd_session` arguments.
-#[allow(dead_code, reason = "validated now, used once a cdb/kd engine exists")]
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenRemoteArgs {
-    /// Connection string, e.g. tcp:Port=5005,Server=HOST or net:port=50000,key=….
-    pub connection_string: String,
-    /// Include the stack trace (kb).
-    #[serde(default)]
-    pub include_stack_trace: bool,
-    /// Include the loaded modules (lm).
-    #[serde(default)]
-    pub include_modules: bool,
-    /// Include the threads (~).
-    #[serde(default)]
-    pub include_threads: bool,
-    /// Extra symbol search path.
-    pub symbols_path: Option<String>,
-    /// Connect time limit in seconds.
-    pub timeout_seconds: Option<u64>,
-}
-
-/// `run_cdb_command` / `run_kd_command` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunArgs {
-    /// Session id from open_cdb_dump (cdb-…) or open_kd_dump (kd-…).
-    pub session_id: String,
-    /// The command, e.g. kb or !analyze -v; several separated by ';'.
-    pub command: String,
-    /// Time limit in seconds (default 60 user mode, 120 kernel).
-    pub timeout_seconds: Option<u64>,
-}
-
-/// `close_cdb_session`, `send_ctrl_break` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SessionArgs {
-    /// The session id.
-    pub session_id: String,
-}
-
-/// `close_kd_session` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CloseKdArgs {
-    /// The kd- session id.
-    pub session_id: String,
-    /// Resume a live target on close (default true); dumps ignore it.
-    #[serde(default = "resume_by_default")]
-    pub resume: bool,
-}
-
-fn resume_by_default() -> bool {
-    true
-}
-
-/// `wait_for_break` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WaitArgs {
-    /// A live session id (cdb- or kd-).
-    pub session_id: String,
-    /// How long to wait, in seconds (default 300).
-    pub timeout_seconds: Option<u64>,
-}
-
-/// User mode (cdb) or kernel (kd): the two families of mcp-windbg tools.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Cdb,
-    Kd,
-}
-
-impl Mode {
-    fn of_kind(kind: &str) -> Mode {
-        if kind.starts_with("kernel") {
-            Mode::Kd
-        } else {
-            Mode::Cdb
-        }
+/// The default time limit of a command of `mode`, in seconds.
+fn command_timeout(mode: Mode) -> u64 {
+    match mode {
+        Mode::Cdb => CDB_COMMAND_TIMEOUT_S,
+        Mode::Kd => KD_COMMAND_TIMEOUT_S,
     }
-
-    fn prefix(self) -> &'static str {
-        match self {
-            Mode::Cdb => "cdb-",
-            Mode::Kd => "kd-",
-        }
-    }
-
-    fn noun(self) -> &'static str {
-        match self {
-            Mode::Cdb => "user-mode (cdb)",
-            Mode::Kd => "kernel (kd)",
-        }
-    }
-
-    fn open_tool(self) -> &'static str {
-        match self {
-            Mode::Cdb => "open_cdb_dump",
-            Mode::Kd => "open_kd_dump",
-        }
-    }
-
-    fn run_tool(self) -> &'static str {
-        match self {
-            Mode::Cdb => "run_cdb_command",
-            Mode::Kd => "run_kd_command",
-        }
-    }
-
-    fn close_tool(self) -> &'static str {
-        match self {
-            Mode::Cdb => "close_cdb_session",
-            Mode::Kd => "close_kd_session",
-        }
-    }
-
-    fn command_timeout(self) -> u64 {
-        match self {
-            Mode::Cdb => CDB_COMMAND_TIMEOUT_S,
-            Mode::Kd => KD_COMMAND_TIMEOUT_S,
-        }
-    }
-}
-
-/// The profile id of ntdbg session `raw`.
-fn profile_id(mode: Mode, raw: &str) -> String {
-    format!("{}{raw}", mode.prefix())
-}
-
-/// The ntdbg session behind a profile id, checked to be of `expected` kind; `tool` is the
-/// tool asking, for the error.
-fn resolve(state: &State, id: &str, expected: Mode, tool: &str) -> Result<String, ToolError> {
-    let (mode, raw) = split_id(id)?;
-    let slot = state
-        .sessions
-        .get(raw)
-        .map_err(|e| profile_ids(e, id, state))?;
-    let actual = Mode::of_kind(&slot.kind);
-    if mode != expected || actual != expected {
-        return Err(ToolError::new(
-            "wrong_session_kind",
-            format!(
-                "{} is a {} session: {tool} takes {} session ids ({}…)",
-                id.trim(),
-                actual.noun(),
-                expected.noun(),
-                expected.prefix()
-            ),
-        )
-        .with_hint(format!(
-            "use {} and {} for this session",
-            actual.run_tool(),
-            actual.close_tool()
-        )));
-    }
-    Ok(slot.id.clone())
-}
-
-/// The kind and ntdbg id of a `cdb-…` or `kd-…` id.
-fn split_id(id: &str) -> Result<(Mode, &str), ToolError> {
-    let id = id.trim();
-    [Mode::Cdb, Mode::Kd]
-        .into_iter()
-        .find_map(|m| id.strip_prefix(m.prefix()).map(|raw| (m, raw)))
-        .ok_or_else(|| {
-            ToolError::new(
-                "unknown_session",
-                format!("{id:?} is not a session id: ids start with cdb- or kd-"),
-            )
-            .with_hint("pass the session_id from the first line of open_cdb_dump or open_kd_dump")
-        })
-}
-
-/// An `unknown_session` error for profile id `id`, whose hint lists the open sessions by their
-/// profile ids.
-fn profile_ids(mut error: ToolError, id: &str, state: &State) -> ToolError {
-    if error.code == "unknown_session" {
-        let open: Vec<String> = state
-            .sessions
-            .list()
-            .iter()
-            .map(|s| profile_id(Mode::of_kind(&s.kind), &s.id))
-            .collect();
-        error.message = format!(
-            "no open session with id {:?} (it was never opened, or it was closed)",
-            id.trim()
-        );
-        error.hint = Some(if open.is_empty() {
-            "no sessions are open: call open_cdb_dump or open_kd_dump first".into()
-        } else {
-            format!("open sessions: {}", open.join(", "))
-        });
-    }
-    error
 }
 
 /// The time limit of a call: the one asked for (in seconds) or the default, at most
@@ -613,7 +397,7 @@ impl NtdbgServer {
     /// `run_cdb_command` / `run_kd_command`.
     async fn run_profile_command(&self, a: RunArgs, mode: Mode) -> Result<String, ToolError> {
         let raw = resolve(self.state(), &a.session_id, mode, mode.run_tool())?;
-        let limit = time_limit(a.timeout_seconds, mode.command_timeout());
+        let limit = time_limit(a.timeout_seconds, command_timeout(mode));
         run_console(self.state(), raw, a.command, mode, limit).await
     }
 
@@ -645,101 +429,9 @@ impl NtdbgServer {
     }
 }
 
-/// Arguments of `dump-triage`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct DumpTriageArgs {
-    /// The crash dump to analyse (optional: ask the user, or list_dumps, when missing).
-    pub dump_path: Option<String>,
-}
-
-/// Arguments of `remote-triage` and `kernel-triage`.
-#[derive(Debug, Deserialize, JsonSchema)]
-pub struct LiveTriageArgs {
-    /// The connection string (optional: ask the user when missing).
-    pub connection_string: Option<String>,
-}
-
-const REPORT: &str = "Report: what happened (exception or bugcheck, code, address), where (module!function+offset, source line, module version), why (the evidence), the crash signature, and what could not be known. State only what the output shows.";
-
-// The macro adds public `*_prompt_attr` functions without docs.
-#[allow(missing_docs)]
-#[prompt_router(router = "mcp_windbg_prompts", vis = "pub(crate)")]
-impl NtdbgServer {
-    /// Triage one crash dump.
-    #[prompt(
-        name = "dump-triage",
-        description = "Triage a single crash dump with open_cdb_dump / open_kd_dump and run_*_command: the steps and what to report."
-    )]
-    async fn dump_triage(&self, Parameters(a): Parameters<DumpTriageArgs>) -> Vec<PromptMessage> {
-        let target = a
-            .dump_path
-            .map(|p| format!("the crash dump {p}"))
-            .unwrap_or_else(|| {
-                "a crash dump (ask which one, or pick one from list_dumps)".to_string()
-            });
-        let text = format!(
-            "Triage {target}.\n\
-             1. list_dumps on its folder shows whether it is a user-mode or a kernel dump.\n\
-             2. open_cdb_dump(dump_path=…) for a user-mode dump, open_kd_dump for a kernel dump, with include_stack_trace=true. Keep the session_id from the first line; read .lastevent and !analyze -v.\n\
-             3. run_cdb_command (run_kd_command for kd- ids) with \".ecxr; kb\", then \"r\", \"u @$ip L8\", \"lmv m MODULE\" for the faulting module.\n\
-             4. If the cause is still unclear: \"~*k\" for every thread, \"dps @rsp L20\", \"dq ADDR\" for the memory an access violation names.\n\
-             5. close_cdb_session / close_kd_session when done.\n{REPORT}"
-        );
-        vec![PromptMessage::new_text(Role::User, text)]
-    }
-
-    /// Investigate a live user-mode target.
-    #[prompt(
-        name = "remote-triage",
-        description = "Investigate a live user-mode target through a cdb debugging server (needs a Windows host with cdb.exe)."
-    )]
-    async fn remote_triage(&self, Parameters(a): Parameters<LiveTriageArgs>) -> Vec<PromptMessage> {
-        let target = a
-            .connection_string
-            .unwrap_or_else(|| "(ask the user for the -remote connection string)".into());
-        let text = format!(
-            "Investigate the live user-mode target at {target}.\n\
-             1. open_cdb_remote(connection_string=…). If it answers not_available, this ntdbg host cannot reach cdb debugging servers: say so, and ask for a crash dump of the process instead (then follow dump-triage).\n\
-             2. send_ctrl_break(session_id) if the target runs; then run_cdb_command \"~*k\" for every thread, \"!analyze -v\", \"lm\".\n\
-             3. To let it run until it fails: run_cdb_command \"g\", then wait_for_break(session_id).\n\
-             4. close_cdb_session when done.\n{REPORT}"
-        );
-        vec![PromptMessage::new_text(Role::User, text)]
-    }
-
-    /// Investigate a live kernel target.
-    #[prompt(
-        name = "kernel-triage",
-        description = "Investigate a kernel target over a -k connection (needs a Windows host with kd.exe); kernel dump files go through open_kd_dump."
-    )]
-    async fn kernel_triage(&self, Parameters(a): Parameters<LiveTriageArgs>) -> Vec<PromptMessage> {
-        let target = a
-            .connection_string
-            .unwrap_or_else(|| "(ask the user for the -k connection string)".into());
-        let text = format!(
-            "Investigate the kernel target at {target}.\n\
-             1. open_kd_session(connection_string=…). If it answers not_available, this ntdbg host cannot drive kd: ask for the kernel dump (MEMORY.DMP or Minidump\\*.dmp) and open it with open_kd_dump instead.\n\
-             2. run_kd_command \"!analyze -v\", then \"kb\", \"lmv m DRIVER\" for the faulting driver, \"r\", \"u @$ip L8\".\n\
-             3. For a live target that runs: send_ctrl_break, or \"g\" and wait_for_break to catch the bugcheck.\n\
-             4. close_kd_session when done (it resumes a live machine by default).\n{REPORT}"
-        );
-        vec![PromptMessage::new_text(Role::User, text)]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ids_carry_their_kind() {
-        assert_eq!(profile_id(Mode::Kd, "s1-ab"), "kd-s1-ab");
-        assert_eq!(split_id(" cdb-s2-ab ").unwrap(), (Mode::Cdb, "s2-ab"));
-        assert_eq!(split_id("kd-s3-ab").unwrap(), (Mode::Kd, "s3-ab"));
-        assert_eq!(split_id("s3-ab").unwrap_err().code, "unknown_session");
-        assert_eq!(Mode::of_kind("kernel-triage"), Mode::Kd);
-        assert_eq!(Mode::of_kind("user"), Mode::Cdb);
-    }
 
     #[test]
     fn triage_runs_what_was_asked_for() {

@@ -5,6 +5,13 @@
 //! Answers are JSON objects, as windbg-mcp's are: the text is the compact JSON and the same
 //! value is the structured content. Failures are ntdbg's tool errors.
 
+mod args;
+mod implicit;
+
+pub use implicit::{ImplicitSession, StartupTarget};
+
+use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
+
 use crate::dto::{
     AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
     RunCommandParams, RunCommandResult, SessionParams, WaitForEventParams,
@@ -20,11 +27,7 @@ use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::{tool, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// The workflow sentence of the server instructions.
@@ -68,128 +71,6 @@ const MAX_PREVIEW_BYTES: usize = 1 << 20;
 const TAIL_BYTES: usize = 2048;
 /// The commands whose raw output `wm_analyze_crash` writes to its output_file.
 const ANALYZE_COMMANDS: &str = ".lastevent; !analyze -v; kb; lm";
-
-/// What `--profile windbg-mcp` opens at startup.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StartupTarget {
-    /// A dump file (`--dump PATH`).
-    Dump(PathBuf),
-    /// A live target (`--attach TARGET`, e.g. gdb:HOST:PORT).
-    Attach(String),
-}
-
-/// The one session of the windbg-mcp profile, shared by every connection.
-#[derive(Debug, Default)]
-pub struct ImplicitSession(Mutex<Implicit>);
-
-#[derive(Debug, Default)]
-enum Implicit {
-    /// Started without `--dump` or `--attach`.
-    #[default]
-    NoTarget,
-    /// To be opened by `open_startup_target`.
-    Pending(StartupTarget),
-    /// The ntdbg session id.
-    Open(String),
-    /// `wm_detach` closed it.
-    Detached,
-    /// `wm_shutdown` closed it.
-    ShutDown,
-}
-
-impl ImplicitSession {
-    fn lock(&self) -> MutexGuard<'_, Implicit> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Records the target to open at startup.
-    pub(crate) fn set_startup(&self, target: StartupTarget) {
-        *self.lock() = Implicit::Pending(target);
-    }
-
-    /// The open session's id, or why there is none.
-    fn id(&self) -> Result<String, ToolError> {
-        self.lock().id()
-    }
-
-    /// Takes the open session out, leaving `after` in its place.
-    fn take(&self, after: Implicit) -> Result<String, ToolError> {
-        let mut implicit = self.lock();
-        let id = implicit.id()?;
-        *implicit = after;
-        Ok(id)
-    }
-}
-
-impl Implicit {
-    fn id(&self) -> Result<String, ToolError> {
-        match self {
-            Implicit::Open(id) => Ok(id.clone()),
-            Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
-                "not_attached",
-                "no target: this server was started without --dump or --attach",
-            )
-            .with_hint("restart it as `ntdbg mcp --profile windbg-mcp --dump PATH`")
-            .unrecoverable()),
-            Implicit::Detached => Err(ToolError::new(
-                "not_attached",
-                "no target: wm_detach released it",
-            )
-            .with_hint("restart the server to open the target again")
-            .unrecoverable()),
-            Implicit::ShutDown => Err(ToolError::new(
-                "disconnected",
-                "wm_shutdown ended this server's session",
-            )
-            .with_hint("restart the server to debug again")
-            .unrecoverable()),
-        }
-    }
-}
-
-/// `wm_run_cmd` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunCmdArgs {
-    /// WinDbg commands separated by ';' or newlines; stops at the first failure.
-    pub cmd: String,
-    /// Time limit for the batch in ms (default 30000).
-    #[schemars(range(min = 1, max = 120000))]
-    pub timeout_ms: Option<u64>,
-    /// Also write the whole output to this new file (inside an allowed directory).
-    pub output_file: Option<String>,
-    /// Head bytes of a cut combined output (default 8192).
-    #[schemars(range(max = 1048576))]
-    pub preview_bytes: Option<u64>,
-}
-
-/// `wm_wait_event` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WaitEventArgs {
-    /// Event kinds to wait for: bugcheck, break, breakpoint_hit, module_load, module_unload, session_status, state_change.
-    pub kinds: Vec<String>,
-    /// How long to wait in ms (default 60000).
-    pub timeout_ms: Option<u64>,
-    /// Unix time in ms: also replay matching events newer than this.
-    pub since_ms: Option<u64>,
-}
-
-/// `wm_break_in` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct BreakInArgs {
-    /// How long to wait for the break, in ms (default 30000).
-    pub timeout_ms: Option<u64>,
-}
-
-/// `wm_analyze_crash` arguments.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AnalyzeArgs {
-    /// Also write the raw output of .lastevent, !analyze -v, kb and lm to this new file.
-    pub output_file: Option<String>,
-}
 
 /// A windbg-mcp answer: a JSON object as text and as structured content.
 #[derive(Debug)]
@@ -499,7 +380,7 @@ impl NtdbgServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn wm_detach(&self) -> Result<WmReply, ToolError> {
-        let id = self.implicit().take(Implicit::Detached)?;
+        let id = self.implicit().detach()?;
         let value = self.release(&id, "detach_target_only")?;
         Ok(WmReply::ok(value))
     }
@@ -509,13 +390,9 @@ impl NtdbgServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn wm_shutdown(&self) -> Result<WmReply, ToolError> {
-        let mut value = match self.implicit().take(Implicit::ShutDown) {
-            Ok(id) => self.release(&id, "session_shutdown")?,
-            Err(e) if e.code == "not_attached" => {
-                *self.implicit().lock() = Implicit::ShutDown;
-                json!({ "ok": true, "semantic": "session_shutdown", "target_detached": false })
-            }
-            Err(e) => return Err(e),
+        let mut value = match self.implicit().shut_down()? {
+            Some(id) => self.release(&id, "session_shutdown")?,
+            None => json!({ "ok": true, "semantic": "session_shutdown", "target_detached": false }),
         };
         value["host_state"] = json!("running");
         Ok(WmReply::ok(value))
@@ -529,9 +406,8 @@ impl NtdbgServer {
     /// # Errors
     /// The target cannot be opened (the message says why, for the command line).
     pub async fn open_startup_target(&self) -> std::io::Result<()> {
-        let pending = match &*self.implicit().lock() {
-            Implicit::Pending(target) => target.clone(),
-            _ => return Ok(()),
+        let Some(pending) = self.implicit().pending() else {
+            return Ok(());
         };
         let opened = match &pending {
             StartupTarget::Dump(path) => {
@@ -559,7 +435,7 @@ impl NtdbgServer {
         };
         match opened {
             Ok(id) => {
-                *self.implicit().lock() = Implicit::Open(id);
+                self.implicit().opened(id);
                 Ok(())
             }
             Err(e) => {
