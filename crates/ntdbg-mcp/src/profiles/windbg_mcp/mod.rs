@@ -300,8 +300,14 @@ impl NtdbgServer {
         )
         .await
         .map_err(|_| timed_out("wm_wait_event", timeout_ms))??;
+        // A stop is a break; a target still running when the wait ends changed state only.
+        let kind = if stopped.value.run_state == "running" {
+            "state_change"
+        } else {
+            "break"
+        };
         Ok(WmReply::ok(json!({
-            "kind": "break",
+            "kind": kind,
             "run_state": stopped.value.run_state,
             "events": stopped.value.events,
         })))
