@@ -1,6 +1,6 @@
 //! Command-line arguments.
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -9,8 +9,12 @@ const MCP_EXAMPLES: &str = "Examples:
   ntdbg mcp --allow-dir ./dumps
   ntdbg mcp --http 127.0.0.1:8080 --allow-dir ./dumps
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
+  ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
+  ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
 
-Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}";
+Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
+Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
+Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}";
 
 /// Windows crash-dump analysis, natively on any OS, in the WinDbg command language.
 #[derive(Debug, Parser)]
@@ -82,6 +86,16 @@ pub enum Command {
         /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
         #[arg(long)]
         offline: bool,
+        /// Which tool names to serve: ntdbg's own, or those of another WinDbg MCP server so
+        /// its prompts and scripts keep working unchanged.
+        #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
+        profile: ProfileArg,
+        /// With --profile windbg-mcp: the dump file its tools work on (inside an --allow-dir).
+        #[arg(long, value_name = "PATH", conflicts_with = "attach")]
+        dump: Option<PathBuf>,
+        /// With --profile windbg-mcp: the live target its tools work on (gdb:HOST:PORT).
+        #[arg(long, value_name = "TARGET")]
+        attach: Option<String>,
     },
     /// Interactive WinDbg-style prompt on a dump (`q` quits, `help` lists commands).
     Repl {
@@ -135,4 +149,26 @@ pub enum Command {
         #[arg(long)]
         offline: bool,
     },
+}
+
+/// The tool profiles of `ntdbg mcp --profile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// ntdbg's own tools: open_dump, analyze_crash, run_command, read_output, …
+    Ntdbg,
+    /// mcp-windbg's tools: open_cdb_dump, run_cdb_command, close_cdb_session, open_kd_dump, …
+    McpWindbg,
+    /// windbg-mcp's tools: wm_session, wm_run_cmd, wm_analyze_crash, … on the --dump (or
+    /// --attach) target.
+    WindbgMcp,
+}
+
+impl From<ProfileArg> for ntdbg_mcp::Profile {
+    fn from(p: ProfileArg) -> ntdbg_mcp::Profile {
+        match p {
+            ProfileArg::Ntdbg => ntdbg_mcp::Profile::Ntdbg,
+            ProfileArg::McpWindbg => ntdbg_mcp::Profile::McpWindbg,
+            ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
+        }
+    }
 }

@@ -72,13 +72,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             unsafe_http,
             token_env,
             offline,
-        } => mcp(
-            http,
-            &allow_dirs,
-            unsafe_http,
-            token_env.as_deref(),
-            offline,
-        ),
+            profile,
+            dump,
+            attach,
+        } => {
+            let startup = match (dump, attach) {
+                (Some(path), _) => Some(ntdbg_mcp::StartupTarget::Dump(path)),
+                (None, Some(target)) => Some(ntdbg_mcp::StartupTarget::Attach(target)),
+                (None, None) => None,
+            };
+            if startup.is_some() && profile != args::ProfileArg::WindbgMcp {
+                eprintln!("error: --dump and --attach go with --profile windbg-mcp (the other profiles open targets with their tools)");
+                return Ok(ExitCode::from(2));
+            }
+            let options = McpOptions {
+                offline,
+                profile: profile.into(),
+                startup,
+            };
+            mcp(
+                http,
+                &allow_dirs,
+                unsafe_http,
+                token_env.as_deref(),
+                options,
+            )
+        }
         Command::Repl {
             dump,
             symbols,
@@ -115,13 +134,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// What `ntdbg mcp` serves, besides its transport.
+struct McpOptions {
+    offline: bool,
+    profile: ntdbg_mcp::Profile,
+    startup: Option<ntdbg_mcp::StartupTarget>,
+}
+
 /// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
 fn mcp(
     http: Option<std::net::SocketAddr>,
     allow_dirs: &[std::path::PathBuf],
     unsafe_http: bool,
     token_env: Option<&str>,
-    offline: bool,
+    options: McpOptions,
 ) -> anyhow::Result<ExitCode> {
     ntdbg_mcp::init_stderr_logging();
     let allowed = ntdbg_mcp::AllowedDirs::new(allow_dirs)?;
@@ -137,19 +163,24 @@ fn mcp(
                 }
                 None => None,
             };
-            let options = ntdbg_mcp::HttpOptions {
+            let http_options = ntdbg_mcp::HttpOptions {
                 addr,
                 unsafe_http,
                 token,
             };
-            if let Err(e) = options.validate() {
+            if let Err(e) = http_options.validate() {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(2));
             }
-            ntdbg_mcp::Transport::Http(options)
+            ntdbg_mcp::Transport::Http(http_options)
         }
     };
-    let server = ntdbg_mcp::NtdbgServer::new(allowed).offline(offline);
+    let mut server = ntdbg_mcp::NtdbgServer::new(allowed)
+        .offline(options.offline)
+        .with_profile(options.profile);
+    if let Some(target) = options.startup {
+        server = server.with_startup_target(target);
+    }
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -27,6 +27,7 @@ mod http;
 mod listing;
 mod logging;
 mod paths;
+mod profiles;
 mod prompts;
 mod rendered;
 mod schema;
@@ -41,6 +42,7 @@ pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS};
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
+pub use profiles::{Profile, StartupTarget};
 pub use server::NtdbgServer;
 pub use stdio::{serve_io, serve_stdio, MAX_LINE};
 
@@ -73,6 +75,7 @@ pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    runtime.block_on(server.open_startup_target())?;
     match transport {
         Transport::Stdio => runtime.block_on(serve_stdio(server)),
         Transport::Http(options) => runtime.block_on(serve_http(server, options)),

@@ -12,6 +12,7 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
+use crate::profiles::{self, ImplicitSession, Profile, StartupTarget};
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
@@ -29,6 +30,7 @@ use rmcp::service::RequestContext;
 use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
 
+const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts for each: kind, arch, OS build, time, exception headline. Fast (headers only); unreadable files are listed with the reason. Then open_dump the one to investigate.";
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder (subfolders too unless recursive is false) and group them by crash signature: buckets largest first, each with count, first/last seen, affected modules, the dumps and one representative analysis; unreadable dumps listed as failed. For one dump use open_dump.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user minidump or kernel dump) as a new session. The text's first line is the session_id; the result also gives a first triage: exception or bugcheck, faulting frame and module, crash signature. Next: analyze_crash(session_id), then run_command with WinDbg commands such as \"kb\". Sessions are independent; close_session frees one.";
@@ -46,6 +48,8 @@ const WAIT_FOR_EVENT: &str = "Not available yet (live targets arrive with the gd
 #[derive(Debug, Clone)]
 pub struct NtdbgServer {
     state: Arc<State>,
+    profile: Profile,
+    implicit: Arc<ImplicitSession>,
     tool_router: ToolRouter<NtdbgServer>,
     prompt_router: PromptRouter<NtdbgServer>,
 }
@@ -55,9 +59,39 @@ impl NtdbgServer {
     pub fn new(allowed: AllowedDirs) -> NtdbgServer {
         NtdbgServer {
             state: Arc::new(State::new(allowed)),
+            profile: Profile::Ntdbg,
+            implicit: Arc::default(),
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
         }
+    }
+
+    /// Serves `profile`'s tools and prompts instead of ntdbg's own (see [`Profile`]).
+    pub fn with_profile(mut self, profile: Profile) -> NtdbgServer {
+        (self.tool_router, self.prompt_router) = match profile {
+            Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
+            Profile::McpWindbg => (Self::mcp_windbg_tools(), Self::mcp_windbg_prompts()),
+            Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
+        };
+        self.profile = profile;
+        self
+    }
+
+    /// The target the windbg-mcp profile's tools work on, opened by
+    /// [`open_startup_target`](Self::open_startup_target).
+    pub fn with_startup_target(self, target: StartupTarget) -> NtdbgServer {
+        self.implicit.set_startup(target);
+        self
+    }
+
+    /// The state every connection shares.
+    pub(crate) fn state(&self) -> &Arc<State> {
+        &self.state
+    }
+
+    /// The windbg-mcp profile's one session.
+    pub(crate) fn implicit(&self) -> &ImplicitSession {
+        &self.implicit
     }
 
     /// Keeps every session this server opens off symbol servers (as `NTDBG_OFFLINE=1` does).
@@ -184,9 +218,9 @@ impl NtdbgServer {
     )]
     async fn attach(
         &self,
-        Parameters(_p): Parameters<AttachParams>,
+        Parameters(p): Parameters<AttachParams>,
     ) -> Result<Rendered<AttachResult>, ToolError> {
-        Err(tools::live::not_available("attach"))
+        tools::live::attach(&self.state, p).await
     }
 
     #[tool(
@@ -197,9 +231,9 @@ impl NtdbgServer {
     )]
     async fn break_in(
         &self,
-        Parameters(_p): Parameters<SessionParams>,
+        Parameters(p): Parameters<SessionParams>,
     ) -> Result<Rendered<RunStateResult>, ToolError> {
-        Err(tools::live::not_available("break_in"))
+        tools::live::break_in(&self.state, p).await
     }
 
     #[tool(
@@ -210,9 +244,9 @@ impl NtdbgServer {
     )]
     async fn wait_for_event(
         &self,
-        Parameters(_p): Parameters<WaitForEventParams>,
+        Parameters(p): Parameters<WaitForEventParams>,
     ) -> Result<Rendered<RunStateResult>, ToolError> {
-        Err(tools::live::not_available("wait_for_event"))
+        tools::live::wait_for_event(&self.state, p).await
     }
 }
 
@@ -230,7 +264,8 @@ impl ServerHandler for NtdbgServer {
                     .with_title("ntdbg: Windows crash-dump debugger"),
             )
             .with_instructions(format!(
-                "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\"). Files are limited to: {}.",
+                "{} Files are limited to: {}.",
+                profiles::workflow(self.profile).unwrap_or(WORKFLOW),
                 self.state.allowed.describe().join(", ")
             ))
     }

@@ -1,0 +1,184 @@
+//! Drop-in tool profiles: the tool names and parameters of other WinDbg MCP servers, so their
+//! users switch to ntdbg by changing one line of their MCP configuration.
+//!
+//! A profile is another tool router (and prompt router) on the same [`NtdbgServer`]: each of
+//! its tools translates its arguments into those of an ntdbg tool, calls the same function in
+//! [`crate::tools`] the default tool calls, and shapes the answer the way that server's users
+//! expect. Sessions, limits, security and the engine are the default profile's.
+//!
+//! [`NtdbgServer`]: crate::NtdbgServer
+
+mod mcp_windbg;
+mod windbg_mcp;
+
+pub use windbg_mcp::{ImplicitSession, StartupTarget};
+
+use crate::dto::RunCommandResult;
+use crate::state::State;
+use std::fmt::Write as _;
+
+/// Which tool set the server exposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Profile {
+    /// ntdbg's own tools (`open_dump`, `run_command`, …).
+    #[default]
+    Ntdbg,
+    /// The tools of mcp-windbg: `open_cdb_dump`, `run_cdb_command`, `close_cdb_session`, …
+    /// with `cdb-`/`kd-` session ids.
+    McpWindbg,
+    /// The tools of windbg-mcp: `wm_session`, `wm_run_cmd`, … on one session opened at
+    /// startup ([`StartupTarget`]).
+    WindbgMcp,
+}
+
+impl Profile {
+    /// Every profile, default first.
+    pub const ALL: [Profile; 3] = [Profile::Ntdbg, Profile::McpWindbg, Profile::WindbgMcp];
+
+    /// The name `--profile` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Ntdbg => "ntdbg",
+            Profile::McpWindbg => "mcp-windbg",
+            Profile::WindbgMcp => "windbg-mcp",
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Profile, String> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown profile {name:?}: use one of {}", names.join(", "))
+            })
+    }
+}
+
+/// The workflow sentence of a profile's server instructions; `None` for the default profile.
+pub fn workflow(profile: Profile) -> Option<&'static str> {
+    match profile {
+        Profile::Ntdbg => None,
+        Profile::McpWindbg => Some(mcp_windbg::WORKFLOW),
+        Profile::WindbgMcp => Some(windbg_mcp::WORKFLOW),
+    }
+}
+
+/// Most bytes of command output one profile answer carries (the outputs stay whole in the
+/// output cache; the profiles have no `read_output`).
+const MAX_TEXT: usize = 1 << 20;
+
+/// The whole text of a batch as a debugger console shows it: each command after the cdb or
+/// kd prompt, then its full output (not the preview) or its error; at most [`MAX_TEXT`] bytes.
+fn console_text(state: &State, batch: &RunCommandResult, kernel: bool) -> String {
+    let prompt = if kernel { "0: kd> " } else { "0:000> " };
+    let mut text = String::new();
+    for r in &batch.results {
+        let _ = writeln!(text, "{prompt}{}", r.command);
+        let full = r
+            .command_id
+            .as_deref()
+            .and_then(|id| state.outputs().get(id).ok());
+        let body = match (&r.error, full) {
+            (Some(e), _) => e.render(),
+            (None, Some(entry)) => entry.text.clone(),
+            (None, None) if r.output.is_empty() => {
+                "(not executed: an earlier command failed or timed out)".to_string()
+            }
+            (None, None) => r.output.clone(),
+        };
+        text.push_str(&body);
+        if !body.is_empty() && !body.ends_with('\n') {
+            text.push('\n');
+        }
+        if text.len() > MAX_TEXT {
+            let cut = crate::text::floor_char(&text, MAX_TEXT);
+            text.truncate(cut);
+            let _ = writeln!(
+                text,
+                "\n[output cut at {MAX_TEXT} bytes: run narrower commands, or write it to a file]"
+            );
+            break;
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::AllowedDirs;
+    use crate::NtdbgServer;
+
+    fn names(profile: Profile) -> Vec<String> {
+        let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
+        let mut names: Vec<String> = NtdbgServer::new(allowed)
+            .with_profile(profile)
+            .tools()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn profile_names_round_trip() {
+        for p in Profile::ALL {
+            assert_eq!(p.name().parse::<Profile>(), Ok(p));
+        }
+        let error = "windbg".parse::<Profile>().unwrap_err();
+        assert!(error.contains("mcp-windbg, windbg-mcp"), "{error}");
+    }
+
+    #[test]
+    fn each_profile_serves_its_own_tool_names() {
+        assert_eq!(
+            names(Profile::McpWindbg),
+            [
+                "close_cdb_session",
+                "close_kd_session",
+                "list_dumps",
+                "open_cdb_dump",
+                "open_cdb_remote",
+                "open_kd_dump",
+                "open_kd_session",
+                "run_cdb_command",
+                "run_kd_command",
+                "send_ctrl_break",
+                "wait_for_break"
+            ]
+        );
+        assert_eq!(
+            names(Profile::WindbgMcp),
+            [
+                "wm_analyze_crash",
+                "wm_break_in",
+                "wm_detach",
+                "wm_run_cmd",
+                "wm_session",
+                "wm_shutdown",
+                "wm_wait_event"
+            ]
+        );
+        assert!(names(Profile::Ntdbg).contains(&"open_dump".to_string()));
+    }
+
+    #[test]
+    fn every_profile_stays_within_the_tools_list_budget() {
+        for p in Profile::ALL {
+            let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
+            let tools = NtdbgServer::new(allowed).with_profile(p).tools();
+            let size = serde_json::to_string(&tools).expect("json").len();
+            assert!(
+                size < crate::limits::TOOLS_LIST_BUDGET,
+                "{}: {size}",
+                p.name()
+            );
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! The windbg-mcp profile's one session: opened at startup from `--dump` or `--attach`, shared
+//! by every connection, released by `wm_detach` or `wm_shutdown`.
+
+use crate::error::ToolError;
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// What `--profile windbg-mcp` opens at startup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StartupTarget {
+    /// A dump file (`--dump PATH`).
+    Dump(PathBuf),
+    /// A live target (`--attach TARGET`, e.g. gdb:HOST:PORT).
+    Attach(String),
+}
+
+/// The one session of the windbg-mcp profile, shared by every connection.
+#[derive(Debug, Default)]
+pub struct ImplicitSession(Mutex<Implicit>);
+
+#[derive(Debug, Default)]
+enum Implicit {
+    /// Started without `--dump` or `--attach`.
+    #[default]
+    NoTarget,
+    /// To be opened by `open_startup_target`.
+    Pending(StartupTarget),
+    /// The ntdbg session id.
+    Open(String),
+    /// `wm_detach` closed it.
+    Detached,
+    /// `wm_shutdown` closed it.
+    ShutDown,
+}
+
+impl ImplicitSession {
+    fn lock(&self) -> MutexGuard<'_, Implicit> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records the target to open at startup.
+    pub(crate) fn set_startup(&self, target: StartupTarget) {
+        *self.lock() = Implicit::Pending(target);
+    }
+
+    /// The open session's id, or why there is none.
+    pub(super) fn id(&self) -> Result<String, ToolError> {
+        self.lock().id()
+    }
+
+    /// Takes the open session out for `wm_detach`.
+    pub(super) fn detach(&self) -> Result<String, ToolError> {
+        let mut implicit = self.lock();
+        let id = implicit.id()?;
+        *implicit = Implicit::Detached;
+        Ok(id)
+    }
+
+    /// Ends the profile's session for `wm_shutdown`: the open session's id, if one was open.
+    pub(super) fn shut_down(&self) -> Result<Option<String>, ToolError> {
+        let mut implicit = self.lock();
+        let open = match &*implicit {
+            Implicit::Open(id) => Some(id.clone()),
+            Implicit::ShutDown => return implicit.id().map(Some),
+            _ => None,
+        };
+        *implicit = Implicit::ShutDown;
+        Ok(open)
+    }
+
+    /// The target to open at startup, if it is still to be opened.
+    pub(super) fn pending(&self) -> Option<StartupTarget> {
+        match &*self.lock() {
+            Implicit::Pending(target) => Some(target.clone()),
+            _ => None,
+        }
+    }
+
+    /// Records the session opened for the startup target.
+    pub(super) fn opened(&self, id: String) {
+        *self.lock() = Implicit::Open(id);
+    }
+}
+
+impl Implicit {
+    fn id(&self) -> Result<String, ToolError> {
+        match self {
+            Implicit::Open(id) => Ok(id.clone()),
+            Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
+                "not_attached",
+                "no target: this server was started without --dump or --attach",
+            )
+            .with_hint("restart it as `ntdbg mcp --profile windbg-mcp --dump PATH`")
+            .unrecoverable()),
+            Implicit::Detached => Err(ToolError::new(
+                "not_attached",
+                "no target: wm_detach released it",
+            )
+            .with_hint("restart the server to open the target again")
+            .unrecoverable()),
+            Implicit::ShutDown => Err(ToolError::new(
+                "disconnected",
+                "wm_shutdown ended this server's session",
+            )
+            .with_hint("restart the server to debug again")
+            .unrecoverable()),
+        }
+    }
+}
