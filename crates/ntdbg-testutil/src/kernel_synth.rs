@@ -1,6 +1,8 @@
 //! A synthetic kernel-dump generator for tests: `PAGEDU64` full (DumpType 1), kernel (2) and
-//! bitmap (5) dumps with valid headers, physical memory runs or bitmaps, and x64 page tables
-//! mapping known pages. Everything it writes is synthetic; no real system produced it.
+//! bitmap (5) dumps with valid headers, physical memory runs or bitmaps, and page tables
+//! mapping known pages — x64 or ARM64 ([`Machine`]) — and `PAGEDUMP` (32-bit) full dumps with
+//! x86 PAE or non-PAE page tables. Everything it writes is synthetic; no real system produced
+//! it. [`KernelSynth::add_processes`] lays out processes and threads in its memory.
 //!
 //! ```
 //! use ntdbg_testutil::kernel_synth::{KernelSynth, Layout};
@@ -48,10 +50,85 @@ impl Layout {
     }
 }
 
-/// Builds a synthetic x64 kernel dump.
+/// The processor (and so the header, CONTEXT and page-table format) the dump is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Machine {
+    /// x64: `PAGEDU64`, 4-level page tables.
+    X64,
+    /// ARM64: `PAGEDU64`, 4-level translation tables with the 4 KiB granule.
+    Arm64,
+    /// 32-bit x86 with PAE: `PAGEDUMP` (full dumps only), 3-level page tables.
+    X86Pae,
+    /// 32-bit x86 without PAE: `PAGEDUMP` (full dumps only), 2-level page tables.
+    X86,
+}
+
+impl Machine {
+    /// `(shift, index mask)` of each level, root first.
+    fn levels(self) -> &'static [(u32, u64)] {
+        match self {
+            Machine::X64 | Machine::Arm64 => &[(39, 0x1ff), (30, 0x1ff), (21, 0x1ff), (12, 0x1ff)],
+            Machine::X86Pae => &[(30, 3), (21, 0x1ff), (12, 0x1ff)],
+            Machine::X86 => &[(22, 0x3ff), (12, 0x3ff)],
+        }
+    }
+
+    fn entry_size(self) -> u64 {
+        if self == Machine::X86 {
+            4
+        } else {
+            8
+        }
+    }
+
+    fn is32(self) -> bool {
+        matches!(self, Machine::X86Pae | Machine::X86)
+    }
+
+    /// An entry pointing at a lower-level table.
+    fn table_entry(self, pa: u64) -> u64 {
+        match self {
+            // PAE page-directory-pointer entries have no writable bit.
+            Machine::X86Pae => pa | 1,
+            _ => pa | 3,
+        }
+    }
+
+    /// A last-level entry mapping a 4 KiB page.
+    fn page_entry(self, pa: u64) -> u64 {
+        match self {
+            // Valid, page, access flag.
+            Machine::Arm64 => pa | 0x403,
+            _ => pa | 3,
+        }
+    }
+
+    /// An entry mapping a large page (block) at a higher level.
+    fn large_entry(self, pa: u64) -> u64 {
+        match self {
+            // Valid, block (bit 1 clear), access flag.
+            Machine::Arm64 => pa | 0x401,
+            _ => pa | 0x83,
+        }
+    }
+
+    fn header_size(self) -> u64 {
+        if self.is32() {
+            HEADER32_SIZE
+        } else {
+            HEADER_SIZE
+        }
+    }
+}
+
+/// Size of the 32-bit header.
+pub const HEADER32_SIZE: u64 = 0x1000;
+
+/// Builds a synthetic kernel dump.
 #[derive(Debug, Clone)]
 pub struct KernelSynth {
     layout: Layout,
+    machine: Machine,
     /// Physical page contents by page frame number.
     phys: BTreeMap<u64, Vec<u8>>,
     /// Pages that are part of the memory layout (runs / bitmap) but hold zeros.
@@ -66,21 +143,34 @@ pub struct KernelSynth {
     pub bugcheck_code: u32,
     /// Bugcheck parameters.
     pub bugcheck_parameters: [u64; 4],
-    /// The context's instruction pointer.
+    /// The context's instruction pointer (rip, pc or eip).
     pub rip: u64,
-    /// The context's stack pointer.
+    /// The context's stack pointer (rsp, sp or esp).
     pub rsp: u64,
     /// `PsLoadedModuleList`.
     pub ps_loaded_module_list: u64,
+    /// `PsActiveProcessHead`.
+    pub ps_active_process_head: u64,
     /// OS build written as MinorVersion.
     pub build: u32,
 }
 
 impl KernelSynth {
-    /// An empty dump with a page-table root.
+    /// An empty x64 dump with a page-table root.
     pub fn new(layout: Layout) -> KernelSynth {
+        Self::for_machine(layout, Machine::X64)
+    }
+
+    /// An empty dump for `machine` with a page-table root. 32-bit machines support only
+    /// [`Layout::Full`] (the generator writes `PAGEDUMP` full dumps).
+    pub fn for_machine(layout: Layout, machine: Machine) -> KernelSynth {
+        assert!(
+            !machine.is32() || layout == Layout::Full,
+            "the generator writes 32-bit dumps as full dumps only"
+        );
         let mut s = KernelSynth {
             layout,
+            machine,
             phys: BTreeMap::new(),
             zero_pages: Vec::new(),
             omitted: Vec::new(),
@@ -93,6 +183,7 @@ impl KernelSynth {
             rip: 0,
             rsp: 0,
             ps_loaded_module_list: 0,
+            ps_active_process_head: 0,
             build: 19041,
         };
         s.pml4 = s.alloc();
@@ -112,6 +203,11 @@ impl KernelSynth {
         self.pml4 * PAGE
     }
 
+    /// The machine the dump is for.
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+
     fn page_mut(&mut self, pfn: u64) -> &mut Vec<u8> {
         self.phys
             .entry(pfn)
@@ -119,20 +215,22 @@ impl KernelSynth {
     }
 
     fn entry(&self, table: u64, index: u64) -> u64 {
+        let size = self.machine.entry_size() as usize;
         self.phys
             .get(&table)
             .map(|p| {
-                let i = (index * 8) as usize;
+                let i = index as usize * size;
                 let mut b = [0u8; 8];
-                b.copy_from_slice(&p[i..i + 8]);
+                b[..size].copy_from_slice(&p[i..i + size]);
                 u64::from_le_bytes(b)
             })
             .unwrap_or(0)
     }
 
     fn set_entry(&mut self, table: u64, index: u64, value: u64) {
-        let i = (index * 8) as usize;
-        self.page_mut(table)[i..i + 8].copy_from_slice(&value.to_le_bytes());
+        let size = self.machine.entry_size() as usize;
+        let i = index as usize * size;
+        self.page_mut(table)[i..i + size].copy_from_slice(&value.to_le_bytes()[..size]);
     }
 
     fn ensure_table(&mut self, table: u64, index: u64) -> u64 {
@@ -141,39 +239,49 @@ impl KernelSynth {
             return (e & 0x000f_ffff_ffff_f000) / PAGE;
         }
         let child = self.alloc();
-        self.set_entry(table, index, (child * PAGE) | 3);
+        let entry = self.machine.table_entry(child * PAGE);
+        self.set_entry(table, index, entry);
         child
     }
 
-    fn idx(va: u64, shift: u32) -> u64 {
-        (va >> shift) & 0x1ff
+    /// The table at level `depth` (0 = root) on the way to `va`, creating tables as needed.
+    fn table_at(&mut self, va: u64, depth: usize) -> (u64, u64) {
+        let levels = self.machine.levels();
+        let index = |i: usize| (va >> levels[i].0) & levels[i].1;
+        let mut table = self.pml4;
+        for i in 0..depth {
+            table = self.ensure_table(table, index(i));
+        }
+        (table, index(depth))
     }
 
     /// Maps the 4 KiB page at `va` to physical page `pfn` (creating tables as needed).
     pub fn map_4k(&mut self, va: u64, pfn: u64) {
-        self.set_pte(va, (pfn * PAGE) | 3);
+        self.set_pte(va, self.machine.page_entry(pfn * PAGE));
         self.virt.insert(va & !(PAGE - 1), pfn);
     }
 
-    /// Writes a raw PTE for `va` (e.g. a non-present transition or prototype PTE).
+    /// Writes a raw last-level entry for `va` (e.g. a non-present transition or prototype PTE).
     pub fn set_pte(&mut self, va: u64, pte: u64) {
-        let pdpt = self.ensure_table(self.pml4, Self::idx(va, 39));
-        let pd = self.ensure_table(pdpt, Self::idx(va, 30));
-        let pt = self.ensure_table(pd, Self::idx(va, 21));
-        self.set_entry(pt, Self::idx(va, 12), pte);
+        let (table, index) = self.table_at(va, self.machine.levels().len() - 1);
+        self.set_entry(table, index, pte);
     }
 
-    /// Maps a 2 MiB large page at `va` (2 MiB aligned) to physical `pa` (2 MiB aligned).
+    /// Maps a large page at `va` to physical `pa` (both aligned to its size) in the page
+    /// directory: 2 MiB (x64, ARM64, PAE) or 4 MiB (x86 without PAE).
     pub fn map_2m(&mut self, va: u64, pa: u64) {
-        let pdpt = self.ensure_table(self.pml4, Self::idx(va, 39));
-        let pd = self.ensure_table(pdpt, Self::idx(va, 30));
-        self.set_entry(pd, Self::idx(va, 21), pa | 0x83);
+        let (table, index) = self.table_at(va, self.machine.levels().len() - 2);
+        let entry = self.machine.large_entry(pa);
+        self.set_entry(table, index, entry);
     }
 
-    /// Maps a 1 GiB huge page at `va` (1 GiB aligned) to physical `pa` (1 GiB aligned).
+    /// Maps a 1 GiB huge page (block) at `va` (1 GiB aligned) to physical `pa` (1 GiB aligned);
+    /// x64 and ARM64 only.
     pub fn map_1g(&mut self, va: u64, pa: u64) {
-        let pdpt = self.ensure_table(self.pml4, Self::idx(va, 39));
-        self.set_entry(pdpt, Self::idx(va, 30), pa | 0x83);
+        assert!(!self.machine.is32(), "no 1 GiB pages on 32-bit x86");
+        let (table, index) = self.table_at(va, 1);
+        let entry = self.machine.large_entry(pa);
+        self.set_entry(table, index, entry);
     }
 
     /// Writes bytes at physical address `pa` (the pages become part of the dump).
@@ -276,8 +384,11 @@ impl KernelSynth {
         runs
     }
 
-    /// The header (0x2000 bytes).
+    /// The header (0x2000 bytes, or 0x1000 for 32-bit dumps).
     fn header(&self, runs: &[(u64, u64)]) -> Vec<u8> {
+        if self.machine.is32() {
+            return self.header32(runs);
+        }
         let mut h = b"PAGE".repeat((HEADER_SIZE / 4) as usize);
         let put32 =
             |h: &mut Vec<u8>, off: usize, v: u32| h[off..off + 4].copy_from_slice(&v.to_le_bytes());
@@ -289,8 +400,13 @@ impl KernelSynth {
         put64(&mut h, 0x10, self.dtb());
         put64(&mut h, 0x18, 0);
         put64(&mut h, 0x20, self.ps_loaded_module_list);
-        put64(&mut h, 0x28, 0);
-        put32(&mut h, 0x30, 0x8664);
+        put64(&mut h, 0x28, self.ps_active_process_head);
+        let machine = if self.machine == Machine::Arm64 {
+            0xaa64
+        } else {
+            0x8664
+        };
+        put32(&mut h, 0x30, machine);
         put32(&mut h, 0x34, 1);
         put32(&mut h, 0x38, self.bugcheck_code);
         for (i, p) in self.bugcheck_parameters.iter().enumerate() {
@@ -305,14 +421,23 @@ impl KernelSynth {
             put64(&mut h, RUNS_OFFSET + i * 16, *b);
             put64(&mut h, RUNS_OFFSET + i * 16 + 8, *c);
         }
-        // CONTEXT_AMD64: flags, segments, rsp, rip.
         h[CONTEXT_OFFSET..CONTEXT_OFFSET + 0x4d0].fill(0);
-        put32(&mut h, CONTEXT_OFFSET + 0x30, 0x0010_001f);
-        put32(&mut h, CONTEXT_OFFSET + 0x34, 0x1f80);
-        h[CONTEXT_OFFSET + 0x38..CONTEXT_OFFSET + 0x3a].copy_from_slice(&0x10u16.to_le_bytes());
-        h[CONTEXT_OFFSET + 0x42..CONTEXT_OFFSET + 0x44].copy_from_slice(&0x18u16.to_le_bytes());
-        put64(&mut h, CONTEXT_OFFSET + 0x98, self.rsp);
-        put64(&mut h, CONTEXT_OFFSET + 0xf8, self.rip);
+        if self.machine == Machine::Arm64 {
+            // CONTEXT (ARM64): flags, sp, pc.
+            put32(&mut h, CONTEXT_OFFSET, 0x0040_0003);
+            put64(&mut h, CONTEXT_OFFSET + 0x100, self.rsp);
+            put64(&mut h, CONTEXT_OFFSET + 0x108, self.rip);
+        } else {
+            // CONTEXT_AMD64: flags, segments, rsp, rip.
+            put32(&mut h, CONTEXT_OFFSET + 0x30, 0x0010_001f);
+            put32(&mut h, CONTEXT_OFFSET + 0x34, 0x1f80);
+            h[CONTEXT_OFFSET + 0x38..CONTEXT_OFFSET + 0x3a]
+                .copy_from_slice(&0x10u16.to_le_bytes());
+            h[CONTEXT_OFFSET + 0x42..CONTEXT_OFFSET + 0x44]
+                .copy_from_slice(&0x18u16.to_le_bytes());
+            put64(&mut h, CONTEXT_OFFSET + 0x98, self.rsp);
+            put64(&mut h, CONTEXT_OFFSET + 0xf8, self.rip);
+        }
         // EXCEPTION_RECORD64: the bugcheck breakpoint.
         h[0xf00..0xf98].fill(0);
         put32(&mut h, 0xf00, 0x8000_0003);
@@ -330,6 +455,51 @@ impl KernelSynth {
         put64(&mut h, 0xfa8, 0x01d7_07f2_3dbb_3399);
         put32(&mut h, 0x1040, 1);
         put32(&mut h, 0x1044, 0x110);
+        h
+    }
+
+    /// The 32-bit `DUMP_HEADER32` (0x1000 bytes) of a full dump.
+    fn header32(&self, runs: &[(u64, u64)]) -> Vec<u8> {
+        let mut h = b"PAGE".repeat((HEADER32_SIZE / 4) as usize);
+        let put32 =
+            |h: &mut Vec<u8>, off: usize, v: u64| h[off..off + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        h[..8].copy_from_slice(b"PAGEDUMP");
+        put32(&mut h, 0x08, 0xf);
+        put32(&mut h, 0x0c, u64::from(self.build));
+        put32(&mut h, 0x10, self.dtb());
+        put32(&mut h, 0x14, 0);
+        put32(&mut h, 0x18, self.ps_loaded_module_list);
+        put32(&mut h, 0x1c, self.ps_active_process_head);
+        put32(&mut h, 0x20, 0x14c);
+        put32(&mut h, 0x24, 1);
+        put32(&mut h, 0x28, u64::from(self.bugcheck_code));
+        for (i, p) in self.bugcheck_parameters.iter().enumerate() {
+            put32(&mut h, 0x2c + i * 4, *p);
+        }
+        // PaeEnabled (a byte), KdSecondaryVersion, spare.
+        h[0x5c..0x60].copy_from_slice(&[u8::from(self.machine == Machine::X86Pae), 0, 0, 0]);
+        put32(&mut h, 0x60, 0);
+        put32(&mut h, 0x64, runs.len() as u64);
+        put32(&mut h, 0x68, runs.iter().map(|r| r.1).sum());
+        for (i, (b, c)) in runs.iter().enumerate().take(86) {
+            put32(&mut h, 0x6c + i * 8, *b);
+            put32(&mut h, 0x70 + i * 8, *c);
+        }
+        // CONTEXT (x86): flags, ebp, eip, cs, eflags, esp, ss.
+        const CTX: usize = 0x320;
+        h[CTX..CTX + 0x2cc].fill(0);
+        put32(&mut h, CTX, 0x0001_0007);
+        put32(&mut h, CTX + 0xb8, self.rip);
+        put32(&mut h, CTX + 0xbc, 8);
+        put32(&mut h, CTX + 0xc0, 0x202);
+        put32(&mut h, CTX + 0xc4, self.rsp);
+        put32(&mut h, CTX + 0xc8, 0x10);
+        // EXCEPTION_RECORD32: the bugcheck breakpoint.
+        h[0x7d0..0x820].fill(0);
+        put32(&mut h, 0x7d0, 0x8000_0003);
+        put32(&mut h, 0x7dc, self.rip);
+        put32(&mut h, 0xf88, 1);
+        h[0xfc0..0xfc8].copy_from_slice(&0x01d7_07f2_3dbb_3399u64.to_le_bytes());
         h
     }
 
@@ -368,7 +538,9 @@ impl KernelSynth {
             Layout::KernelMemory | Layout::CompleteMemory => {
                 self.rdmp_first_page() + self.runs().iter().map(|r| r.1).sum::<u64>() * PAGE
             }
-            Layout::Full => HEADER_SIZE + self.runs().iter().map(|r| r.1).sum::<u64>() * PAGE,
+            Layout::Full => {
+                self.machine.header_size() + self.runs().iter().map(|r| r.1).sum::<u64>() * PAGE
+            }
             Layout::Kernel | Layout::Bitmap => {
                 let (first, _, _) = self.bitmap();
                 first + self.present().len() as u64 * PAGE
@@ -393,7 +565,7 @@ impl KernelSynth {
         let mut out = vec![(0, self.header(&runs))];
         match self.layout {
             Layout::Full | Layout::KernelMemory | Layout::CompleteMemory => {
-                let mut offset = HEADER_SIZE;
+                let mut offset = self.machine.header_size();
                 if self.layout.is_rdmp() {
                     let mut rh = Vec::new();
                     rh.extend_from_slice(&0x40u32.to_le_bytes());
