@@ -203,6 +203,26 @@ impl KernelSynth {
         self.pml4 * PAGE
     }
 
+    /// A second page-table root (another process's address space) starting as a copy of the
+    /// current one, so it shares every mapping made so far (the kernel's). Returns its page
+    /// frame number; [`KernelSynth::with_root`] maps pages in it.
+    pub fn fork_root(&mut self) -> u64 {
+        let copy = self.phys.get(&self.pml4).cloned().unwrap_or_default();
+        let pfn = self.alloc();
+        self.phys.insert(pfn, copy);
+        pfn
+    }
+
+    /// Runs `f` with the page tables rooted at page `root` (from [`KernelSynth::fork_root`])
+    /// as the ones mappings go into; the header keeps the original root. Addresses first
+    /// written inside `f` should not be written again outside it.
+    pub fn with_root<R>(&mut self, root: u64, f: impl FnOnce(&mut KernelSynth) -> R) -> R {
+        let saved = std::mem::replace(&mut self.pml4, root);
+        let out = f(self);
+        self.pml4 = saved;
+        out
+    }
+
     /// The machine the dump is for.
     pub fn machine(&self) -> Machine {
         self.machine
@@ -617,6 +637,207 @@ impl KernelSynth {
                 }
             }
         }
+        out
+    }
+}
+
+/// Field offsets the generator lays kernel processes and threads out with. A test chooses
+/// them (they stand in for the kernel PDB's `_EPROCESS`/`_ETHREAD`/`_KSWITCH_FRAME`); the
+/// generator never reads a real layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectOffsets {
+    /// `_EPROCESS.Pcb.DirectoryTableBase`.
+    pub process_directory_table_base: u64,
+    /// `_EPROCESS.ActiveProcessLinks`.
+    pub process_links: u64,
+    /// `_EPROCESS.UniqueProcessId`.
+    pub process_id: u64,
+    /// `_EPROCESS.InheritedFromUniqueProcessId`.
+    pub process_parent_id: u64,
+    /// `_EPROCESS.Peb`.
+    pub process_peb: u64,
+    /// `_EPROCESS.ImageFileName` (15 bytes).
+    pub process_image: u64,
+    /// `_EPROCESS.ThreadListHead`.
+    pub process_thread_list: u64,
+    /// `_ETHREAD.ThreadListEntry`.
+    pub thread_list_entry: u64,
+    /// `_ETHREAD.Cid`.
+    pub thread_cid: u64,
+    /// `_ETHREAD.Tcb.Teb`.
+    pub thread_teb: u64,
+    /// `_ETHREAD.Win32StartAddress`.
+    pub thread_start_address: u64,
+    /// `_ETHREAD.Tcb.State` (a byte).
+    pub thread_state: u64,
+    /// `_ETHREAD.Tcb.WaitReason` (a byte).
+    pub thread_wait_reason: u64,
+    /// `_ETHREAD.Tcb.InitialStack`.
+    pub thread_initial_stack: u64,
+    /// `_ETHREAD.Tcb.StackBase`.
+    pub thread_stack_base: u64,
+    /// `_ETHREAD.Tcb.StackLimit`.
+    pub thread_stack_limit: u64,
+    /// `_ETHREAD.Tcb.KernelStack`.
+    pub thread_kernel_stack: u64,
+    /// `_ETHREAD.Tcb.Process`.
+    pub thread_process: u64,
+    /// `_KSWITCH_FRAME.Rbp`.
+    pub switch_rbp: u64,
+    /// `_KSWITCH_FRAME.Return`.
+    pub switch_return: u64,
+    /// Size of `_KSWITCH_FRAME`.
+    pub switch_size: u64,
+}
+
+impl ObjectOffsets {
+    /// Offsets shaped like an x64 Windows 10 kernel's (any consistent table would do).
+    pub fn x64_sample() -> ObjectOffsets {
+        ObjectOffsets {
+            process_directory_table_base: 0x28,
+            process_links: 0x448,
+            process_id: 0x440,
+            process_parent_id: 0x540,
+            process_peb: 0x550,
+            process_image: 0x5a8,
+            process_thread_list: 0x5e0,
+            thread_list_entry: 0x4e8,
+            thread_cid: 0x478,
+            thread_teb: 0xf0,
+            thread_start_address: 0x4d0,
+            thread_state: 0x184,
+            thread_wait_reason: 0x283,
+            thread_initial_stack: 0x28,
+            thread_stack_base: 0x38,
+            thread_stack_limit: 0x30,
+            thread_kernel_stack: 0x58,
+            thread_process: 0x220,
+            switch_rbp: 0x30,
+            switch_return: 0x38,
+            switch_size: 0x40,
+        }
+    }
+}
+
+/// A thread [`KernelSynth::add_processes`] lays out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SynthThread {
+    /// Thread id.
+    pub tid: u64,
+    /// `KTHREAD_STATE` (2 running, 5 waiting).
+    pub state: u8,
+    /// `KWAIT_REASON`.
+    pub wait_reason: u8,
+    /// `Win32StartAddress`.
+    pub start_address: u64,
+    /// `KernelStack`: where the generator writes the thread's switch frame.
+    pub kernel_stack: u64,
+    /// The switch frame's return address (where the thread resumes).
+    pub resume_at: u64,
+    /// The switch frame's saved rbp.
+    pub rbp: u64,
+}
+
+/// A process [`KernelSynth::add_processes`] lays out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SynthProcess {
+    /// Process id.
+    pub pid: u64,
+    /// Parent process id.
+    pub parent_pid: u64,
+    /// Image file name (at most 15 bytes are kept).
+    pub image: String,
+    /// `DirectoryTableBase`.
+    pub directory_table_base: u64,
+    /// `Peb`.
+    pub peb: u64,
+    /// The threads.
+    pub threads: Vec<SynthThread>,
+}
+
+/// Where [`KernelSynth::add_processes`] put each object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectAddresses {
+    /// Each process's `_EPROCESS` address, in order.
+    pub processes: Vec<u64>,
+    /// Each process's `_ETHREAD` addresses, in order.
+    pub threads: Vec<Vec<u64>>,
+}
+
+impl KernelSynth {
+    fn write_u64(&mut self, va: u64, v: u64) {
+        self.write_virtual(va, &v.to_le_bytes());
+    }
+
+    /// Links `entries` (addresses of `LIST_ENTRY`s) into a circular list headed at `head`.
+    fn link_list(&mut self, head: u64, entries: &[u64]) {
+        let all: Vec<u64> = std::iter::once(head).chain(entries.iter().copied()).collect();
+        for (i, &e) in all.iter().enumerate() {
+            let next = all[(i + 1) % all.len()];
+            let prev = all[(i + all.len() - 1) % all.len()];
+            self.write_u64(e, next);
+            self.write_u64(e + 8, prev);
+        }
+    }
+
+    /// Lays out `processes` (x64 pointers) with `offsets`: `_EPROCESS`es 4 KiB apart from
+    /// `base_va`, their `_ETHREAD`s from `base_va + 0x10_0000`, each thread's switch frame at
+    /// its `kernel_stack`, all linked from `PsActiveProcessHead` at `head_va` (written to the
+    /// header).
+    pub fn add_processes(
+        &mut self,
+        head_va: u64,
+        base_va: u64,
+        offsets: &ObjectOffsets,
+        processes: &[SynthProcess],
+    ) -> ObjectAddresses {
+        let o = offsets;
+        let mut out = ObjectAddresses {
+            processes: Vec::new(),
+            threads: Vec::new(),
+        };
+        let mut next_thread = base_va + 0x10_0000;
+        for (i, p) in processes.iter().enumerate() {
+            let eprocess = base_va + i as u64 * 0x1000;
+            self.write_u64(eprocess + o.process_directory_table_base, p.directory_table_base);
+            self.write_u64(eprocess + o.process_id, p.pid);
+            self.write_u64(eprocess + o.process_parent_id, p.parent_pid);
+            self.write_u64(eprocess + o.process_peb, p.peb);
+            let mut name = [0u8; 15];
+            let bytes = p.image.as_bytes();
+            let n = bytes.len().min(15);
+            name[..n].copy_from_slice(&bytes[..n]);
+            self.write_virtual(eprocess + o.process_image, &name);
+            let mut threads = Vec::new();
+            for t in &p.threads {
+                let ethread = next_thread;
+                next_thread += 0x1000;
+                self.write_u64(ethread + o.thread_cid, p.pid);
+                self.write_u64(ethread + o.thread_cid + 8, t.tid);
+                self.write_u64(ethread + o.thread_teb, 0);
+                self.write_u64(ethread + o.thread_start_address, t.start_address);
+                self.write_virtual(ethread + o.thread_state, &[t.state]);
+                self.write_virtual(ethread + o.thread_wait_reason, &[t.wait_reason]);
+                let initial = (t.kernel_stack | 0xfff) + 1 - 0x30;
+                self.write_u64(ethread + o.thread_initial_stack, initial);
+                self.write_u64(ethread + o.thread_stack_base, (t.kernel_stack | 0xfff) + 1);
+                self.write_u64(ethread + o.thread_stack_limit, t.kernel_stack & !0x5fff);
+                self.write_u64(ethread + o.thread_kernel_stack, t.kernel_stack);
+                self.write_u64(ethread + o.thread_process, eprocess);
+                self.write_u64(t.kernel_stack + o.switch_rbp, t.rbp);
+                self.write_u64(t.kernel_stack + o.switch_return, t.resume_at);
+                // The stack above the frame is mapped, so a walk has memory to read.
+                self.write_virtual(t.kernel_stack + o.switch_size, &[0; 0x40]);
+                threads.push(ethread);
+            }
+            let entries: Vec<u64> = threads.iter().map(|t| t + o.thread_list_entry).collect();
+            self.link_list(eprocess + o.process_thread_list, &entries);
+            out.processes.push(eprocess);
+            out.threads.push(threads);
+        }
+        let links: Vec<u64> = out.processes.iter().map(|p| p + o.process_links).collect();
+        self.link_list(head_va, &links);
+        self.ps_active_process_head = head_va;
         out
     }
 }
