@@ -501,19 +501,29 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
             );
         }
         0x1E | 0x8E | 0x1000008E => {
-            d.arguments = [
-                s("the exception code that was not handled"),
-                s("the address where the exception occurred"),
-                s("parameter 0 of the exception"),
-                s("parameter 1 of the exception"),
-            ];
+            d.arguments = if code == 0x1E {
+                [
+                    s("the exception code that was not handled"),
+                    s("the address where the exception occurred"),
+                    s("parameter 0 of the exception"),
+                    s("parameter 1 of the exception"),
+                ]
+            } else {
+                d.trap_frame = Some(p[2]).filter(|&v| v != 0);
+                [
+                    s("the exception code that was not handled"),
+                    s("the address where the exception occurred"),
+                    s("trap frame (.trap)"),
+                    s("reserved"),
+                ]
+            };
             d.faulting_address = Some(p[1]);
             d.description = format!(
                 "kernel-mode exception {} not handled at {:#x}",
                 status_text(p[0]),
                 p[1]
             );
-            if p[0] as u32 == 0xC000_0005 {
+            if code == 0x1E && p[0] as u32 == 0xC000_0005 {
                 d.description
                     .push_str(&format!(" ({} of {:#x})", access(p[2]), p[3]));
             }

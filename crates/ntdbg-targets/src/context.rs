@@ -96,16 +96,16 @@ mod tests {
         put(&mut frame, 0x60, 0x1111);
         put(&mut frame, 0x140, 0xbbbb); // Rbx: not restored
         put(&mut frame, 0x158, 0xf00d);
-        put(&mut frame, 0x168, 0xfffff804_8b58334c);
+        put(&mut frame, 0x168, 0xffff_f804_8b58_334c);
         put(&mut frame, 0x170, 0x10);
         put(&mut frame, 0x178, 0x10282);
-        put(&mut frame, 0x180, 0xffff8504_29891f00);
+        put(&mut frame, 0x180, 0xffff_8504_2989_1f00);
         let ctx = context_from_trap_frame(Arch::X64, &frame);
         let Some(MinidumpRawContext::Amd64(c)) = ctx.map(|c| c.raw) else {
             panic!("no context");
         };
         assert_eq!((c.rax, c.r11, c.rbx, c.rbp), (0xaaaa, 0x1111, 0, 0xf00d));
-        assert_eq!((c.rip, c.rsp), (0xfffff804_8b58334c, 0xffff8504_29891f00));
+        assert_eq!((c.rip, c.rsp), (0xffff_f804_8b58_334c, 0xffff_8504_2989_1f00));
         assert_eq!((c.cs, c.eflags), (0x10, 0x10282));
         assert!(context_from_trap_frame(Arch::X64, &frame[..0x18f]).is_none());
         assert!(context_from_trap_frame(Arch::X86, &frame).is_none());

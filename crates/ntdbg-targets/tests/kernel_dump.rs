@@ -553,11 +553,15 @@ fn synthetic_arm64_dump_translates() {
             Some(&b"BLOCK"[..])
         );
         assert_eq!(
-            d.read_exact(0xffff_f880_0000_0000 + 0x123_4567, 4).as_deref(),
+            d.read_exact(0xffff_f880_0000_0000 + 0x123_4567, 4)
+                .as_deref(),
             Some(&b"HUGE"[..])
         );
         assert!(d.translate(KVA + 0x5000).is_none());
-        let pc = d.threads()[0].context.as_ref().map(|c| c.get_instruction_pointer());
+        let pc = d.threads()[0]
+            .context
+            .as_ref()
+            .map(|c| c.get_instruction_pointer());
         assert_eq!(pc, Some(KVA + 0x800));
     }
 }
@@ -598,7 +602,10 @@ fn synthetic_32bit_full_dumps_translate_with_and_without_pae() {
         );
         assert!(d.read_exact(VA + 0x6000, 1).is_none(), "omitted page");
         assert!(d.read_exact(0x1000_0000, 1).is_none(), "unmapped");
-        let ip = d.threads()[0].context.as_ref().map(|c| c.get_instruction_pointer());
+        let ip = d.threads()[0]
+            .context
+            .as_ref()
+            .map(|c| c.get_instruction_pointer());
         assert_eq!(ip, Some(VA + 0x800));
     }
 }
@@ -610,11 +617,17 @@ fn a_process_directory_selects_its_address_space() {
     let root = s.fork_root();
     s.with_root(root, |s| s.write_virtual(USER, b"process two"));
     let d = open_synth(&s, "process");
-    assert!(d.read_exact(USER, 11).is_none(), "not in the dump's own tables");
+    assert!(
+        d.read_exact(USER, 11).is_none(),
+        "not in the dump's own tables"
+    );
     d.set_process_directory(Some(root * 0x1000));
     assert_eq!(d.process_directory(), root * 0x1000);
     assert_eq!(d.read_exact(USER, 11).as_deref(), Some(&b"process two"[..]));
-    assert!(d.read_exact(KVA + 0x800, 16).is_some(), "kernel space is shared");
+    assert!(
+        d.read_exact(KVA + 0x800, 16).is_some(),
+        "kernel space is shared"
+    );
     d.set_process_directory(None);
     assert_eq!(d.process_directory(), s.dtb());
     assert!(d.read_exact(USER, 11).is_none());

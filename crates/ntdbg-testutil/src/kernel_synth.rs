@@ -451,10 +451,8 @@ impl KernelSynth {
             // CONTEXT_AMD64: flags, segments, rsp, rip.
             put32(&mut h, CONTEXT_OFFSET + 0x30, 0x0010_001f);
             put32(&mut h, CONTEXT_OFFSET + 0x34, 0x1f80);
-            h[CONTEXT_OFFSET + 0x38..CONTEXT_OFFSET + 0x3a]
-                .copy_from_slice(&0x10u16.to_le_bytes());
-            h[CONTEXT_OFFSET + 0x42..CONTEXT_OFFSET + 0x44]
-                .copy_from_slice(&0x18u16.to_le_bytes());
+            h[CONTEXT_OFFSET + 0x38..CONTEXT_OFFSET + 0x3a].copy_from_slice(&0x10u16.to_le_bytes());
+            h[CONTEXT_OFFSET + 0x42..CONTEXT_OFFSET + 0x44].copy_from_slice(&0x18u16.to_le_bytes());
             put64(&mut h, CONTEXT_OFFSET + 0x98, self.rsp);
             put64(&mut h, CONTEXT_OFFSET + 0xf8, self.rip);
         }
@@ -481,8 +479,9 @@ impl KernelSynth {
     /// The 32-bit `DUMP_HEADER32` (0x1000 bytes) of a full dump.
     fn header32(&self, runs: &[(u64, u64)]) -> Vec<u8> {
         let mut h = b"PAGE".repeat((HEADER32_SIZE / 4) as usize);
-        let put32 =
-            |h: &mut Vec<u8>, off: usize, v: u64| h[off..off + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        let put32 = |h: &mut Vec<u8>, off: usize, v: u64| {
+            h[off..off + 4].copy_from_slice(&(v as u32).to_le_bytes())
+        };
         h[..8].copy_from_slice(b"PAGEDUMP");
         put32(&mut h, 0x08, 0xf);
         put32(&mut h, 0x0c, u64::from(self.build));
@@ -771,7 +770,9 @@ impl KernelSynth {
 
     /// Links `entries` (addresses of `LIST_ENTRY`s) into a circular list headed at `head`.
     fn link_list(&mut self, head: u64, entries: &[u64]) {
-        let all: Vec<u64> = std::iter::once(head).chain(entries.iter().copied()).collect();
+        let all: Vec<u64> = std::iter::once(head)
+            .chain(entries.iter().copied())
+            .collect();
         for (i, &e) in all.iter().enumerate() {
             let next = all[(i + 1) % all.len()];
             let prev = all[(i + all.len() - 1) % all.len()];
@@ -799,7 +800,10 @@ impl KernelSynth {
         let mut next_thread = base_va + 0x10_0000;
         for (i, p) in processes.iter().enumerate() {
             let eprocess = base_va + i as u64 * 0x1000;
-            self.write_u64(eprocess + o.process_directory_table_base, p.directory_table_base);
+            self.write_u64(
+                eprocess + o.process_directory_table_base,
+                p.directory_table_base,
+            );
             self.write_u64(eprocess + o.process_id, p.pid);
             self.write_u64(eprocess + o.process_parent_id, p.parent_pid);
             self.write_u64(eprocess + o.process_peb, p.peb);

@@ -224,7 +224,7 @@ mod tests {
         // PD index of 0x8040_0000 is 0x201 (odd: the upper half of a word).
         mem.insert(0x1000 + 0x200 * 4, (0x2000 | 3) << 32);
         mem.insert(0x1000 + 0x202 * 4, 0x0080_0000 | 0x83); // 4 MiB page at 0x8080_0000
-        // PT[4] and PT[5]: the two halves of one word.
+                                                            // PT[4] and PT[5]: the two halves of one word.
         mem.insert(0x2000 + 4 * 4, ((0x9000 | 3) << 32) | 0x9000 | 3);
         let read = |pa: u64| mem.get(&pa).copied().or(Some(0));
         let x86 = |va| translate(Paging::X86, 0x1000, va, read);
