@@ -105,7 +105,10 @@ mod tests {
             panic!("no context");
         };
         assert_eq!((c.rax, c.r11, c.rbx, c.rbp), (0xaaaa, 0x1111, 0, 0xf00d));
-        assert_eq!((c.rip, c.rsp), (0xffff_f804_8b58_334c, 0xffff_8504_2989_1f00));
+        assert_eq!(
+            (c.rip, c.rsp),
+            (0xffff_f804_8b58_334c, 0xffff_8504_2989_1f00)
+        );
         assert_eq!((c.cs, c.eflags), (0x10, 0x10282));
         assert!(context_from_trap_frame(Arch::X64, &frame[..0x18f]).is_none());
         assert!(context_from_trap_frame(Arch::X86, &frame).is_none());

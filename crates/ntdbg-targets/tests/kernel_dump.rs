@@ -584,7 +584,55 @@ fn synthetic_32bit_full_dumps_translate_with_and_without_pae() {
         s.omit(missing);
         s.rip = VA + 0x800;
         s.rsp = VA + 0x1000;
+        s.add_module_list(
+            0x8100_0000,
+            &[
+                (
+                    r"\SystemRoot\system32\ntkrnlpa.exe",
+                    0x8280_0000,
+                    0x41_0000,
+                    0x4ce7_951a,
+                ),
+                (
+                    r"\SystemRoot\system32\hal.dll",
+                    0x8320_0000,
+                    0x3_7000,
+                    0x4ce7_8a09,
+                ),
+            ],
+        );
         let d = open_synth(&s, "x86");
+        let modules: Vec<(String, u64, u32, u32)> = d
+            .modules()
+            .iter()
+            .map(|m| {
+                let r = &m.raw;
+                (
+                    m.name.clone(),
+                    r.base_of_image,
+                    r.size_of_image,
+                    r.time_date_stamp,
+                )
+            })
+            .collect();
+        assert_eq!(
+            modules,
+            [
+                (
+                    r"\SystemRoot\system32\ntkrnlpa.exe".to_string(),
+                    0x8280_0000,
+                    0x41_0000,
+                    0x4ce7_951a
+                ),
+                (
+                    r"\SystemRoot\system32\hal.dll".to_string(),
+                    0x8320_0000,
+                    0x3_7000,
+                    0x4ce7_8a09
+                ),
+            ],
+            "{machine:?}"
+        );
         assert!(!d.header().is64);
         assert_eq!(d.arch(), Arch::X86);
         assert_eq!(d.header().pae_enabled, machine == Machine::X86Pae);

@@ -344,30 +344,40 @@ impl KernelSynth {
         self.explicit_runs = Some(runs);
     }
 
+    /// Writes a pointer of the machine's size at `va`.
+    fn write_ptr(&mut self, va: u64, value: u64) {
+        let size = if self.machine.is32() { 4 } else { 8 };
+        self.write_virtual(va, &value.to_le_bytes()[..size]);
+    }
+
     /// Adds a `KLDR_DATA_TABLE_ENTRY` list (`PsLoadedModuleList`) holding these modules
-    /// `(name, base, size, timestamp)`, each with a PE header at its base.
+    /// `(name, base, size, timestamp)`, each with a PE header at its base; 32- or 64-bit
+    /// layout by machine.
     pub fn add_module_list(&mut self, list_va: u64, modules: &[(&str, u64, u32, u32)]) {
+        let ptr = if self.machine.is32() { 4u64 } else { 8 };
         let entry_va = |i: usize| list_va + 0x100 + i as u64 * 0x200;
         let n = modules.len();
         let first = if n == 0 { list_va } else { entry_va(0) };
         let last = if n == 0 { list_va } else { entry_va(n - 1) };
-        self.write_virtual(list_va, &first.to_le_bytes());
-        self.write_virtual(list_va + 8, &last.to_le_bytes());
+        self.write_ptr(list_va, first);
+        self.write_ptr(list_va + ptr, last);
         for (i, (name, base, size, ts)) in modules.iter().enumerate() {
             let e = entry_va(i);
             let next = if i + 1 < n { entry_va(i + 1) } else { list_va };
             let prev = if i == 0 { list_va } else { entry_va(i - 1) };
-            self.write_virtual(e, &next.to_le_bytes());
-            self.write_virtual(e + 8, &prev.to_le_bytes());
-            self.write_virtual(e + 0x30, &base.to_le_bytes());
-            self.write_virtual(e + 0x40, &size.to_le_bytes());
+            self.write_ptr(e, next);
+            self.write_ptr(e + ptr, prev);
+            // DllBase after three LIST_ENTRYs, SizeOfImage after EntryPoint.
+            self.write_ptr(e + 6 * ptr, *base);
+            self.write_virtual(e + 8 * ptr, &size.to_le_bytes());
             let utf16: Vec<u8> = name.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
             let name_va = e + 0x100;
             self.write_virtual(name_va, &utf16);
-            for us in [0x48u64, 0x58] {
+            // FullDllName and BaseDllName: UNICODE_STRINGs of 2 pointers each.
+            for us in [9 * ptr, 11 * ptr] {
                 self.write_virtual(e + us, &(utf16.len() as u16).to_le_bytes());
                 self.write_virtual(e + us + 2, &(utf16.len() as u16).to_le_bytes());
-                self.write_virtual(e + us + 8, &name_va.to_le_bytes());
+                self.write_ptr(e + us + ptr, name_va);
             }
             // A minimal PE header: MZ, e_lfanew = 0x80, PE\0\0, TimeDateStamp.
             self.write_virtual(*base, b"MZ");

@@ -328,29 +328,34 @@ impl KernelDump {
         (size > 0).then_some(MemoryRegion { base, size })
     }
 
-    /// The loaded-module list from `PsLoadedModuleList` (64-bit `KLDR_DATA_TABLE_ENTRY`s).
+    /// The loaded-module list from `PsLoadedModuleList` (`KLDR_DATA_TABLE_ENTRY`s: `DllBase`
+    /// after three `LIST_ENTRY`s, then `EntryPoint`, `SizeOfImage`, `FullDllName`,
+    /// `BaseDllName`, laid out by pointer size).
     fn loaded_modules(&self) -> Vec<MinidumpModule> {
         let head = self.header.ps_loaded_module_list;
-        if !matches!(self.arch, Arch::X64 | Arch::Arm64) || head == 0 {
+        if matches!(self.arch, Arch::Other(_)) || head == 0 {
             return Vec::new();
         }
+        let ptr = self.arch.pointer_size() as u64;
+        let (base_at, size_at, full_name_at) = (6 * ptr, 8 * ptr, 9 * ptr);
+        let base_name_at = full_name_at + 2 * ptr;
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut entry = self.read_uint(head, 8).unwrap_or(head);
+        let mut entry = self.read_uint(head, ptr as usize).unwrap_or(head);
         while entry != head && out.len() < MAX_LOADED_MODULES && seen.insert(entry) {
             let (Some(base), Some(size)) = (
-                self.read_uint(entry.wrapping_add(0x30), 8),
-                self.read_uint(entry.wrapping_add(0x40), 4),
+                self.read_uint(entry.wrapping_add(base_at), ptr as usize),
+                self.read_uint(entry.wrapping_add(size_at), 4),
             ) else {
                 break;
             };
             let name = self
-                .unicode_string(entry.wrapping_add(0x48))
-                .or_else(|| self.unicode_string(entry.wrapping_add(0x58)))
+                .unicode_string(entry.wrapping_add(full_name_at))
+                .or_else(|| self.unicode_string(entry.wrapping_add(base_name_at)))
                 .unwrap_or_else(|| format!("module_{base:x}"));
             let (timestamp, checksum) = self.pe_identity(base);
             out.push(module(&name, base, size as u32, timestamp, checksum));
-            let Some(next) = self.read_uint(entry, 8) else {
+            let Some(next) = self.read_uint(entry, ptr as usize) else {
                 break;
             };
             entry = next;
@@ -358,10 +363,12 @@ impl KernelDump {
         out
     }
 
-    /// A `UNICODE_STRING64` at `addr`, when its characters are in the dump.
+    /// A `UNICODE_STRING` (of the dump's pointer size) at `addr`, when its characters are in
+    /// the dump.
     fn unicode_string(&self, addr: u64) -> Option<String> {
+        let ptr = self.arch.pointer_size();
         let len = self.read_uint(addr, 2)? as usize;
-        let buffer = self.read_uint(addr.wrapping_add(8), 8)?;
+        let buffer = self.read_uint(addr.wrapping_add(ptr as u64), ptr)?;
         if len == 0 || len > 2048 {
             return None;
         }
