@@ -100,6 +100,12 @@ fn trap_frame_parameters_are_suggested() {
     synth.rip = 0xffff_f804_7ba0_0000;
     synth.bugcheck_code = 0x1000008E;
     synth.bugcheck_parameters = [0xc0000005, 0xffff_f804_7ba0_0000, 0xffff_8504_2989_1000, 0];
+    // The trap frame the parameters point at: the fault at +0x10, its stack mapped.
+    let mut frame = vec![0u8; 0x190];
+    frame[0x168..0x170].copy_from_slice(&0xffff_f804_7ba0_0010u64.to_le_bytes());
+    frame[0x180..0x188].copy_from_slice(&0xffff_8504_2989_1800u64.to_le_bytes());
+    synth.write_virtual(0xffff_8504_2989_1000, &frame);
+    synth.write_virtual(0xffff_8504_2989_1800, &[0; 0x100]);
     let dir = std::env::temp_dir().join(format!("ntdbg-trap-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("synthetic-8e.dmp");
@@ -110,6 +116,11 @@ fn trap_frame_parameters_are_suggested() {
     assert!(report
         .next_commands
         .contains(&".trap 0xffff850429891000".to_string()));
+    // The stack is the fault's, from the trap frame, not KeBugCheckEx's.
+    assert_eq!(
+        report.stack.first().map(|f| f.address.as_str()),
+        Some("0xfffff8047ba00010")
+    );
     let text = ntdbg_analysis::render::render_report(&report);
     assert!(
         text.contains("TRAP_FRAME:     ffff850429891000 -- (.trap 0xffff850429891000)"),
