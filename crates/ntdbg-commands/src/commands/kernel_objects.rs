@@ -95,8 +95,7 @@ fn dot_process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOut
 
 fn dot_thread(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     if inv.args.trim().is_empty() {
-        session.reset_scope();
-        return Ok(CommandOutput::text("Resetting default scope\n"));
+        return Ok(reset_thread(session));
     }
     let layout = layout_from_pdb(session, ".thread")?;
     dot_thread_with(session, &layout, inv.args)
@@ -128,7 +127,11 @@ fn layout_from_pdb(session: &Session, command: &str) -> Result<KernelLayout, Com
             message.push_str(&format!(
                 "; and the process and thread lists from PsActiveProcessHead ({head:#x}), which a small dump does not hold (only the bugcheck thread's stack and a few data blocks)"
             ));
-        } else if head != 0 && target.read_uint(head, 8).is_none() {
+        } else if head != 0
+            && target
+                .read_uint(head, target.arch().pointer_size())
+                .is_none()
+        {
             message.push_str(&format!(
                 "; and the process list at PsActiveProcessHead ({head:#x}), which this {} dump does not hold",
                 target.kind().name()
@@ -408,14 +411,19 @@ fn reset_process(session: &mut Session) -> Result<CommandOutput, CommandError> {
     )))
 }
 
+/// `.thread` alone: back to the current thread's own registers.
+fn reset_thread(session: &mut Session) -> CommandOutput {
+    session.reset_scope();
+    CommandOutput::text("Resetting default scope\n")
+}
+
 fn dot_thread_with(
     session: &mut Session,
     layout: &KernelLayout,
     args: &str,
 ) -> Result<CommandOutput, CommandError> {
     if args.trim().is_empty() {
-        session.reset_scope();
-        return Ok(CommandOutput::text("Resetting default scope\n"));
+        return Ok(reset_thread(session));
     }
     kernel_dump(session, ".thread")?;
     let address = one_address(session, ".thread", args)?;
