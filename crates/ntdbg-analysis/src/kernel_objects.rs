@@ -256,6 +256,8 @@ pub struct KernelThread {
 
 /// `KTHREAD_STATE` 2: the thread was on a processor when the dump was written.
 pub const THREAD_RUNNING: u8 = 2;
+/// `KTHREAD_STATE` 5: the thread was waiting (its `WaitReason` says for what).
+pub const THREAD_WAITING: u8 = 5;
 
 /// The `KTHREAD_STATE` name of a state value.
 pub fn thread_state_name(state: u8) -> Option<&'static str> {

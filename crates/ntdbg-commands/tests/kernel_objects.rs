@@ -243,6 +243,28 @@ fn process_with_threads_and_stacks() {
     ] {
         assert!(text.contains(&want), "{want} missing from\n{text}");
     }
+    // The typed result: processes with threads, stacks, or why there is none.
+    let typed =
+        run_with_kernel_layout(&mut f.session, &f.layout, &format!("!process {system:x} 7"))
+            .ok()
+            .and_then(|o| o.typed)
+            .map(|t| serde_json::to_value(&t).unwrap_or_default())
+            .unwrap_or_default();
+    assert_eq!(typed["kind"], "processes");
+    let p = &typed["processes"][0];
+    assert_eq!(
+        (p["pid"].as_str(), p["image"].as_str()),
+        (Some("0x4"), Some("System"))
+    );
+    let t = &p["threads"];
+    assert_eq!(t[0]["state"], "Waiting");
+    assert_eq!(t[0]["wait_reason"], "Executive");
+    assert_eq!(t[0]["stack"]["frames"][0]["instruction"], KVA + 0x2010);
+    assert_eq!(t[1]["state"], "Running");
+    assert!(t[1]["stack"].is_null());
+    assert!(t[1]["stack_unavailable"]
+        .as_str()
+        .is_some_and(|w| w.contains("running")));
     // !thread: the same block, with the owning process.
     let t = f.with_layout(&format!("!thread {waiting:x}"));
     assert!(

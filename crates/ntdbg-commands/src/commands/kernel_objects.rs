@@ -7,11 +7,11 @@
 
 use super::eval;
 use crate::error::CommandError;
-use crate::output::CommandOutput;
+use crate::output::{CommandOutput, KernelProcessRow, KernelThreadRow, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::kernel_objects::{
     kernel_layout, thread_state_name, wait_reason_name, KernelLayout, KernelObjects, KernelProcess,
-    KernelThread, THREAD_RUNNING,
+    KernelThread, THREAD_RUNNING, THREAD_WAITING,
 };
 use ntdbg_engine::Session;
 use ntdbg_targets::{KernelDump, TargetKind};
@@ -230,12 +230,14 @@ fn process_with(
         Some(a) => vec![objects.process(a).map_err(object_error)?],
         None => vec![current_process(session, layout)?],
     };
+    let mut rows = Vec::new();
     for p in &processes {
         render_process(&mut text, layout, p);
+        let mut row = process_row(p);
         if flags & 6 != 0 {
             let threads = objects.threads(p).map_err(object_error)?;
             for t in &threads {
-                render_thread(
+                let shown = render_thread(
                     session,
                     layout,
                     &mut text,
@@ -244,11 +246,32 @@ fn process_with(
                     flags & 4 != 0,
                     "        ",
                 );
+                row.threads.push(shown);
             }
         }
+        rows.push(row);
         text.push('\n');
     }
-    Ok(CommandOutput::text(text))
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Processes { processes: rows },
+    ))
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+fn process_row(p: &KernelProcess) -> KernelProcessRow {
+    KernelProcessRow {
+        address: hex(p.address),
+        pid: hex(p.pid),
+        parent_pid: p.parent_pid.map(hex),
+        peb: p.peb.map(hex),
+        directory_table_base: hex(p.directory_table_base),
+        image: p.image.clone(),
+        threads: Vec::new(),
+    }
 }
 
 fn render_process(out: &mut String, layout: &KernelLayout, p: &KernelProcess) {
@@ -266,7 +289,8 @@ fn render_process(out: &mut String, layout: &KernelLayout, p: &KernelProcess) {
     out.push_str(&format!("    Image: {}\n", p.image));
 }
 
-/// `!thread`'s block for one thread (indented inside `!process`), with its stack when asked.
+/// `!thread`'s block for one thread (indented inside `!process`), with its stack when asked;
+/// returns the thread's typed row.
 fn render_thread(
     session: &Session,
     layout: &KernelLayout,
@@ -275,10 +299,24 @@ fn render_thread(
     owner: Option<&KernelProcess>,
     stack: bool,
     indent: &str,
-) {
+) -> KernelThreadRow {
+    let mut row = KernelThreadRow {
+        address: hex(t.address),
+        pid: hex(t.pid),
+        tid: hex(t.tid),
+        state: t.state.and_then(thread_state_name).map(str::to_string),
+        wait_reason: t
+            .wait_reason
+            .filter(|_| t.state == Some(THREAD_WAITING))
+            .and_then(wait_reason_name)
+            .map(str::to_string),
+        start_address: t.start_address.map(hex),
+        stack: None,
+        stack_unavailable: None,
+    };
     let state = match t.state {
         Some(THREAD_RUNNING) => "RUNNING".to_string(),
-        Some(5) => format!(
+        Some(THREAD_WAITING) => format!(
             "WAIT: ({})",
             t.wait_reason
                 .map(|r| wait_reason_name(r)
@@ -335,7 +373,7 @@ fn render_thread(
         ));
     }
     if !stack {
-        return;
+        return row;
     }
     let objects = KernelObjects::new(session.target(), layout);
     match objects.saved_context(session.arch(), t) {
@@ -351,9 +389,14 @@ fn render_thread(
                 out.push_str(line);
                 out.push('\n');
             }
+            row.stack = Some(walked);
         }
-        Err(why) => out.push_str(&format!("{inner}Unable to get the stack: {why}\n")),
+        Err(why) => {
+            out.push_str(&format!("{inner}Unable to get the stack: {why}\n"));
+            row.stack_unavailable = Some(why);
+        }
     }
+    row
 }
 
 fn one_address(session: &Session, command: &str, args: &str) -> Result<u64, CommandError> {
@@ -377,8 +420,8 @@ fn thread_with(
     let t = objects.thread(address).map_err(object_error)?;
     let owner = t.process.and_then(|p| objects.process(p).ok());
     let mut text = String::new();
-    render_thread(session, layout, &mut text, &t, owner.as_ref(), true, "");
-    Ok(CommandOutput::text(text))
+    let row = render_thread(session, layout, &mut text, &t, owner.as_ref(), true, "");
+    Ok(CommandOutput::with(text, TypedResult::KernelThread(row)))
 }
 
 fn dot_process_with(
