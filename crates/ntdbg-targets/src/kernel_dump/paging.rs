@@ -70,6 +70,16 @@ impl Paging {
         }
     }
 
+    /// Whether the processor could translate `va` at all: 32-bit x86 addresses fit in 32 bits;
+    /// 48-bit x64/ARM64 addresses are sign-extended from bit 47 (others fault, so they must
+    /// not alias a valid address through the index bits).
+    fn accepts(self, va: u64) -> bool {
+        match self {
+            Paging::X86 | Paging::X86Pae => va <= 0xffff_ffff,
+            Paging::X64 | Paging::Arm64 => matches!(va >> 47, 0 | 0x1_ffff),
+        }
+    }
+
     /// The root table's physical address from the header's `DirectoryTableBase`.
     fn root(self, dtb: u64) -> u64 {
         match self {
@@ -128,6 +138,9 @@ pub fn translate(
     va: u64,
     read_phys: impl Fn(u64) -> Option<u64>,
 ) -> Option<(u64, u64)> {
+    if !paging.accepts(va) {
+        return None;
+    }
     let levels = paging.levels();
     let size = paging.entry_size();
     let mut table = paging.root(dtb);
@@ -183,6 +196,8 @@ mod tests {
         assert_eq!(x64(base + 0x4000_0020), Some((0x4000_0020, 0x3fff_ffe0)));
         assert_eq!(x64(0x1000), None);
         assert_eq!(translate(Paging::X64, dtb, base, |_| None), None);
+        // Non-canonical: the same index bits, but no processor would translate it.
+        assert_eq!(x64(0x0000_8000_0000_5123), None);
     }
 
     #[test]
@@ -232,5 +247,6 @@ mod tests {
         assert_eq!(x86(0x8040_4000), Some((0x9000, 0x1000)));
         assert_eq!(x86(0x8090_0010), Some((0x90_0010, 0x2f_fff0)));
         assert_eq!(x86(0x1000), None);
+        assert_eq!(x86(0x1_8040_5123), None, "above 4 GiB does not alias");
     }
 }
