@@ -202,7 +202,7 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
         ("TRAP_FRAME:", decoded.trap_frame, ".trap"),
     ] {
         if let Some(a) = value {
-            let _ = writeln!(out, "{label:<16}{a:016x} -- ({command} {a:#x})");
+            let _ = writeln!(out, "{label}  {a:016x} -- ({command} {a:#x})");
         }
     }
 }

@@ -123,7 +123,7 @@ fn trap_frame_parameters_are_suggested() {
     );
     let text = ntdbg_analysis::render::render_report(&report);
     assert!(
-        text.contains("TRAP_FRAME:     ffff850429891000 -- (.trap 0xffff850429891000)"),
+        text.contains("TRAP_FRAME:  ffff850429891000 -- (.trap 0xffff850429891000)"),
         "{text}"
     );
     assert!(

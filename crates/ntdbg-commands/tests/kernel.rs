@@ -261,8 +261,8 @@ fn cxr_and_trap_on_the_small_dump() {
     );
     let a = run(&mut s, "!analyze -v");
     for want in [
-        "CONTEXT:        ffff850429891720 -- (.cxr 0xffff850429891720)",
-        "EXCEPTION_RECORD:ffff850429891ee8 -- (.exr 0xffff850429891ee8)",
+        "CONTEXT:  ffff850429891720 -- (.cxr 0xffff850429891720)",
+        "EXCEPTION_RECORD:  ffff850429891ee8 -- (.exr 0xffff850429891ee8)",
     ] {
         assert!(a.contains(want), "{want} missing from\n{a}");
     }
