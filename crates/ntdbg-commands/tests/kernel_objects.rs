@@ -80,11 +80,12 @@ fn thread(tid: u64, state: u8, stack: u64, resume_at: u64) -> SynthThread {
 /// System (pid 4, two threads: one waiting, one running) and synth.exe (pid 0x1234, its own
 /// address space with a user page), a module list naming ntoskrnl, and a KTRAP_FRAME.
 fn fixture(tag: &str) -> Fixture {
-    fixture_with(tag, false)
+    fixture_with(tag, false, None)
 }
 
-/// The fixture; `looping`: System's last thread links back to its first, not to the head.
-fn fixture_with(tag: &str, looping: bool) -> Fixture {
+/// The fixture; `looping`: System's last thread links back to its first, not to the head;
+/// `corrupt`: a seed for overwriting bytes of the dump's memory (the header stays valid).
+fn fixture_with(tag: &str, looping: bool, corrupt: Option<u64>) -> Fixture {
     let mut s = KernelSynth::new(Layout::Full);
     // Code in the kernel image: the waiting thread resumes at KVA+0x2010.
     s.write_virtual(KVA + 0x2000, &[0x90; 0x40]);
@@ -153,7 +154,11 @@ fn fixture_with(tag: &str, looping: bool) -> Fixture {
     let dir = std::env::temp_dir().join(format!("ntdbg-kobj-{tag}-{}", std::process::id()));
     let _ = std::fs::create_dir_all(&dir);
     let path = dir.join("synthetic-processes.dmp");
-    if let Err(e) = s.write(&path) {
+    let mut bytes = s.build();
+    if let Some(seed) = corrupt {
+        smash(&mut bytes[0x2000..], seed);
+    }
+    if let Err(e) = std::fs::write(&path, &bytes) {
         panic!("{e}");
     }
     let session = Session::open_dump(&path, Some(&dir.display().to_string()))
@@ -365,7 +370,7 @@ fn corrupt_lists_are_errors_not_hangs() {
         err.starts_with("ERROR kernel_symbols_missing: !process needs the kernel's PDB"),
         "{err}"
     );
-    let mut looping = fixture_with("loop", true);
+    let mut looping = fixture_with("loop", true, None);
     let system = looping.objects.processes[0];
     let err = looping.with_layout(&format!("!process {system:x} 2"));
     assert!(
@@ -381,4 +386,53 @@ fn corrupt_lists_are_errors_not_hangs() {
     );
     let syntax = f.with_layout("!process 0 0 a b");
     assert!(syntax.starts_with("ERROR syntax_error"), "{syntax}");
+}
+
+/// Overwrites about one byte in 64 of `bytes` with pseudo-random values (fixed seed).
+fn smash(bytes: &mut [u8], seed: u64) {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..bytes.len() / 64 {
+        let at = (next() % bytes.len() as u64) as usize;
+        bytes[at] = next() as u8;
+    }
+}
+
+/// Corrupt memory under the process and thread commands: each answers or fails with a
+/// message; none panics or hangs.
+#[test]
+fn corrupt_memory_never_panics() {
+    let mut errors = 0;
+    for seed in 1..=24 {
+        let mut f = fixture_with(&format!("smash{seed}"), false, Some(seed));
+        let system = f.objects.processes[0];
+        let thread = f.objects.threads[0][0];
+        for line in [
+            "!process 0 7".to_string(),
+            "!process".to_string(),
+            format!("!process {system:x} 7"),
+            format!("!thread {thread:x}"),
+            format!(".thread {thread:x}"),
+            format!(".process {:x}", f.objects.processes[1]),
+        ] {
+            errors += usize::from(f.with_layout(&line).starts_with("ERROR"));
+        }
+        for line in [
+            "r",
+            "k",
+            "db @rsp L10",
+            &format!(".trap {TRAP:x}"),
+            "k",
+            ".trap",
+        ] {
+            let _ = f.run(line);
+        }
+    }
+    // The corruption reaches the structures: some answers are errors (and none a panic).
+    assert!(errors > 0);
 }
