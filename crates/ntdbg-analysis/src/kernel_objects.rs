@@ -254,6 +254,15 @@ pub struct KernelThread {
     pub process: Option<u64>,
 }
 
+/// Where a thread's registers came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterSource {
+    /// The `_KSWITCH_FRAME` a switched-out thread left: rip, rsp and rbp only.
+    SwitchFrame,
+    /// The dump's context of the processor the thread was running on: every register.
+    Processor,
+}
+
 /// `KTHREAD_STATE` 2: the thread was on a processor when the dump was written.
 pub const THREAD_RUNNING: u8 = 2;
 /// `KTHREAD_STATE` 5: the thread was waiting (its `WaitReason` says for what).
@@ -435,21 +444,49 @@ impl<'a> KernelObjects<'a> {
         })
     }
 
+    /// The registers of `thread` and where they came from: a running thread's are the dump's
+    /// context of its processor (found by its stack pointer lying in the thread's stack), a
+    /// switched-out one's its `_KSWITCH_FRAME`. An error says why there are none.
+    pub fn thread_context(
+        &self,
+        arch: Arch,
+        thread: &KernelThread,
+    ) -> Result<(MinidumpContext, RegisterSource), String> {
+        if thread.state != Some(THREAD_RUNNING) {
+            return self
+                .switch_frame_context(arch, thread)
+                .map(|c| (c, RegisterSource::SwitchFrame));
+        }
+        self.processor_context(thread)
+            .map(|c| (c, RegisterSource::Processor))
+            .ok_or_else(|| {
+                format!(
+                    "thread {:#x} was running on a processor whose registers the dump does not hold (no processor context in the dump has its stack pointer in this thread's stack)",
+                    thread.address
+                )
+            })
+    }
+
+    /// The dump's processor context whose stack pointer lies in `thread`'s kernel stack.
+    fn processor_context(&self, thread: &KernelThread) -> Option<MinidumpContext> {
+        let low = thread.stack_limit?;
+        let high = thread.stack_base.or(thread.initial_stack)?;
+        self.memory
+            .threads()
+            .iter()
+            .filter_map(|t| t.context.as_ref())
+            .find(|c| (low..high).contains(&c.get_stack_pointer()))
+            .cloned()
+    }
+
     /// The registers a switched-out x64 thread saved: rip from its `_KSWITCH_FRAME`'s
     /// return address, rbp from the frame, rsp just above it. The other registers were not
-    /// saved there. An error says why there is no such state (a running thread's registers
-    /// are its processor's).
-    pub fn saved_context(
+    /// saved there.
+    fn switch_frame_context(
         &self,
         arch: Arch,
         thread: &KernelThread,
     ) -> Result<MinidumpContext, String> {
-        if thread.state == Some(THREAD_RUNNING) {
-            return Err(format!(
-                "thread {:#x} was running on a processor: its registers are that processor's, not saved in the thread",
-                thread.address
-            ));
-        }
         let frame = match (arch, &self.layout.switch_frame) {
             (Arch::X64, Some(frame)) => frame,
             (Arch::X64, None) => return Err("the kernel layout has no _KSWITCH_FRAME".into()),

@@ -77,8 +77,9 @@ fn thread(tid: u64, state: u8, stack: u64, resume_at: u64) -> SynthThread {
     }
 }
 
-/// System (pid 4, two threads: one waiting, one running) and synth.exe (pid 0x1234, its own
-/// address space with a user page), a module list naming ntoskrnl, and a KTRAP_FRAME.
+/// System (pid 4, three threads: one waiting, one running on the processor whose context the
+/// dump holds, one running elsewhere) and synth.exe (pid 0x1234, its own address space with
+/// a user page), a module list naming ntoskrnl, and a KTRAP_FRAME.
 fn fixture(tag: &str) -> Fixture {
     fixture_with(tag, false, None)
 }
@@ -108,6 +109,7 @@ fn fixture_with(tag: &str, looping: bool, corrupt: Option<u64>) -> Fixture {
             threads: vec![
                 thread(8, 5, 0xffff_8504_2980_0e00, KVA + 0x2010),
                 thread(0xc, 2, 0xffff_8504_2984_0e00, KVA + 0x2020),
+                thread(0x10, 2, 0xffff_8504_2986_0e00, KVA + 0x2028),
             ],
         },
         SynthProcess {
@@ -140,8 +142,9 @@ fn fixture_with(tag: &str, looping: bool, corrupt: Option<u64>) -> Fixture {
     }
     s.write_virtual(TRAP, &frame);
     s.write_virtual(0xffff_8504_2989_1f00, &[0; 0x100]);
+    // The dump's processor context: on the stack of System's thread 0xc.
     s.rip = KVA + 0x2000;
-    s.rsp = 0xffff_8504_2980_0f00;
+    s.rsp = 0xffff_8504_2984_0f00;
     s.add_module_list(
         0xffff_f804_7c62_a000,
         &[(
@@ -224,7 +227,11 @@ fn process_list_from_ps_active_process_head() {
 fn process_with_threads_and_stacks() {
     let mut f = fixture("threads");
     let system = f.objects.processes[0];
-    let [waiting, running] = [f.objects.threads[0][0], f.objects.threads[0][1]];
+    let [waiting, running, elsewhere] = [
+        f.objects.threads[0][0],
+        f.objects.threads[0][1],
+        f.objects.threads[0][2],
+    ];
     let text = f.with_layout(&format!("!process {system:x} 7"));
     for want in [
         format!("PROCESS {system:016x}"),
@@ -242,9 +249,11 @@ fn process_with_threads_and_stacks() {
         // The waiting thread resumes at its switch frame's return address.
         "            ffff8504`29800e40 ".to_string(),
         "ntoskrnl+0x2010".to_string(),
-        format!(
-            "            Unable to get the stack: thread {running:#x} was running on a processor"
-        ),
+        format!("        THREAD {running:016x}  Cid 0004.000c"),
+        // The running thread's stack starts from the dump's processor context.
+        "            ffff8504`29840f00 ".to_string(),
+        "ntoskrnl+0x2000".to_string(),
+        format!("            Unable to get the stack: thread {elsewhere:#x} was running on a processor whose registers the dump does not hold"),
     ] {
         assert!(text.contains(&want), "{want} missing from\n{text}");
     }
@@ -266,8 +275,9 @@ fn process_with_threads_and_stacks() {
     assert_eq!(t[0]["wait_reason"], "Executive");
     assert_eq!(t[0]["stack"]["frames"][0]["instruction"], KVA + 0x2010);
     assert_eq!(t[1]["state"], "Running");
-    assert!(t[1]["stack"].is_null());
-    assert!(t[1]["stack_unavailable"]
+    assert_eq!(t[1]["stack"]["frames"][0]["instruction"], KVA + 0x2000);
+    assert!(t[2]["stack"].is_null());
+    assert!(t[2]["stack_unavailable"]
         .as_str()
         .is_some_and(|w| w.contains("running")));
     // !thread: the same block, with the owning process.
@@ -309,8 +319,18 @@ fn dot_thread_sets_the_saved_context_and_dot_process_the_page_tables() {
     assert!(u.contains("nop"), "{u}");
     assert_eq!(f.with_layout(".thread"), "Resetting default scope\n");
     assert!(f.run("r").contains(&format!("rip={:016x}", KVA + 0x2000)));
-    // A running thread has no saved state: said, and nothing changes.
+    // A running thread: its processor's context, when the dump holds it.
     let running = f.objects.threads[0][1];
+    let out = f.with_layout(&format!(".thread {running:x}"));
+    assert!(
+        out.contains("its registers are its processor's context"),
+        "{out}"
+    );
+    let r = f.run("r");
+    assert!(r.contains("rsp=ffff850429840f00"), "{r}");
+    f.with_layout(".thread");
+    // Running on a processor whose context the dump lacks: said, and nothing changes.
+    let running = f.objects.threads[0][2];
     let err = f.with_layout(&format!(".thread {running:x}"));
     assert!(
         err.starts_with("ERROR no_saved_context: thread") && err.contains("running"),

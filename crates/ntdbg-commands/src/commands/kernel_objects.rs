@@ -11,7 +11,7 @@ use crate::output::{CommandOutput, KernelProcessRow, KernelThreadRow, TypedResul
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::kernel_objects::{
     kernel_layout, thread_state_name, wait_reason_name, KernelLayout, KernelObjects, KernelProcess,
-    KernelThread, THREAD_RUNNING, THREAD_WAITING,
+    KernelThread, RegisterSource, THREAD_RUNNING, THREAD_WAITING,
 };
 use ntdbg_engine::Session;
 use ntdbg_targets::{KernelDump, TargetKind};
@@ -31,7 +31,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "!thread ADDR",
         "a kernel thread (_ETHREAD at ADDR): ids, state, stack bounds and its stack",
         "The stack starts from the registers the thread saved at its last context switch \
-         (x64); a running thread's registers are its processor's and are not shown.",
+         (x64), or for a running thread from the dump's context of its processor (when the \
+         dump holds it: the processor whose stack pointer is in the thread's stack).",
         thread,
     ),
     CommandSpec::inspect(
@@ -46,7 +47,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         ".thread [ADDR]",
         "use the registers the kernel thread at ADDR saved as the register context; no ADDR: back to the thread's",
         "Only rip, rsp and rbp are saved in the thread's context switch frame (x64); the other \
-         registers read as zero. `r`, `k` and `u` use the context until `.thread` or `.cxr`.",
+         registers read as zero. A running thread gets its processor's full context when the \
+         dump holds it. `r`, `k` and `u` use the context until `.thread` or `.cxr`.",
         dot_thread,
     ),
 ];
@@ -376,8 +378,8 @@ fn render_thread(
         return row;
     }
     let objects = KernelObjects::new(session.target(), layout);
-    match objects.saved_context(session.arch(), t) {
-        Ok(context) => {
+    match objects.thread_context(session.arch(), t) {
+        Ok((context, _)) => {
             let walked = ntdbg_engine::stack::walk(
                 session.target(),
                 session.symbols(),
@@ -472,13 +474,20 @@ fn dot_thread_with(
     let address = one_address(session, ".thread", args)?;
     let objects = KernelObjects::new(session.target(), layout);
     let t = objects.thread(address).map_err(object_error)?;
-    let context = objects
-        .saved_context(session.arch(), &t)
+    let (context, source) = objects
+        .thread_context(session.arch(), &t)
         .map_err(|why| CommandError::new("no_saved_context", why))?;
     let shown = crate::render::addr(session, address);
     session.select_context(context, format!("thread {shown}"));
+    let note = match source {
+        RegisterSource::SwitchFrame => {
+            "NOTE: only rip, rsp and rbp come from the thread's saved context switch frame; the other registers read as zero.\n"
+        }
+        RegisterSource::Processor => {
+            "The thread was running: its registers are its processor's context from the dump.\n"
+        }
+    };
     Ok(CommandOutput::text(format!(
-        "Implicit thread is now {shown}\n\
-         NOTE: only rip, rsp and rbp come from the thread's saved context switch frame; the other registers read as zero.\n"
+        "Implicit thread is now {shown}\n{note}"
     )))
 }
