@@ -501,19 +501,29 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
             );
         }
         0x1E | 0x8E | 0x1000008E => {
-            d.arguments = [
-                s("the exception code that was not handled"),
-                s("the address where the exception occurred"),
-                s("parameter 0 of the exception"),
-                s("parameter 1 of the exception"),
-            ];
+            d.arguments = if code == 0x1E {
+                [
+                    s("the exception code that was not handled"),
+                    s("the address where the exception occurred"),
+                    s("parameter 0 of the exception"),
+                    s("parameter 1 of the exception"),
+                ]
+            } else {
+                d.trap_frame = Some(p[2]).filter(|&v| v != 0);
+                [
+                    s("the exception code that was not handled"),
+                    s("the address where the exception occurred"),
+                    s("trap frame (.trap)"),
+                    s("reserved"),
+                ]
+            };
             d.faulting_address = Some(p[1]);
             d.description = format!(
                 "kernel-mode exception {} not handled at {:#x}",
                 status_text(p[0]),
                 p[1]
             );
-            if p[0] as u32 == 0xC000_0005 {
+            if code == 0x1E && p[0] as u32 == 0xC000_0005 {
                 d.description
                     .push_str(&format!(" ({} of {:#x})", access(p[2]), p[3]));
             }
@@ -741,6 +751,27 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
     d
 }
 
+/// The register context of the fault a bugcheck's parameters point to: its CONTEXT record
+/// (`.cxr`), else its x64 trap frame (`.trap`), when the dump holds the bytes.
+fn fault_context(
+    session: &ntdbg_engine::Session,
+    d: &DecodedBugcheck,
+) -> Option<minidump::MinidumpContext> {
+    use ntdbg_engine::registers::{context_from_bytes, context_size};
+    use ntdbg_targets::context::{context_from_trap_frame, KTRAP_FRAME_AMD64_SIZE};
+    let arch = session.arch();
+    let target = session.target();
+    let from_record = || {
+        let bytes = target.read_exact(d.context_record?, context_size(arch))?;
+        context_from_bytes(arch, &bytes)
+    };
+    let from_trap = || {
+        let bytes = target.read_exact(d.trap_frame?, KTRAP_FRAME_AMD64_SIZE)?;
+        context_from_trap_frame(arch, &bytes)
+    };
+    from_record().or_else(from_trap)
+}
+
 /// The report of a kernel dump: the bugcheck decoded, the faulting module from its parameters
 /// (else the first non-kernel frame), the stack from the exception (trap) context when the
 /// dump has one, else the bugcheck thread's own.
@@ -778,7 +809,21 @@ pub(crate) fn bugcheck_report(
         description: d.description.clone(),
     };
 
-    let frames = match session.event_stack().or_else(|_| session.stack()) {
+    // Like WinDbg, the stack of the fault itself when the parameters point at its context
+    // record or trap frame and the dump holds it; else the exception (bugcheck) context's.
+    let fault_stack = fault_context(session, &d).map(|context| {
+        ntdbg_engine::stack::walk(
+            session.target(),
+            session.symbols(),
+            bugcheck.thread_id,
+            &context,
+        )
+    });
+    let walked = match fault_stack {
+        Some(stack) if !stack.frames.is_empty() => Ok(stack),
+        _ => session.event_stack().or_else(|_| session.stack()),
+    };
+    let frames = match walked {
         Ok(stack) => {
             if let Some(note) = &stack.note {
                 limitations.push(note.clone());

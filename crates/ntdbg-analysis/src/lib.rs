@@ -6,7 +6,8 @@
 //! the text forms (`.exr`, `!analyze -v`). [`fault`] classifies an access violation's address
 //! and decodes the faulting instruction, [`cxx`] names thrown C++ types. Many dumps at once:
 //! [`listing::list_dumps`] (header-only summaries) and [`triage::triage_dumps`] (parallel
-//! analysis grouped by signature, JSON and HTML).
+//! analysis grouped by signature, JSON and HTML). [`kernel_objects`] reads kernel processes
+//! and threads with field offsets from the kernel's PDB.
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod bugcheck;
@@ -14,6 +15,7 @@ pub mod cxx;
 pub mod exception;
 pub mod fault;
 mod inference;
+pub mod kernel_objects;
 pub mod listing;
 pub mod ntstatus;
 pub mod render;

@@ -195,4 +195,14 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
     if let Some(t) = &e.thread_id {
         let _ = writeln!(out, "FAULTING_THREAD: {t}");
     }
+    // Records the parameters point to, with the command that selects each (as WinDbg does).
+    for (label, value, command) in [
+        ("CONTEXT:", decoded.context_record, ".cxr"),
+        ("EXCEPTION_RECORD:", decoded.exception_record, ".exr"),
+        ("TRAP_FRAME:", decoded.trap_frame, ".trap"),
+    ] {
+        if let Some(a) = value {
+            let _ = writeln!(out, "{label}  {a:016x} -- ({command} {a:#x})");
+        }
+    }
 }

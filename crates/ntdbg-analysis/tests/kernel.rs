@@ -61,3 +61,74 @@ fn triage_x64_report() {
         "{next:?}"
     );
 }
+
+/// Issue 5: a PDB without the kernel's structures gives a layout error naming the field,
+/// never a guessed layout (amdppm.pdb knows `_EPROCESS` only as a forward reference).
+#[test]
+fn kernel_layout_needs_the_kernel_structures() {
+    let pdb = ntdbg_testutil::testdata(
+        "rizin-test-pdb-repository/amdppm.pdb/1C19FDDB27BB3399D9B45973EFEAFCF31/amdppm.pdb",
+    );
+    let types = ntdbg_symbols::TypeDb::open(&pdb).unwrap_or_else(|e| panic!("{e}"));
+    let err = ntdbg_analysis::kernel_objects::KernelLayout::from_types(&types);
+    assert_eq!(
+        err,
+        Err("the kernel's PDB has no _EPROCESS.Pcb".to_string())
+    );
+}
+
+/// Issue 5: bugchecks whose parameters point at a trap frame suggest `.trap` with it.
+#[test]
+fn trap_frame_parameters_are_suggested() {
+    use ntdbg_analysis::bugcheck::decode_bugcheck;
+    for code in [0x8E, 0x1000008E] {
+        let d = decode_bugcheck(
+            code,
+            [0xc0000005, 0xffff_f804_1234_5678, 0xffff_8504_2989_1000, 0],
+        );
+        assert_eq!(d.trap_frame, Some(0xffff_8504_2989_1000), "{code:#x}");
+        assert_eq!(d.arguments[2], "trap frame (.trap)");
+    }
+    let d = decode_bugcheck(0x1E, [0xc0000005, 0xffff_f804_1234_5678, 1, 0x10]);
+    assert_eq!(d.trap_frame, None);
+    assert!(d.description.contains("write of 0x10"), "{}", d.description);
+
+    // Through the report of a synthetic full dump: the text and the next commands.
+    use ntdbg_testutil::kernel_synth::{KernelSynth, Layout};
+    let mut synth = KernelSynth::new(Layout::Full);
+    synth.write_virtual(0xffff_f804_7ba0_0000, &[0xc3]);
+    synth.rip = 0xffff_f804_7ba0_0000;
+    synth.bugcheck_code = 0x1000008E;
+    synth.bugcheck_parameters = [0xc0000005, 0xffff_f804_7ba0_0000, 0xffff_8504_2989_1000, 0];
+    // The trap frame the parameters point at: the fault at +0x10, its stack mapped.
+    let mut frame = vec![0u8; 0x190];
+    frame[0x168..0x170].copy_from_slice(&0xffff_f804_7ba0_0010u64.to_le_bytes());
+    frame[0x180..0x188].copy_from_slice(&0xffff_8504_2989_1800u64.to_le_bytes());
+    synth.write_virtual(0xffff_8504_2989_1000, &frame);
+    synth.write_virtual(0xffff_8504_2989_1800, &[0; 0x100]);
+    let dir = std::env::temp_dir().join(format!("ntdbg-trap-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("synthetic-8e.dmp");
+    synth.write(&path).unwrap_or_else(|e| panic!("{e}"));
+    let session = Session::open_dump(&path, Some(&dir.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = ntdbg_analysis::analyze(&session);
+    assert!(report
+        .next_commands
+        .contains(&".trap 0xffff850429891000".to_string()));
+    // The stack is the fault's, from the trap frame, not KeBugCheckEx's.
+    assert_eq!(
+        report.stack.first().map(|f| f.address.as_str()),
+        Some("0xfffff8047ba00010")
+    );
+    let text = ntdbg_analysis::render::render_report(&report);
+    assert!(
+        text.contains("TRAP_FRAME:  ffff850429891000 -- (.trap 0xffff850429891000)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Arg3: ffff850429891000, trap frame (.trap)"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

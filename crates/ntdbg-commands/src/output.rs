@@ -83,6 +83,13 @@ pub enum TypedResult {
         /// The symbols.
         symbols: Vec<Symbolized>,
     },
+    /// `!process`: kernel processes, with their threads when the flags ask for them.
+    Processes {
+        /// The processes.
+        processes: Vec<KernelProcessRow>,
+    },
+    /// `!thread`: one kernel thread.
+    KernelThread(KernelThreadRow),
     /// `!analyze`: the analysis report.
     Analysis(Box<ntdbg_analysis::Report>),
     /// `.lastevent`, `.exr`: the exception.
@@ -147,4 +154,44 @@ pub struct ThreadRow {
     pub current: bool,
     /// Whether it raised the last event.
     pub event: bool,
+}
+
+/// One process of `!process` (addresses and ids as `0x` hex strings).
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelProcessRow {
+    /// The `_EPROCESS` address.
+    pub address: String,
+    /// Process id.
+    pub pid: String,
+    /// Parent process id, when the layout has it.
+    pub parent_pid: Option<String>,
+    /// PEB address, when the layout has it.
+    pub peb: Option<String>,
+    /// Page-table root.
+    pub directory_table_base: String,
+    /// Image file name (at most 15 characters, as the kernel keeps it).
+    pub image: String,
+    /// The threads, when asked for (flags 2 or 4).
+    pub threads: Vec<KernelThreadRow>,
+}
+
+/// One thread of `!thread` / `!process ADDR 7`.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelThreadRow {
+    /// The `_ETHREAD` address.
+    pub address: String,
+    /// Process id.
+    pub pid: String,
+    /// Thread id.
+    pub tid: String,
+    /// `KTHREAD_STATE` name (`Running`, `Waiting`, …).
+    pub state: Option<String>,
+    /// `KWAIT_REASON` name, for a waiting thread.
+    pub wait_reason: Option<String>,
+    /// `Win32StartAddress`.
+    pub start_address: Option<String>,
+    /// The stack from the thread's saved state, when asked for and available.
+    pub stack: Option<Stack>,
+    /// Why there is no stack, when one was asked for.
+    pub stack_unavailable: Option<String>,
 }

@@ -8,6 +8,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     [
         commands::events::COMMANDS,
         commands::kernel::COMMANDS,
+        commands::kernel_objects::COMMANDS,
         commands::registers::COMMANDS,
         commands::stack::COMMANDS,
         commands::threads::COMMANDS,

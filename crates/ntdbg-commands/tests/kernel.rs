@@ -215,3 +215,55 @@ fn synthetic_full_dump_commands() {
     assert!(a.contains("MANUALLY_INITIATED_CRASH (e2)"), "{a}");
     let _ = std::fs::remove_file(&path);
 }
+
+/// Issue 5: the process commands on a small dump without ntkrnlmp.pdb say exactly what they
+/// need (the PDB by GUID and age, and the memory the dump lacks), never a guessed structure.
+#[test]
+fn process_commands_name_what_a_small_dump_lacks() {
+    let mut s = open();
+    for command in [
+        "!process 0 0",
+        "!thread ffff850429891720",
+        ".thread ffff850429891720",
+        ".process ffff850429891720",
+    ] {
+        let err = run(&mut s, command);
+        let name = command.split(' ').next().unwrap_or_default();
+        assert!(
+            err.starts_with(&format!("ERROR kernel_symbols_missing: {name} needs the kernel's PDB (ntkrnlmp.pdb) on the symbol path; it was not found")),
+            "{err}"
+        );
+        assert!(
+            err.contains("and the process and thread lists from PsActiveProcessHead (0xfffff8047c61e200), which a small dump does not hold"),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 5: `.cxr` with the bugcheck's context record works on a kernel dump: `r`, `k` and `u`
+/// follow it; `.trap` on memory the dump lacks says so.
+#[test]
+fn cxr_and_trap_on_the_small_dump() {
+    let mut s = open();
+    let cxr = run(&mut s, ".cxr ffff850429891720");
+    assert!(cxr.contains("rip=fffff8048b58334c"), "{cxr}");
+    assert!(cxr.contains("amdppm!WriteIoMemRawEx+0x70:"), "{cxr}");
+    let k = run(&mut s, "kn 3");
+    assert!(
+        k.contains("amdppm!WriteIoMemRawEx+0x70") && k.contains("amdppm!WriteGenAddrEx+0x6b"),
+        "{k}"
+    );
+    assert_eq!(run(&mut s, ".cxr"), "Resetting default scope\n");
+    let trap = run(&mut s, ".trap 1000");
+    assert!(
+        trap.starts_with("ERROR memory_unavailable: Unable to read trap frame"),
+        "{trap}"
+    );
+    let a = run(&mut s, "!analyze -v");
+    for want in [
+        "CONTEXT:  ffff850429891720 -- (.cxr 0xffff850429891720)",
+        "EXCEPTION_RECORD:  ffff850429891ee8 -- (.exr 0xffff850429891ee8)",
+    ] {
+        assert!(a.contains(want), "{want} missing from\n{a}");
+    }
+}

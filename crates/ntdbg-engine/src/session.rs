@@ -27,6 +27,14 @@ pub enum RegisterScope {
         /// The context.
         context: Box<MinidumpContext>,
     },
+    /// A context a command built itself (`.trap ADDR` from a trap frame, `.thread ADDR` from
+    /// a thread's saved state).
+    Explicit {
+        /// Where the context came from, for people (`trap frame @ fffff804…`).
+        label: String,
+        /// The context.
+        context: Box<MinidumpContext>,
+    },
 }
 
 /// A debugging session over one target.
@@ -150,6 +158,16 @@ impl Session {
         Ok(context)
     }
 
+    /// Makes `context` the register scope (`.trap`, `.thread`): `r`, `k` and `u` use it until
+    /// the scope is reset or another thread is selected.
+    pub fn select_context(&mut self, context: MinidumpContext, label: impl Into<String>) {
+        self.scope = RegisterScope::Explicit {
+            label: label.into(),
+            context: Box::new(context),
+        };
+        self.cursors.disasm = None;
+    }
+
     /// `.cxr` with no argument: back to the current thread's own context.
     pub fn reset_scope(&mut self) {
         self.scope = RegisterScope::Thread;
@@ -161,7 +179,9 @@ impl Session {
         match &self.scope {
             RegisterScope::Thread => self.current_thread()?.context.clone(),
             RegisterScope::Exception => self.target.event()?.context.clone(),
-            RegisterScope::Record { context, .. } => Some((**context).clone()),
+            RegisterScope::Record { context, .. } | RegisterScope::Explicit { context, .. } => {
+                Some((**context).clone())
+            }
         }
     }
 

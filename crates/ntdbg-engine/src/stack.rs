@@ -136,7 +136,7 @@ pub fn walk(
     context: &MinidumpContext,
 ) -> Stack {
     let sp = context.get_stack_pointer();
-    let region = target.regions().into_iter().find(|r| r.contains(sp));
+    let region = target.stack_region_at(sp);
     let stack_bytes = region.and_then(|r| {
         let len = usize::try_from(r.size).ok()?;
         target.read_chunk(r.base, len).map(|b| (r.base, b))

@@ -78,4 +78,15 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn bugcheck(&self) -> Option<&Bugcheck> {
         None
     }
+    /// The stack memory around stack pointer `sp` that a stack walk may read: the captured
+    /// region holding it, or (kernel dumps) the mapped pages from `sp` up, for a register
+    /// context that did not come from a thread of the dump (`.cxr`, `.trap`).
+    fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
+        self.regions().into_iter().find(|r| r.contains(sp))
+    }
+    /// The kernel dump behind this target, for the kernel-only commands (`.process`,
+    /// `!process`, …); `None` for every other target.
+    fn as_kernel_dump(&self) -> Option<&KernelDump> {
+        None
+    }
 }

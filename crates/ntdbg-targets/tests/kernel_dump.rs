@@ -2,8 +2,9 @@
 //! `test/db/formats/dmp/dmp` and `EXPECTED.json`), and synthetic full, kernel and bitmap dumps
 //! made by `ntdbg_testutil::kernel_synth` (translation, holes, corrupt run tables).
 
-use ntdbg_targets::{KernelDump, MemoryView, Target, TargetKind};
-use ntdbg_testutil::kernel_synth::{KernelSynth, Layout, RUNS_OFFSET, RUN_COUNT_OFFSET};
+use ntdbg_targets::kernel_dump::Paging;
+use ntdbg_targets::{Arch, KernelDump, MemoryView, Target, TargetKind};
+use ntdbg_testutil::kernel_synth::{KernelSynth, Layout, Machine, RUNS_OFFSET, RUN_COUNT_OFFSET};
 use std::path::{Path, PathBuf};
 
 fn triage() -> KernelDump {
@@ -514,6 +515,170 @@ fn sparse_open_cost() {
         drop(d);
         let _ = std::fs::remove_file(&path);
     }
+}
+
+fn open_synth(s: &KernelSynth, name: &str) -> KernelDump {
+    let dir = temp_dir(name);
+    let path = write(&dir, &format!("{name}.dmp"), &s.build());
+    let d = KernelDump::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    d
+}
+
+#[test]
+fn synthetic_arm64_dump_translates() {
+    // Same shape as the x64 dumps: 4 KiB pages across a boundary, a 2 MiB and a 1 GiB block,
+    // an invalid entry; descriptors in ARM64's format.
+    for layout in [Layout::Full, Layout::Bitmap, Layout::KernelMemory] {
+        let mut s = KernelSynth::for_machine(layout, Machine::Arm64);
+        let text: Vec<u8> = (0..0x1800u32).map(|i| (i * 11 % 253) as u8).collect();
+        s.write_virtual(KVA + 0x800, &text);
+        s.map_2m(KVA + 0x20_0000, 0x40_0000);
+        s.write_physical(0x40_0000 + 0x1_2345, b"BLOCK");
+        s.map_1g(0xffff_f880_0000_0000, 0x8000_0000);
+        s.write_physical(0x8000_0000 + 0x123_4567, b"HUGE");
+        s.set_pte(KVA + 0x5000, 0x1234_5000 | 0x401); // bit 1 clear at level 3: invalid
+        s.rip = KVA + 0x800;
+        s.rsp = KVA + 0x1000;
+        let d = open_synth(&s, "arm64");
+        assert_eq!(d.arch(), Arch::Arm64);
+        assert_eq!(d.paging(), Some(Paging::Arm64));
+        assert_eq!(
+            d.read_exact(KVA + 0x800, 0x1800).as_deref(),
+            Some(&text[..]),
+            "{layout:?}"
+        );
+        assert_eq!(
+            d.read_exact(KVA + 0x20_0000 + 0x1_2345, 5).as_deref(),
+            Some(&b"BLOCK"[..])
+        );
+        assert_eq!(
+            d.read_exact(0xffff_f880_0000_0000 + 0x123_4567, 4)
+                .as_deref(),
+            Some(&b"HUGE"[..])
+        );
+        assert!(d.translate(KVA + 0x5000).is_none());
+        let pc = d.threads()[0]
+            .context
+            .as_ref()
+            .map(|c| c.get_instruction_pointer());
+        assert_eq!(pc, Some(KVA + 0x800));
+    }
+}
+
+#[test]
+fn synthetic_32bit_full_dumps_translate_with_and_without_pae() {
+    const VA: u64 = 0x8040_0000;
+    for (machine, paging, large) in [
+        (Machine::X86Pae, Paging::X86Pae, 0x20_0000u64),
+        (Machine::X86, Paging::X86, 0x40_0000),
+    ] {
+        let mut s = KernelSynth::for_machine(Layout::Full, machine);
+        let text: Vec<u8> = (0..0x1800u32).map(|i| (i * 13 % 241) as u8).collect();
+        s.write_virtual(VA + 0x800, &text);
+        // A large page (2 MiB with PAE, 4 MiB without) after the small ones.
+        s.map_2m(VA + 0x40_0000, 0x80_0000);
+        s.write_physical(0x80_0000 + large - 8, b"LASTPAGE");
+        let missing = s.alloc();
+        s.map_4k(VA + 0x6000, missing);
+        s.omit(missing);
+        s.rip = VA + 0x800;
+        s.rsp = VA + 0x1000;
+        s.add_module_list(
+            0x8100_0000,
+            &[
+                (
+                    r"\SystemRoot\system32\ntkrnlpa.exe",
+                    0x8280_0000,
+                    0x41_0000,
+                    0x4ce7_951a,
+                ),
+                (
+                    r"\SystemRoot\system32\hal.dll",
+                    0x8320_0000,
+                    0x3_7000,
+                    0x4ce7_8a09,
+                ),
+            ],
+        );
+        let d = open_synth(&s, "x86");
+        let modules: Vec<(String, u64, u32, u32)> = d
+            .modules()
+            .iter()
+            .map(|m| {
+                let r = &m.raw;
+                (
+                    m.name.clone(),
+                    r.base_of_image,
+                    r.size_of_image,
+                    r.time_date_stamp,
+                )
+            })
+            .collect();
+        assert_eq!(
+            modules,
+            [
+                (
+                    r"\SystemRoot\system32\ntkrnlpa.exe".to_string(),
+                    0x8280_0000,
+                    0x41_0000,
+                    0x4ce7_951a
+                ),
+                (
+                    r"\SystemRoot\system32\hal.dll".to_string(),
+                    0x8320_0000,
+                    0x3_7000,
+                    0x4ce7_8a09
+                ),
+            ],
+            "{machine:?}"
+        );
+        assert!(!d.header().is64);
+        assert_eq!(d.arch(), Arch::X86);
+        assert_eq!(d.header().pae_enabled, machine == Machine::X86Pae);
+        assert_eq!(d.paging(), Some(paging));
+        assert_eq!(d.kind(), TargetKind::KernelFull);
+        assert_eq!(
+            d.read_exact(VA + 0x800, 0x1800).as_deref(),
+            Some(&text[..]),
+            "{machine:?}"
+        );
+        assert_eq!(
+            d.read_exact(VA + 0x40_0000 + large - 8, 8).as_deref(),
+            Some(&b"LASTPAGE"[..]),
+            "{machine:?}"
+        );
+        assert!(d.read_exact(VA + 0x6000, 1).is_none(), "omitted page");
+        assert!(d.read_exact(0x1000_0000, 1).is_none(), "unmapped");
+        let ip = d.threads()[0]
+            .context
+            .as_ref()
+            .map(|c| c.get_instruction_pointer());
+        assert_eq!(ip, Some(VA + 0x800));
+    }
+}
+
+#[test]
+fn a_process_directory_selects_its_address_space() {
+    const USER: u64 = 0x7ff6_1234_0000;
+    let mut s = synth(Layout::Full);
+    let root = s.fork_root();
+    s.with_root(root, |s| s.write_virtual(USER, b"process two"));
+    let d = open_synth(&s, "process");
+    assert!(
+        d.read_exact(USER, 11).is_none(),
+        "not in the dump's own tables"
+    );
+    d.set_process_directory(Some(root * 0x1000));
+    assert_eq!(d.process_directory(), root * 0x1000);
+    assert_eq!(d.read_exact(USER, 11).as_deref(), Some(&b"process two"[..]));
+    assert!(
+        d.read_exact(KVA + 0x800, 16).is_some(),
+        "kernel space is shared"
+    );
+    d.set_process_directory(None);
+    assert_eq!(d.process_directory(), s.dtb());
+    assert!(d.read_exact(USER, 11).is_none());
 }
 
 #[test]

@@ -1,19 +1,74 @@
-//! Kernel-dump commands: `.bugcheck`.
+//! Kernel-dump commands: `.bugcheck`, `.trap`.
 
-use super::no_args;
+use super::{eval, no_args};
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::bugcheck::decode_bugcheck;
 use ntdbg_engine::Session;
+use ntdbg_targets::context::{context_from_trap_frame, KTRAP_FRAME_AMD64_SIZE};
+use ntdbg_targets::Arch;
 
-pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
-    &[".bugcheck"],
-    ".bugcheck",
-    "show the bugcheck code and its four arguments (kernel dumps)",
-    "`!analyze -v` decodes what each argument means.",
-    bugcheck,
-)];
+pub(crate) const COMMANDS: &[CommandSpec] = &[
+    CommandSpec::inspect(
+        &[".bugcheck"],
+        ".bugcheck",
+        "show the bugcheck code and its four arguments (kernel dumps)",
+        "`!analyze -v` decodes what each argument means.",
+        bugcheck,
+    ),
+    CommandSpec::inspect(
+        &[".trap"],
+        ".trap [ADDR]",
+        "use the KTRAP_FRAME at ADDR as the register context; no ADDR: back to the thread's",
+        "x64 trap frames. A trap frame does not save rbx, rsi, rdi and r12-r15: they show as \
+         zero, as in WinDbg. `r`, `k` and `u` use the frame's context until `.trap` or `.cxr` \
+         without an address.",
+        trap,
+    ),
+];
+
+/// What WinDbg says before the registers of a trap frame.
+const TRAP_NOTE: &str =
+    "NOTE: The trap frame does not contain all registers.\nSome register values may be zeroed or incorrect.\n";
+
+fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let arg = inv.args.trim();
+    if arg.is_empty() {
+        session.reset_scope();
+        return Ok(CommandOutput::text("Resetting default scope\n"));
+    }
+    let address = eval(session, arg)?;
+    let arch = session.arch();
+    if arch != Arch::X64 {
+        return Err(CommandError::new(
+            "unsupported",
+            format!(
+                ".trap reads x64 KTRAP_FRAMEs; this target is {}",
+                arch.name()
+            ),
+        )
+        .with_hint("`.cxr ADDR` takes a CONTEXT record on any architecture"));
+    }
+    let shown = crate::render::addr(session, address);
+    let bytes = session
+        .target()
+        .read_exact(address, KTRAP_FRAME_AMD64_SIZE)
+        .ok_or_else(|| {
+            CommandError::new(
+                "memory_unavailable",
+                format!(
+                    "Unable to read trap frame at {shown}: the dump does not hold its {KTRAP_FRAME_AMD64_SIZE:#x} bytes"
+                ),
+            )
+        })?;
+    let context = context_from_trap_frame(arch, &bytes)
+        .ok_or_else(|| CommandError::new("bad_trap_frame", format!("No trap frame at {shown}")))?;
+    session.select_context(context, format!("trap frame @ {shown}"));
+    let mut out = super::registers::show_current(session)?;
+    out.text.insert_str(0, TRAP_NOTE);
+    Ok(out)
+}
 
 /// A 64-bit value as WinDbg prints pointers: `fffff804`8b58334c`.
 fn windbg_u64(v: u64) -> String {

@@ -95,6 +95,17 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
 }
 
+/// A stack in `k`'s plain layout (Child-SP, RetAddr, Call Site), for commands that show one.
+pub(crate) fn render_plain(session: &Session, stack: &Stack) -> String {
+    let style = Style {
+        numbers: false,
+        args: false,
+        params: false,
+        clean: false,
+    };
+    render_stack(session, stack, style)
+}
+
 fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
     let ptr = session.arch().pointer_size();
     let x86 = ptr == 4;

@@ -108,6 +108,8 @@ pub struct KernelHeader {
     pub suite_mask: u32,
     /// Where the CONTEXT record starts in the file.
     pub context_offset: usize,
+    /// `PaeEnabled` of a 32-bit header: the page tables use the 3-level PAE format.
+    pub pae_enabled: bool,
 }
 
 impl KernelHeader {
@@ -210,6 +212,7 @@ fn parse64(buf: &[u8]) -> Result<KernelHeader, String> {
         product_type: f32(buf, 0x1040),
         suite_mask: f32(buf, 0x1044),
         context_offset: CONTEXT64_OFFSET,
+        pae_enabled: false,
     })
 }
 
@@ -279,6 +282,7 @@ fn parse32(buf: &[u8]) -> Result<KernelHeader, String> {
         product_type: f32(buf, 0xf94),
         suite_mask: f32(buf, 0xf98),
         context_offset: CONTEXT32_OFFSET,
+        pae_enabled: buf.get(0x5c).is_some_and(|&b| b == 1),
     })
 }
 

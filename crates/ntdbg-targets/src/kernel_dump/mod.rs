@@ -4,7 +4,9 @@
 //! The file is memory-mapped and never read whole: opening parses the header (and, for small
 //! dumps, the triage header, driver list and data-block table); physical pages are located on
 //! demand (full dumps: the header's runs; bitmap dumps: the bitmap, ranked on first use), and
-//! x64 virtual addresses are translated with a page-table walk from `DirectoryTableBase`.
+//! virtual addresses are translated with the architecture's page-table walk (x64, ARM64, x86
+//! PAE or not) from `DirectoryTableBase`, or from the process selected with
+//! [`KernelDump::set_process_directory`] (`.process`).
 
 mod header;
 mod paging;
@@ -12,6 +14,7 @@ mod physical;
 mod triage;
 
 pub use header::{filetime_to_unix, HeaderException, KernelHeader, PhysicalRun};
+pub use paging::Paging;
 pub use physical::PAGE_SIZE;
 pub use triage::{DriverEntry, TriageHeader};
 
@@ -26,6 +29,7 @@ use physical::PhysicalMemory;
 use std::borrow::Cow;
 use std::fs::File;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most modules read from `PsLoadedModuleList` (a real system has a few hundred).
 const MAX_LOADED_MODULES: usize = 4096;
@@ -56,6 +60,9 @@ pub struct KernelDump {
     bugcheck: Option<Bugcheck>,
     ranges: Vec<MappedRange>,
     physical: PhysicalMemory,
+    paging: Option<Paging>,
+    /// The page-table root virtual reads use: the header's, or a process's after `.process`.
+    directory: AtomicU64,
     stack_regions: Vec<MemoryRegion>,
 }
 
@@ -126,7 +133,9 @@ impl KernelDump {
                 }
                 PhysicalMemory::from_runs(&header.runs, header.size() as u64).map_err(corrupt)?
             }
-            2 | 5 | 6 => PhysicalMemory::from_bitmap(&map, header.size()).map_err(corrupt)?,
+            2 | 5 | 6 if header.is64 => {
+                PhysicalMemory::from_bitmap(&map, header.size()).map_err(corrupt)?
+            }
             8..=10 if header.is64 => {
                 PhysicalMemory::from_rdmp(&map, header.size(), header.dump_type == 10)
                     .map_err(corrupt)?
@@ -150,6 +159,14 @@ impl KernelDump {
             // 32-bit small, kernel and bitmap dumps: header facts only.
             _ => PhysicalMemory::None,
         };
+        let paging = match arch {
+            Arch::X64 => Some(Paging::X64),
+            Arch::Arm64 => Some(Paging::Arm64),
+            Arch::X86 if header.pae_enabled => Some(Paging::X86Pae),
+            Arch::X86 => Some(Paging::X86),
+            Arch::Other(_) => None,
+        }
+        .filter(|_| !matches!(physical, PhysicalMemory::None));
         ranges.sort_by_key(|r| r.region.base);
         ranges.dedup_by_key(|r| r.region.base);
 
@@ -157,6 +174,7 @@ impl KernelDump {
             arch,
             map.get(header.context_offset..).unwrap_or_default(),
         );
+        let directory = AtomicU64::new(header.directory_table_base);
         let mut dump = KernelDump {
             origin: path.display().to_string(),
             map,
@@ -172,6 +190,8 @@ impl KernelDump {
             bugcheck: None,
             ranges,
             physical,
+            paging,
+            directory,
             stack_regions: Vec::new(),
         };
         dump.fill_facts(context);
@@ -308,29 +328,34 @@ impl KernelDump {
         (size > 0).then_some(MemoryRegion { base, size })
     }
 
-    /// The loaded-module list from `PsLoadedModuleList` (x64 `KLDR_DATA_TABLE_ENTRY`s).
+    /// The loaded-module list from `PsLoadedModuleList` (`KLDR_DATA_TABLE_ENTRY`s: `DllBase`
+    /// after three `LIST_ENTRY`s, then `EntryPoint`, `SizeOfImage`, `FullDllName`,
+    /// `BaseDllName`, laid out by pointer size).
     fn loaded_modules(&self) -> Vec<MinidumpModule> {
         let head = self.header.ps_loaded_module_list;
-        if self.arch != Arch::X64 || head == 0 {
+        if matches!(self.arch, Arch::Other(_)) || head == 0 {
             return Vec::new();
         }
+        let ptr = self.arch.pointer_size() as u64;
+        let (base_at, size_at, full_name_at) = (6 * ptr, 8 * ptr, 9 * ptr);
+        let base_name_at = full_name_at + 2 * ptr;
         let mut out = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        let mut entry = self.read_uint(head, 8).unwrap_or(head);
+        let mut entry = self.read_uint(head, ptr as usize).unwrap_or(head);
         while entry != head && out.len() < MAX_LOADED_MODULES && seen.insert(entry) {
             let (Some(base), Some(size)) = (
-                self.read_uint(entry.wrapping_add(0x30), 8),
-                self.read_uint(entry.wrapping_add(0x40), 4),
+                self.read_uint(entry.wrapping_add(base_at), ptr as usize),
+                self.read_uint(entry.wrapping_add(size_at), 4),
             ) else {
                 break;
             };
             let name = self
-                .unicode_string(entry.wrapping_add(0x48))
-                .or_else(|| self.unicode_string(entry.wrapping_add(0x58)))
+                .unicode_string(entry.wrapping_add(full_name_at))
+                .or_else(|| self.unicode_string(entry.wrapping_add(base_name_at)))
                 .unwrap_or_else(|| format!("module_{base:x}"));
             let (timestamp, checksum) = self.pe_identity(base);
             out.push(module(&name, base, size as u32, timestamp, checksum));
-            let Some(next) = self.read_uint(entry, 8) else {
+            let Some(next) = self.read_uint(entry, ptr as usize) else {
                 break;
             };
             entry = next;
@@ -338,10 +363,12 @@ impl KernelDump {
         out
     }
 
-    /// A `UNICODE_STRING64` at `addr`, when its characters are in the dump.
+    /// A `UNICODE_STRING` (of the dump's pointer size) at `addr`, when its characters are in
+    /// the dump.
     fn unicode_string(&self, addr: u64) -> Option<String> {
+        let ptr = self.arch.pointer_size();
         let len = self.read_uint(addr, 2)? as usize;
-        let buffer = self.read_uint(addr.wrapping_add(8), 8)?;
+        let buffer = self.read_uint(addr.wrapping_add(ptr as u64), ptr)?;
         if len == 0 || len > 2048 {
             return None;
         }
@@ -402,17 +429,32 @@ impl KernelDump {
         u64_at(page, (pa % PAGE_SIZE) as usize)
     }
 
-    /// The physical address of `va` (x64 page-table walk from `DirectoryTableBase`), `None`
-    /// when a table or the page is not present or not in the dump.
+    /// The physical address of `va` (the page-table walk from the current page-table root),
+    /// `None` when a table or the page is not present or not in the dump.
     pub fn translate(&self, va: u64) -> Option<u64> {
         self.translate_span(va).map(|(pa, _)| pa)
     }
 
+    /// The page-table format virtual reads use; `None` when the dump holds no physical memory
+    /// (small dumps) or the architecture is unknown.
+    pub fn paging(&self) -> Option<Paging> {
+        self.paging
+    }
+
+    /// The page-table root virtual reads use now.
+    pub fn process_directory(&self) -> u64 {
+        self.directory.load(Ordering::Relaxed)
+    }
+
+    /// Makes virtual reads use the page tables rooted at `directory` (a process's
+    /// `DirectoryTableBase`, as `.process` selects it); `None` returns to the header's.
+    pub fn set_process_directory(&self, directory: Option<u64>) {
+        let root = directory.unwrap_or(self.header.directory_table_base);
+        self.directory.store(root, Ordering::Relaxed);
+    }
+
     fn translate_span(&self, va: u64) -> Option<(u64, u64)> {
-        if self.arch != Arch::X64 || matches!(self.physical, PhysicalMemory::None) {
-            return None;
-        }
-        paging::translate_x64(self.header.directory_table_base, va, |pa| {
+        paging::translate(self.paging?, self.process_directory(), va, |pa| {
             self.read_phys_u64(pa)
         })
     }
@@ -556,5 +598,14 @@ impl Target for KernelDump {
     }
     fn bugcheck(&self) -> Option<&Bugcheck> {
         self.bugcheck.as_ref()
+    }
+    fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
+        self.regions()
+            .into_iter()
+            .find(|r| r.contains(sp))
+            .or_else(|| self.stack_region(sp))
+    }
+    fn as_kernel_dump(&self) -> Option<&KernelDump> {
+        Some(self)
     }
 }
