@@ -116,12 +116,15 @@ pub struct Inference {
 }
 
 /// Analyses the session's last event. Never fails: what cannot be known becomes a limitation.
+/// When symbols may be downloaded, the event stack's modules load in parallel first, so every
+/// front end (CLI, `!analyze`, MCP) gets overlapping downloads.
 pub fn analyze(session: &Session) -> Report {
     analyze_with(session, &SignatureConfig::default())
 }
 
 /// [`analyze`] with a chosen signature configuration (which modules count as system).
 pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
+    session.preload_event_stack_symbols();
     let target = session.target();
     let ptr = target.arch().pointer_size();
     let hex = |v: u64| format!("{v:#x}");

@@ -43,8 +43,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let session = open(&dump, symbols.as_deref(), offline)?;
             let indicator = progress::Indicator::install(session.symbols());
-            // The stack's modules at once, when downloading: the downloads overlap.
-            session.preload_event_stack_symbols();
             let report = ntdbg_analysis::analyze(&session);
             drop(indicator);
             let mut out = std::io::stdout().lock();

@@ -169,7 +169,6 @@ fn analyze(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             "!analyze: unknown option '{args}' (use -v)"
         )));
     }
-    session.preload_event_stack_symbols();
     let report = ntdbg_analysis::analyze(session);
     Ok(CommandOutput::with(
         render_report(&report),
