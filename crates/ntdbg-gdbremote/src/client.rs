@@ -192,6 +192,7 @@ pub struct GdbClient {
     int3_saved: HashMap<u64, u8>,
     z0_refused: bool,
     initial_stop: Option<StopReply>,
+    last_stop: Option<StopReply>,
     nudge_at: Option<Instant>,
 }
 
@@ -238,6 +239,7 @@ impl GdbClient {
             int3_saved: HashMap::new(),
             z0_refused: false,
             initial_stop: None,
+            last_stop: None,
             nudge_at: None,
         };
         // GDB opens with a '+', which also flushes a stub that waits for one.
@@ -264,6 +266,7 @@ impl GdbClient {
             Err(e) => return Err(e),
         };
         let stop = c.halt_reason()?;
+        c.last_stop = Some(stop.clone());
         c.initial_stop = Some(stop);
         Ok(c)
     }
@@ -291,6 +294,12 @@ impl GdbClient {
     /// The stop reply to `?` at connection time.
     pub fn initial_stop(&self) -> Option<&StopReply> {
         self.initial_stop.as_ref()
+    }
+
+    /// The latest stop reply: the answer to `?` at connection time, then each stop that
+    /// [`GdbClient::wait_stop`] received.
+    pub fn last_stop(&self) -> Option<&StopReply> {
+        self.last_stop.as_ref()
     }
 
     /// The run state as this client knows it.
@@ -767,6 +776,7 @@ impl GdbClient {
                         } else {
                             RunState::Stopped
                         };
+                        self.last_stop = Some(stop.clone());
                         return Ok(Some(stop));
                     }
                     // `OK` and other stray replies while running are ignored.

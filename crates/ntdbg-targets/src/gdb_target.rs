@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use minidump::format::CONTEXT_AMD64;
 use minidump::{MinidumpContext, MinidumpModuleList, MinidumpRawContext};
@@ -23,13 +23,15 @@ use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
 
 const PAGE: u64 = 0x1000;
+/// How much of a thread's stack, from its stack pointer's page up, stack walks read.
+const STACK_WINDOW: u64 = 256 * 1024;
 /// Pages kept in the memory cache before it is emptied.
 const CACHE_PAGES: usize = 4096;
 
 /// A stopped live target behind a GDB remote stub (gdbserver, `winedbg --gdb`, QEMU).
 #[derive(Debug)]
 pub struct GdbTarget {
-    client: Mutex<GdbClient>,
+    client: Arc<Mutex<GdbClient>>,
     origin: String,
     layout: RegisterLayout,
     arch: Arch,
@@ -59,7 +61,7 @@ impl GdbTarget {
         };
         let stop = client.initial_stop().cloned();
         let mut t = GdbTarget {
-            client: Mutex::new(client),
+            client: Arc::new(Mutex::new(client)),
             origin,
             layout,
             arch,
@@ -78,10 +80,9 @@ impl GdbTarget {
     /// ran and stopped again).
     pub fn refresh(&mut self) -> Result<(), TargetError> {
         let origin = self.origin.clone();
-        let client = self
-            .client
-            .get_mut()
-            .map_err(|_| live(&origin, GdbError::Protocol("client lock poisoned".into())))?;
+        let client = self.client.clone();
+        let mut client = client.lock().unwrap_or_else(|p| p.into_inner());
+        self.stop = client.last_stop().cloned();
         let ids = match client.threads() {
             Ok(ids) if !ids.is_empty() => ids,
             Ok(_) | Err(GdbError::Unsupported(_)) => vec![ThreadId::ANY],
@@ -133,8 +134,14 @@ impl GdbTarget {
     }
 
     /// The client, for run control. Holding the guard blocks memory reads.
-    pub fn client(&self) -> std::sync::MutexGuard<'_, GdbClient> {
+    pub fn client(&self) -> MutexGuard<'_, GdbClient> {
         self.client.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The client shared with run control, which resumes and waits on it while the target
+    /// object is owned by a session.
+    pub fn shared_client(&self) -> Arc<Mutex<GdbClient>> {
+        self.client.clone()
     }
 
     /// The bytes of the page at `base` (`None` when the stub cannot read any of it).
@@ -164,12 +171,21 @@ fn live(origin: &str, source: GdbError) -> TargetError {
 }
 
 impl MemoryView for GdbTarget {
+    /// The readable bytes from `addr` up to the first hole (at most `max`).
     fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
-        let base = addr & !(PAGE - 1);
-        let page = self.page(base)?;
-        let start = (addr - base) as usize;
-        let end = (start + max).min(PAGE as usize);
-        let bytes: Vec<u8> = page[start..end].iter().map_while(|b| *b).collect();
+        let mut bytes = Vec::new();
+        while bytes.len() < max {
+            let cursor = addr.wrapping_add(bytes.len() as u64);
+            let base = cursor & !(PAGE - 1);
+            let Some(page) = self.page(base) else { break };
+            let start = (cursor - base) as usize;
+            let end = (start + (max - bytes.len())).min(PAGE as usize);
+            let before = bytes.len();
+            bytes.extend(page[start..end].iter().map_while(|b| *b));
+            if bytes.len() - before < end - start {
+                break;
+            }
+        }
         if bytes.is_empty() {
             None
         } else {
@@ -177,9 +193,17 @@ impl MemoryView for GdbTarget {
         }
     }
 
-    /// A live target does not list its memory map (yet).
+    /// A live target does not list its memory map; each thread's stack, from its stack
+    /// pointer up, is offered so that stacks can be walked.
     fn regions(&self) -> Vec<MemoryRegion> {
-        Vec::new()
+        self.threads
+            .iter()
+            .filter_map(|t| t.context.as_ref())
+            .map(|c| MemoryRegion {
+                base: c.get_stack_pointer() & !(PAGE - 1),
+                size: STACK_WINDOW,
+            })
+            .collect()
     }
 
     fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {
@@ -219,6 +243,9 @@ impl Target for GdbTarget {
     }
     fn origin(&self) -> &str {
         &self.origin
+    }
+    fn refresh(&mut self) -> Result<(), TargetError> {
+        GdbTarget::refresh(self)
     }
 }
 

@@ -78,4 +78,9 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn bugcheck(&self) -> Option<&Bugcheck> {
         None
     }
+    /// Re-reads what a live target may have changed while it ran (threads, registers,
+    /// modules) and forgets cached memory. Dumps never change: the default does nothing.
+    fn refresh(&mut self) -> Result<(), TargetError> {
+        Ok(())
+    }
 }
