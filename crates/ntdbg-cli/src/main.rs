@@ -53,12 +53,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Run {
             dump,
+            attach,
+            read_only,
             commands,
             symbols,
             json,
             offline,
         } => {
-            let mut session = open(&dump, symbols.as_deref(), offline)?;
+            let target = Target {
+                dump,
+                attach,
+                read_only,
+            };
+            let mut session = target.open(symbols.as_deref(), offline)?;
             run_commands(&mut session, &commands, json)
         }
         Command::Mcp {
@@ -67,19 +74,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             unsafe_http,
             token_env,
             offline,
+            read_only,
         } => mcp(
             http,
             &allow_dirs,
             unsafe_http,
             token_env.as_deref(),
-            offline,
+            (offline, read_only),
         ),
         Command::Repl {
             dump,
+            attach,
+            read_only,
             symbols,
             offline,
         } => {
-            let mut session = open(&dump, symbols.as_deref(), offline)?;
+            let target = Target {
+                dump,
+                attach,
+                read_only,
+            };
+            let mut session = target.open(symbols.as_deref(), offline)?;
             repl::run(&mut session)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -115,7 +130,7 @@ fn mcp(
     allow_dirs: &[std::path::PathBuf],
     unsafe_http: bool,
     token_env: Option<&str>,
-    offline: bool,
+    (offline, read_only): (bool, bool),
 ) -> anyhow::Result<ExitCode> {
     ntdbg_mcp::init_stderr_logging();
     let allowed = ntdbg_mcp::AllowedDirs::new(allow_dirs)?;
@@ -143,9 +158,38 @@ fn mcp(
             ntdbg_mcp::Transport::Http(options)
         }
     };
-    let server = ntdbg_mcp::NtdbgServer::new(allowed).offline(offline);
+    let server = ntdbg_mcp::NtdbgServer::new(allowed)
+        .offline(offline)
+        .read_only(read_only);
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
+struct Target {
+    dump: Option<std::path::PathBuf>,
+    attach: Option<String>,
+    read_only: bool,
+}
+
+impl Target {
+    fn open(&self, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
+        match (&self.attach, &self.dump) {
+            (Some(target), _) => {
+                let opts = ntdbg_engine::live::AttachOptions {
+                    read_only: self.read_only,
+                    ..Default::default()
+                };
+                let session = Session::attach(target, symbols, &opts)?;
+                if offline {
+                    session.symbols().set_offline(true);
+                }
+                Ok(session)
+            }
+            (None, Some(dump)) => open(dump, symbols, offline),
+            (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT"),
+        }
+    }
 }
 
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.

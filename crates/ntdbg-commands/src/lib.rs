@@ -16,7 +16,7 @@
 
 mod commands;
 mod error;
-mod live;
+pub mod live;
 mod output;
 pub mod parse;
 pub mod render;

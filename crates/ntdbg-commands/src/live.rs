@@ -1,4 +1,4 @@
-//! The rules commands follow on a live target: read-only sessions refuse run control and
+//! Live targets in the command layer. Read-only sessions refuse run control and
 //! breakpoints; a command that needs a halted target waits for a stop, or is not run.
 
 use crate::error::CommandError;
@@ -61,4 +61,11 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
         .with_hint("break_in stops it; wait_for_event waits for the next stop"));
     }
     Ok(())
+}
+
+/// What the target printed for the stops the session has not shown yet (the reason and the
+/// next instruction), bringing the session up to date; empty when there is nothing new.
+/// Front ends call it after `break_in` and `wait_for_event`.
+pub fn pending_stop(session: &mut Session) -> Result<String, CommandError> {
+    Ok(crate::commands::run_control::shown_stop(session)?.text)
 }

@@ -33,14 +33,14 @@ const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first a
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder (subfolders too unless recursive is false) and group them by crash signature: buckets largest first, each with count, first/last seen, affected modules, the dumps and one representative analysis; unreadable dumps listed as failed. For one dump use open_dump.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user minidump or kernel dump) as a new session. The text's first line is the session_id; the result also gives a first triage: exception or bugcheck, faulting frame and module, crash signature. Next: analyze_crash(session_id), then run_command with WinDbg commands such as \"kb\". Sessions are independent; close_session frees one.";
 const ANALYZE_CRASH: &str = "Full crash triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, module (version, timestamp), symbolized stack with source lines, stable crash signature, inferences with their basis, limitations (missing symbols or memory) and next commands for run_command.";
-const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump].";
+const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump], [target running] or [target halted @ ~N ADDRESS SYMBOL].";
 const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
-const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs.";
-const ATTACH: &str = "Not available yet: live targets (gdb:HOST:PORT) arrive with the gdb-remote engine; this returns a not_available error. Use open_dump for dump files.";
-const BREAK_IN: &str = "Not available yet (live targets arrive with the gdb-remote engine): will stop a running live target. Returns a not_available error.";
-const WAIT_FOR_EVENT: &str = "Not available yet (live targets arrive with the gdb-remote engine): will wait until a running target stops. Returns a not_available error.";
+const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target gets its breakpoints removed and is detached (which resumes it).";
+const ATTACH: &str = "Attach to a live target over the GDB remote protocol: target \"gdb:HOST:PORT\" (gdbserver, winedbg --gdb, QEMU gdbstub). The text's first line is the session_id; the target starts halted. Then run_command: bp ADDR, g (waits up to timeout_ms for a stop, else [target running]), p/t/gu, k, r, bl. A dead or silent stub fails after timeout_seconds.";
+const BREAK_IN: &str = "Stop a running live target now (never blocked by a command in progress on the session); returns at once if it is already stopped, with the stop and the trailer.";
+const WAIT_FOR_EVENT: &str = "Wait (up to timeout_ms, default 30000) until a running live target stops (breakpoint, exception, exit) and return what it printed. since_ms replays the events of that many ms ago, so a stop between calls is never missed. Does not wait for commands in progress.";
 
 /// The ntdbg MCP service.
 #[derive(Debug, Clone)]
@@ -51,6 +51,19 @@ pub struct NtdbgServer {
 }
 
 impl NtdbgServer {
+    /// The state every connection shares (for detaching live sessions at shutdown).
+    pub(crate) fn state(&self) -> Arc<State> {
+        self.state.clone()
+    }
+
+    /// Live sessions refuse run control, breakpoints and writes (`ntdbg mcp --read-only`).
+    pub fn read_only(mut self, read_only: bool) -> NtdbgServer {
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.read_only = read_only;
+        }
+        self
+    }
+
     /// A server limited to `allowed` directories, with no sessions open.
     pub fn new(allowed: AllowedDirs) -> NtdbgServer {
         NtdbgServer {
@@ -173,7 +186,7 @@ impl NtdbgServer {
         &self,
         Parameters(p): Parameters<CloseSessionParams>,
     ) -> Result<Rendered<CloseSessionResult>, ToolError> {
-        tools::sessions::close_session(&self.state, p)
+        tools::sessions::close_session(&self.state, p).await
     }
 
     #[tool(
@@ -184,9 +197,9 @@ impl NtdbgServer {
     )]
     async fn attach(
         &self,
-        Parameters(_p): Parameters<AttachParams>,
+        Parameters(p): Parameters<AttachParams>,
     ) -> Result<Rendered<AttachResult>, ToolError> {
-        Err(tools::live::not_available("attach"))
+        tools::live::attach(&self.state, p).await
     }
 
     #[tool(
@@ -197,9 +210,9 @@ impl NtdbgServer {
     )]
     async fn break_in(
         &self,
-        Parameters(_p): Parameters<SessionParams>,
+        Parameters(p): Parameters<SessionParams>,
     ) -> Result<Rendered<RunStateResult>, ToolError> {
-        Err(tools::live::not_available("break_in"))
+        tools::live::break_in(&self.state, p).await
     }
 
     #[tool(
@@ -210,9 +223,9 @@ impl NtdbgServer {
     )]
     async fn wait_for_event(
         &self,
-        Parameters(_p): Parameters<WaitForEventParams>,
+        Parameters(p): Parameters<WaitForEventParams>,
     ) -> Result<Rendered<RunStateResult>, ToolError> {
-        Err(tools::live::not_available("wait_for_event"))
+        tools::live::wait_for_event(&self.state, p).await
     }
 }
 
