@@ -244,9 +244,8 @@ impl GdbClient {
         };
         // GDB opens with a '+', which also flushes a stub that waits for one.
         c.write_raw(b"+")?;
-        let reply = c.request_str(
-            "qSupported:multiprocess-;swbreak+;hwbreak+;vContSupported+;no-resumed+;xmlRegisters=i386",
-        )?;
+        // Kept under 64 bytes framed: winedbg hangs on some 64–127-byte packets.
+        let reply = c.request_str("qSupported:swbreak+;hwbreak+;xmlRegisters=i386")?;
         c.features = Features::parse(&reply);
         if c.opts.no_ack && c.features.supports("QStartNoAckMode") {
             let r = c.request_str("QStartNoAckMode")?;
@@ -682,6 +681,11 @@ impl GdbClient {
         self.request_ok(&format!("z{},{addr:x},{len:x}", kind.z()))
     }
 
+    /// Every `int3` this client wrote: `(address, original byte)`.
+    pub fn int3_sites(&self) -> Vec<(u64, u8)> {
+        self.int3_saved.iter().map(|(&a, &b)| (a, b)).collect()
+    }
+
     /// The original byte under an `int3` this client wrote, if any.
     pub fn int3_original(&self, addr: u64) -> Option<u8> {
         self.int3_saved.get(&addr).copied()
@@ -721,6 +725,24 @@ impl GdbClient {
     pub fn current_thread(&mut self) -> Result<Option<ThreadId>> {
         let r = self.request_str("qC")?;
         Ok(r.strip_prefix(b"QC").and_then(ThreadId::parse))
+    }
+
+    /// `qGetTIBAddr`: the Windows thread information block (TEB) of `thread`, when the stub
+    /// knows it (`Ok(None)` when it does not support the query).
+    pub fn tib_address(&mut self, thread: ThreadId) -> Result<Option<u64>> {
+        let Some(tid) = thread.tid() else {
+            return Ok(None);
+        };
+        let req = format!("qGetTIBAddr:{tid:x}");
+        match self.request_str(&req) {
+            Ok(r) if r.is_empty() => Ok(None),
+            Ok(r) => {
+                check_error(&req, &r)?;
+                Ok(parse_hex_u64(&r))
+            }
+            Err(GdbError::Unsupported(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// `Hg`: selects the thread for register and memory requests.

@@ -3,8 +3,8 @@
 //! [`GdbTarget`] wraps a [`GdbClient`] and answers the [`Target`] contract for a stopped
 //! target: threads and their register contexts are read once when the target is opened (and
 //! again by [`GdbTarget::refresh`] after it ran), memory is read on demand page by page and
-//! cached until the next refresh. Unreadable bytes are holes. Modules are not listed yet (for a
-//! Wine process they come from the PEB loader list; a later change reads it).
+//! cached until the next refresh. Unreadable bytes are holes. Modules of a Windows process
+//! (`winedbg --gdb`) come from the PEB loader list in memory, found through each thread's TEB.
 //!
 //! x86-64 register contexts become `CONTEXT_AMD64` records (integer, control, segment and
 //! FXSAVE state); other architectures have threads without contexts for now.
@@ -18,6 +18,7 @@ use minidump::{MinidumpContext, MinidumpModuleList, MinidumpRawContext};
 use ntdbg_gdbremote::{ClientOptions, GdbClient, GdbError, RegisterLayout, StopReply, ThreadId};
 
 use crate::error::TargetError;
+use crate::loader_list;
 use crate::memory::{MemoryRegion, MemoryView};
 use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
@@ -40,6 +41,7 @@ pub struct GdbTarget {
     thread_ids: Vec<ThreadId>,
     modules: MinidumpModuleList,
     stop: Option<StopReply>,
+    teb_source: Option<&'static str>,
     pages: Mutex<HashMap<u64, Option<Vec<Option<u8>>>>>,
 }
 
@@ -70,6 +72,7 @@ impl GdbTarget {
             thread_ids: Vec::new(),
             modules: MinidumpModuleList::new(),
             stop,
+            teb_source: None,
             pages: Mutex::new(HashMap::new()),
         };
         t.refresh()?;
@@ -89,11 +92,30 @@ impl GdbTarget {
             Err(e) => return Err(live(&origin, e)),
         };
         let mut threads = Vec::with_capacity(ids.len());
+        let mut teb_source = None;
         for &id in &ids {
             if id != ThreadId::ANY {
                 client.set_thread(id).map_err(|e| live(&origin, e))?;
             }
             let regs = client.read_registers().map_err(|e| live(&origin, e))?;
+            // The TEB: the GS base on x64 Windows when the stub gives it, else qGetTIBAddr.
+            let gs = (self.arch == Arch::X64)
+                .then(|| self.layout.value_u64("gs_base", &regs))
+                .flatten()
+                .filter(|&gs| gs != 0);
+            let teb = match gs {
+                Some(gs) => {
+                    teb_source.get_or_insert("gs_base");
+                    gs
+                }
+                None => match client.tib_address(id).ok().flatten() {
+                    Some(tib) => {
+                        teb_source.get_or_insert("qGetTIBAddr");
+                        tib
+                    }
+                    None => 0,
+                },
+            };
             let context = match self.arch {
                 Arch::X64 => amd64_context(&self.layout, &regs),
                 _ => None,
@@ -103,19 +125,41 @@ impl GdbTarget {
                 name: None,
                 suspend_count: 0,
                 priority: 0,
-                teb: 0,
+                teb,
                 context,
                 stack: None,
             });
         }
+        drop(client);
         self.system.cpu_info = self.layout.architecture.clone();
         self.threads = threads;
         self.thread_ids = ids;
+        self.teb_source = teb_source;
         self.pages
             .get_mut()
             .map_err(|_| live(&origin, GdbError::Protocol("cache lock poisoned".into())))?
             .clear();
+        self.modules = self.read_modules();
         Ok(())
+    }
+
+    /// The modules from the PEB loader list (Windows processes, x64), or none.
+    fn read_modules(&self) -> MinidumpModuleList {
+        if self.arch != Arch::X64 {
+            return MinidumpModuleList::new();
+        }
+        let found = self
+            .threads
+            .iter()
+            .filter(|t| t.teb != 0)
+            .find_map(|t| loader_list::modules_from_teb(self, t.teb));
+        MinidumpModuleList::from_modules(found.unwrap_or_default())
+    }
+
+    /// Where the threads' TEB addresses came from: `gs_base` (the stub's target description)
+    /// or `qGetTIBAddr`; `None` when the stub gives neither (no Windows modules then).
+    pub fn teb_source(&self) -> Option<&'static str> {
+        self.teb_source
     }
 
     /// The stop reply that explains why the target is stopped, when known.
@@ -150,11 +194,25 @@ impl GdbTarget {
         if let Some(p) = pages.get(&base) {
             return p.clone();
         }
-        let read = self
-            .client()
-            .read_memory(base, PAGE as usize)
-            .ok()
-            .filter(|bytes| bytes.iter().any(Option::is_some));
+        let read = {
+            let mut client = self.client();
+            let mut read = client.read_memory(base, PAGE as usize).ok();
+            // Show the program's own bytes under the int3s the debugger wrote, as WinDbg does.
+            if let Some(bytes) = read.as_mut() {
+                for (addr, orig) in client.int3_sites() {
+                    if let Some(slot) = addr
+                        .checked_sub(base)
+                        .filter(|&o| o < PAGE)
+                        .and_then(|o| bytes.get_mut(o as usize))
+                    {
+                        if slot.is_some() {
+                            *slot = Some(orig);
+                        }
+                    }
+                }
+            }
+            read.filter(|bytes| bytes.iter().any(Option::is_some))
+        };
         if pages.len() >= CACHE_PAGES {
             pages.clear();
         }

@@ -22,6 +22,7 @@ pub mod context;
 mod error;
 pub mod gdb_target;
 pub mod kernel_dump;
+mod loader_list;
 mod memory;
 mod model;
 mod user_dump;
