@@ -115,7 +115,6 @@ fn winedbg_attach_modules_symbol_breakpoint_stack_and_crash() {
         crash.contains("Access violation - code c0000005 (first chance)"),
         "{crash}"
     );
-    drop(run);
     let live = s.live().unwrap().clone();
     let RunState::Halted(h) = live.state() else {
         panic!("{:?}", live.state())
