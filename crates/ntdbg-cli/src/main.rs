@@ -66,7 +66,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 read_only,
             };
             let mut session = target.open(symbols.as_deref(), offline)?;
-            run_commands(&mut session, &commands, json)
+            let status = run_commands(&mut session, &commands, json);
+            detach(&session);
+            status
         }
         Command::Mcp {
             http,
@@ -95,7 +97,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 read_only,
             };
             let mut session = target.open(symbols.as_deref(), offline)?;
-            repl::run(&mut session)?;
+            let ended = repl::run(&mut session);
+            detach(&session);
+            ended?;
             Ok(ExitCode::SUCCESS)
         }
         Command::List {
@@ -188,6 +192,15 @@ impl Target {
             }
             (None, Some(dump)) => open(dump, symbols, offline),
             (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT"),
+        }
+    }
+}
+
+/// Leaves a live target cleanly (breakpoints removed, detached) before the process exits.
+fn detach(session: &Session) {
+    if let Some(live) = session.live() {
+        if let Err(e) = live.close(std::time::Duration::from_secs(5)) {
+            eprintln!("warning: detaching from the target failed: {e}");
         }
     }
 }

@@ -143,6 +143,8 @@ pub struct LiveControl {
     inner: Mutex<Inner>,
     changed: Condvar,
     started: Instant,
+    /// Set when closing gave up on a stop: the waiter thread ends.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 fn live(e: GdbError) -> EngineError {
@@ -185,6 +187,7 @@ impl LiveControl {
             }),
             changed: Condvar::new(),
             started: Instant::now(),
+            abandoned: std::sync::atomic::AtomicBool::new(false),
         });
         let state = match stop {
             Some(stop) => control.process_stop(&mut control.lock_client(), &stop),
@@ -383,7 +386,14 @@ impl LiveControl {
             RunState::Detached => return Ok("already detached".into()),
             RunState::Exited(why) => return Ok(format!("the process had ended ({why})")),
             RunState::Running => {
-                self.break_in(timeout)?;
+                if let Err(e) = self.break_in(timeout) {
+                    // The stub does not stop: give up on it; the waiter thread ends and the
+                    // client detaches (bounded) when it is dropped.
+                    self.abandoned
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.record(RunState::Detached, EventKind::Detached, e.to_string());
+                    return Err(e);
+                }
             }
             RunState::Halted(_) => {}
         }
@@ -499,7 +509,9 @@ impl LiveControl {
     fn wait_loop(&self) {
         loop {
             let mut client = self.lock_client();
-            if client.state() != ClientState::Running {
+            if client.state() != ClientState::Running
+                || self.abandoned.load(std::sync::atomic::Ordering::Relaxed)
+            {
                 return;
             }
             match client.wait_stop(POLL) {
