@@ -108,8 +108,7 @@ pub struct ReadOutputParams {
 pub struct CloseSessionParams {
     /// Session id.
     pub session_id: String,
-    /// Live targets: resume before detaching (default true). The GDB remote protocol resumes
-    /// a target on detach, so false only skips nothing but is reported.
+    /// Live targets: resume on detach (default true; GDB stubs always resume).
     pub resume: Option<bool>,
 }
 
@@ -369,7 +368,7 @@ pub struct CloseSessionResult {
     pub session_id: String,
     /// Sessions still open.
     pub open_sessions: Vec<String>,
-    /// Live targets: what closing did (breakpoints removed, detached); null for dumps.
+    /// Live: what closing did; null for dumps.
     pub detach: Option<String>,
 }
 
@@ -388,7 +387,7 @@ pub struct AttachResult {
     pub run_state: String,
     /// Number of threads.
     pub threads: usize,
-    /// Why the target is stopped, and the instruction there.
+    /// Why the target is stopped.
     pub stop: String,
     /// [target halted @ ~N ADDRESS SYMBOL].
     pub trailer: String,
@@ -403,7 +402,7 @@ pub struct RunStateResult {
     pub run_state: String,
     /// True when the wait ended without a stop.
     pub timed_out: bool,
-    /// Events replayed (since_ms) and those that happened during the call, oldest first.
+    /// Events replayed (since_ms) and new ones, oldest first.
     pub events: Vec<LiveEventInfo>,
     /// The target-state trailer.
     pub trailer: String,

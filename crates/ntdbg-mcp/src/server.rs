@@ -38,9 +38,9 @@ const READ_OUTPUT: &str = "Page through or grep the full output of an earlier ru
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
 const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target gets its breakpoints removed and is detached (which resumes it).";
-const ATTACH: &str = "Attach to a live target over the GDB remote protocol: target \"gdb:HOST:PORT\" (gdbserver, winedbg --gdb, QEMU gdbstub). The text's first line is the session_id; the target starts halted. Then run_command: bp ADDR, g (waits up to timeout_ms for a stop, else [target running]), p/t/gu, k, r, bl. A dead or silent stub fails after timeout_seconds.";
-const BREAK_IN: &str = "Stop a running live target now (never blocked by a command in progress on the session); returns at once if it is already stopped, with the stop and the trailer.";
-const WAIT_FOR_EVENT: &str = "Wait (up to timeout_ms, default 30000) until a running live target stops (breakpoint, exception, exit) and return what it printed. since_ms replays the events of that many ms ago, so a stop between calls is never missed. Does not wait for commands in progress.";
+const ATTACH: &str = "Attach to a live target: \"gdb:HOST:PORT\" (gdbserver, winedbg --gdb, QEMU). First text line: session_id; the target starts halted. Then run_command: bp, g (waits timeout_ms, else [target running]), p, t, gu, k, r.";
+const BREAK_IN: &str = "Stop a running live target now, even while another call runs on the session; returns at once if already stopped.";
+const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a running live target to stop and return what it printed; since_ms replays events of that many ms ago so no stop is missed.";
 
 /// The ntdbg MCP service.
 #[derive(Debug, Clone)]
