@@ -127,6 +127,14 @@ fn breakpoints_go_and_steps_like_windbg() {
     assert!(hit.starts_with("Breakpoint 1 hit"), "{hit}");
     run(&mut s, "bc 1");
 
+    // Thread prefixes: `~0 t` steps thread 0 alone, `~*g` resumes every thread.
+    let before = ip(&s);
+    let stepped = run(&mut s, "~0 t").text;
+    assert!(ip(&s) != before, "{stepped}");
+    run(&mut s, &format!("bp {func:#x}"));
+    assert!(run(&mut s, "~*g").text.starts_with("Breakpoint 2 hit"));
+    run(&mut s, "bc 2");
+
     // `k` works on the live stack; `g ADDR` runs to an address.
     run(&mut s, &format!("g {func:#x}"));
     assert_eq!(ip(&s), func);
