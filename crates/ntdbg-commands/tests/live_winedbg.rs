@@ -14,6 +14,9 @@ use ntdbg_engine::live::{AttachOptions, RunState, StopCause};
 use ntdbg_engine::Session;
 use ntdbg_testutil::gdbserver::{on_path, skip};
 
+/// Where Debian's Wine keeps its x64 PE DLLs.
+const WINE_PE_DIR: &str = "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows";
+
 /// winedbg and its Wine prefix, shut down on drop.
 struct WineDbg {
     child: Child,
@@ -74,7 +77,13 @@ fn winedbg_attach_modules_symbol_breakpoint_stack_and_crash() {
         read_only: false,
     };
     let target = format!("gdb:127.0.0.1:{port}");
-    let sympath = dir.display().to_string();
+    // Wine's own PE files: unwind data and exports of ntdll/kernel32 from disk instead of
+    // ~5 MB of images read over the (slow) winedbg connection.
+    let mut sympath = dir.display().to_string();
+    let wine_pe = std::path::Path::new(WINE_PE_DIR);
+    if wine_pe.is_dir() {
+        sympath = format!("{sympath};{WINE_PE_DIR}");
+    }
     let mut s = loop {
         match Session::attach(&target, Some(&sympath), &opts) {
             Ok(s) => break s,
