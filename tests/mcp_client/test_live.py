@@ -1,11 +1,14 @@
 """Live targets through the official MCP client over HTTP, against a real gdbserver on
-127.0.0.1 debugging testdata/live/live_target.c (compiled here). Skipped loudly without
-gdbserver or cc. Prints how long each call took."""
+127.0.0.1 debugging testdata/live/live_target.c (compiled here), and against crashy.exe under
+`winedbg --gdb`. Each tier is skipped loudly without its tools. Prints how long each call took."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -153,3 +156,63 @@ async def test_sigterm_detaches_live_sessions(program, scratch: Path) -> None:
     finally:
         server.stop()
         stub.stop()
+
+
+WINE_PE_DIR = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows")
+
+
+async def test_winedbg_flow_over_http(tmp_path: Path, scratch: Path) -> None:
+    """crashy.exe under `winedbg --gdb`: attach, lm, bp by symbol, g, wait_for_event, k with
+    PDB lines, g into the access violation, close."""
+    if shutil.which("winedbg") is None or shutil.which("wineserver") is None:
+        _skip("winedbg is not on PATH (apt-get install -y wine wine64)")
+    for f in ("crashy.exe", "crashy.pdb"):
+        shutil.copy(REPO / "testdata" / f, tmp_path / f)
+    env = {**os.environ, "WINEPREFIX": str(tmp_path / "prefix"), "WINEDEBUG": "-all"}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    wine = subprocess.Popen(
+        ["winedbg", "--gdb", "--no-start", "--port", str(port), "crashy.exe", "null", "C:\\x.dmp"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    symbols = str(tmp_path) + (f";{WINE_PE_DIR}" if WINE_PE_DIR.is_dir() else "")
+    timings: dict[str, float] = {}
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            deadline = time.monotonic() + 120
+            while True:  # winedbg listens once Wine is up (the prefix is made on first use)
+                r = await timed(timings, client, "attach", target=f"gdb:127.0.0.1:{port}", symbols_path=symbols)
+                if not r.is_error or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.5)
+            sid = ok(r)["session_id"]
+            lm = ok(await call(client, "run_command", session_id=sid, command="lm"))
+            assert "crashy" in lm["results"][0]["output"]
+            ok(await timed(timings, client, "run_command", session_id=sid, command="bp crashy!write_null"))
+            timings["bp"] = timings.pop("run_command")
+            g = ok(await timed(timings, client, "run_command", session_id=sid, command="g", timeout_ms=100))
+            timings["g"] = timings.pop("run_command")
+            w = ok(await timed(timings, client, "wait_for_event", session_id=sid, timeout_ms=30000, since_ms=5000))
+            hits = [e["text"] for e in w["events"] if e["kind"] == "stopped"]
+            assert any(t.startswith("Breakpoint 0 hit") for t in hits) or g["results"][0]["output"].startswith(
+                "Breakpoint 0 hit"
+            ), (g, w)
+            k = ok(await timed(timings, client, "run_command", session_id=sid, command="k", timeout_ms=60000))
+            timings["k"] = timings.pop("run_command")
+            assert "crashy!mode_null" in k["results"][0]["output"] and "crashy.c @ " in k["results"][0]["output"], k
+            crash = ok(await call(client, "run_command", session_id=sid, command="g", timeout_ms=30000))
+            assert "Access violation - code c0000005" in crash["results"][0]["output"], crash
+            assert "crashy!write_null+0x" in crash["trailer"]
+            ok(await timed(timings, client, "close_session", session_id=sid))
+        print(f"\nwinedbg call timings over HTTP (ms): {timings}", file=sys.stderr)
+    finally:
+        server.stop()
+        wine.kill()
+        wine.wait(timeout=10)
+        subprocess.run(["wineserver", "-k"], env=env, stderr=subprocess.DEVNULL)
