@@ -144,8 +144,8 @@ async def test_error_cases(target: Target) -> None:
         assert e["code"] == "path_not_allowed"
         e = err(await call(client, "read_output", command_id="c424242-0000"))
         assert e["code"] == "unknown_output"
-        e = err(await call(client, "attach", target="gdb:127.0.0.1:1234"))
-        assert e["code"] == "not_available" and "gdb-remote engine" in e["message"]
+        e = err(await call(client, "attach", target="gdb:127.0.0.1:1", timeout_seconds=2))
+        assert e["code"] == "connect_failed" and "127.0.0.1:1" in e["message"]
 
 
 async def test_output_file(target: Target) -> None:

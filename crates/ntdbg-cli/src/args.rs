@@ -52,7 +52,14 @@ pub enum Command {
     )]
     Run {
         /// The dump file (.dmp).
-        dump: PathBuf,
+        #[arg(required_unless_present = "attach")]
+        dump: Option<PathBuf>,
+        /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
+        #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
+        attach: Option<String>,
+        /// With --attach: refuse run control, breakpoints and writes.
+        #[arg(long, requires = "attach")]
+        read_only: bool,
         /// Commands, separated by ';' or newlines (e.g. ".ecxr; kb").
         #[arg(long, short = 'c', value_name = "CMDS")]
         commands: String,
@@ -96,11 +103,22 @@ pub enum Command {
         /// With --profile windbg-mcp: the live target its tools work on (gdb:HOST:PORT).
         #[arg(long, value_name = "TARGET")]
         attach: Option<String>,
+        /// Live sessions refuse run control, breakpoints and writes.
+        #[arg(long)]
+        read_only: bool,
     },
-    /// Interactive WinDbg-style prompt on a dump (`q` quits, `help` lists commands).
+    /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
+    /// commands).
     Repl {
         /// The dump file (.dmp).
-        dump: PathBuf,
+        #[arg(required_unless_present = "attach")]
+        dump: Option<PathBuf>,
+        /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
+        #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
+        attach: Option<String>,
+        /// With --attach: refuse run control, breakpoints and writes.
+        #[arg(long, requires = "attach")]
+        read_only: bool,
         /// Symbol path (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,

@@ -56,13 +56,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Run {
             dump,
+            attach,
+            read_only,
             commands,
             symbols,
             json,
             offline,
         } => {
-            let mut session = open(&dump, symbols.as_deref(), offline)?;
-            run_commands(&mut session, &commands, json)
+            let target = Target {
+                dump,
+                attach,
+                read_only,
+            };
+            let mut session = target.open(symbols.as_deref(), offline)?;
+            let status = run_commands(&mut session, &commands, json);
+            detach(&session);
+            status
         }
         Command::Mcp {
             http,
@@ -70,6 +79,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             unsafe_http,
             token_env,
             offline,
+            read_only,
             profile,
             dump,
             attach,
@@ -85,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             let options = McpOptions {
                 offline,
+                read_only,
                 profile: profile.into(),
                 startup,
             };
@@ -98,12 +109,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Repl {
             dump,
+            attach,
+            read_only,
             symbols,
             offline,
         } => {
-            let mut session = open(&dump, symbols.as_deref(), offline)?;
+            let target = Target {
+                dump,
+                attach,
+                read_only,
+            };
+            let mut session = target.open(symbols.as_deref(), offline)?;
             let _indicator = progress::Indicator::install(session.symbols());
-            repl::run(&mut session)?;
+            let ended = repl::run(&mut session);
+            detach(&session);
+            ended?;
             Ok(ExitCode::SUCCESS)
         }
         Command::List {
@@ -135,6 +155,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 /// What `ntdbg mcp` serves, besides its transport.
 struct McpOptions {
     offline: bool,
+    read_only: bool,
     profile: ntdbg_mcp::Profile,
     startup: Option<ntdbg_mcp::StartupTarget>,
 }
@@ -175,12 +196,49 @@ fn mcp(
     };
     let mut server = ntdbg_mcp::NtdbgServer::new(allowed)
         .offline(options.offline)
+        .read_only(options.read_only)
         .with_profile(options.profile);
     if let Some(target) = options.startup {
         server = server.with_startup_target(target);
     }
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
+struct Target {
+    dump: Option<std::path::PathBuf>,
+    attach: Option<String>,
+    read_only: bool,
+}
+
+impl Target {
+    fn open(&self, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
+        match (&self.attach, &self.dump) {
+            (Some(target), _) => {
+                let opts = ntdbg_engine::live::AttachOptions {
+                    read_only: self.read_only,
+                    ..Default::default()
+                };
+                let session = Session::attach(target, symbols, &opts)?;
+                if offline {
+                    session.symbols().set_offline(true);
+                }
+                Ok(session)
+            }
+            (None, Some(dump)) => open(dump, symbols, offline),
+            (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT"),
+        }
+    }
+}
+
+/// Leaves a live target cleanly (breakpoints removed, detached) before the process exits.
+fn detach(session: &Session) {
+    if let Some(live) = session.live() {
+        if let Err(e) = live.close(std::time::Duration::from_secs(5)) {
+            eprintln!("warning: detaching from the target failed: {e}");
+        }
+    }
 }
 
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.

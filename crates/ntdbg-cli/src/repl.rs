@@ -1,4 +1,5 @@
-//! A minimal interactive prompt: read a line, run it, print the output.
+//! A minimal interactive prompt: read a line, run it, print the output (and, on a live
+//! target, the run-state trailer).
 
 use ntdbg_commands::Status;
 use ntdbg_engine::Session;
@@ -34,6 +35,9 @@ pub fn run(session: &mut Session) -> anyhow::Result<()> {
                 }
             }
             Err(e) => writeln!(out, "error: {e}")?,
+        }
+        if session.live().is_some() {
+            writeln!(out, "{}", session.trailer())?;
         }
     }
 }

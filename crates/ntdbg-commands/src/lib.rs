@@ -16,6 +16,7 @@
 
 mod commands;
 mod error;
+pub mod live;
 mod output;
 pub mod parse;
 pub mod render;

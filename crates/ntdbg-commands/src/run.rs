@@ -4,8 +4,9 @@
 use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, TypedResult};
 use crate::parse::{self, ThreadSelector};
-use crate::spec::Invocation;
-use crate::{commands, table};
+use crate::spec::{Effect, Invocation};
+use crate::{commands, live, table};
+use ntdbg_engine::live::ThreadId;
 use ntdbg_engine::Session;
 use serde::Serialize;
 
@@ -143,13 +144,67 @@ pub fn run_command_with(
     run_command(session, text)
 }
 
-/// Runs one command (no `;` splitting), honouring a thread prefix.
+/// Runs one command (no `;` splitting), honouring a thread prefix. On a live target a stop
+/// that happened since the last command is shown first; a command that needs a halted
+/// target waits for a stop (up to the session's command wait) or is not run.
 pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, CommandError> {
     let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
-    let Some(selector) = line.thread else {
+    if session.live().is_none() {
+        return run_parsed(session, &line);
+    }
+    if let Some(spec) = table::lookup(line.name) {
+        live::gate(session, spec)?;
+    }
+    let banner = commands::run_control::shown_stop(session)?.text;
+    match run_parsed(session, &line) {
+        Ok(mut out) => {
+            out.text.insert_str(0, &banner);
+            Ok(out)
+        }
+        Err(mut e) => {
+            e.message.insert_str(0, &banner);
+            Err(e)
+        }
+    }
+}
+
+/// `~N g`, `~*g`, `~N p`: run control with a thread prefix resumes (or steps) only that
+/// thread, or all of them; `None` for every other command.
+fn run_on_threads(
+    session: &mut Session,
+    line: &parse::CommandLine<'_>,
+    selector: &ThreadSelector,
+    threads: &[usize],
+) -> Result<Option<CommandOutput>, CommandError> {
+    let runs =
+        table::lookup(line.name).is_some_and(|s| matches!(s.effect, Effect::Run | Effect::Step));
+    let Some(live) = session.live().cloned().filter(|_| runs) else {
+        return Ok(None);
+    };
+    if !matches!(selector, ThreadSelector::All) {
+        let [index] = threads[..] else {
+            return Err(CommandError::syntax("run control takes one thread or ~*"));
+        };
+        session.set_current_thread(index)?;
+        let tid = session.target().threads()[index].id;
+        live.pin_thread(Some(ThreadId::new(u64::from(tid))));
+    }
+    let out = dispatch(session, line.name, line.args);
+    live.pin_thread(None);
+    out.map(Some)
+}
+
+fn run_parsed(
+    session: &mut Session,
+    line: &parse::CommandLine<'_>,
+) -> Result<CommandOutput, CommandError> {
+    let Some(selector) = &line.thread else {
         return dispatch(session, line.name, line.args);
     };
-    let threads = select_threads(session, &selector)?;
+    let threads = select_threads(session, selector)?;
+    if let Some(out) = run_on_threads(session, line, selector, &threads)? {
+        return Ok(out);
+    }
     // `~Ns` switches; `~N` / `~*` alone list; anything else runs on each selected thread.
     if line.name.eq_ignore_ascii_case("s") && line.args.is_empty() {
         let [index] = threads[..] else {

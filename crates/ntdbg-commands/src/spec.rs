@@ -22,6 +22,8 @@ pub enum Effect {
     Step,
     /// Resumes the target (`g`).
     Run,
+    /// Sets or changes breakpoints (writes to the target).
+    Breakpoint,
 }
 
 /// The arguments a handler receives.

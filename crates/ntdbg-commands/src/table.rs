@@ -7,6 +7,8 @@ use crate::spec::CommandSpec;
 pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     [
         commands::events::COMMANDS,
+        commands::run_control::COMMANDS,
+        commands::breakpoints::COMMANDS,
         commands::kernel::COMMANDS,
         commands::kernel_objects::COMMANDS,
         commands::registers::COMMANDS,

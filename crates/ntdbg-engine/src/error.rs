@@ -24,6 +24,14 @@ pub enum EngineError {
     /// A context record could not be read at an address (`.cxr ADDR`).
     #[error("unable to read a context record at {0:#x}")]
     BadContextRecord(u64),
+    /// Run control or a live target failed (connection, timeout, wrong state, policy).
+    #[error("{message}")]
+    Live {
+        /// Stable key (`target_running`, `target_gone`, `read_only`, `timed_out`, …).
+        code: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl EngineError {
@@ -36,6 +44,7 @@ impl EngineError {
             EngineError::NoExceptionContext => "no_exception_context",
             EngineError::NoContext(_) => "no_context",
             EngineError::BadContextRecord(_) => "bad_context_record",
+            EngineError::Live { code, .. } => code,
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod disasm;
 mod error;
 pub mod expr;
 mod expr_env;
+pub mod live;
 pub mod module_info;
 mod prefetch;
 mod provider;

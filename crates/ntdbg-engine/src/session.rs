@@ -45,6 +45,10 @@ pub struct Session {
     current_thread: usize,
     scope: RegisterScope,
     cursors: Cursors,
+    /// Run control, for a live target.
+    pub(crate) live: Option<std::sync::Arc<crate::live::LiveControl>>,
+    /// How many of the live target's stops this session has shown.
+    pub(crate) shown_stops: u64,
 }
 
 /// Where argument-less `d*` and `u` commands continue.
@@ -77,12 +81,19 @@ impl Session {
             current_thread,
             scope: RegisterScope::Thread,
             cursors: Cursors::default(),
+            live: None,
+            shown_stops: 0,
         }
     }
 
     /// The target.
     pub fn target(&self) -> &dyn Target {
         self.target.as_ref()
+    }
+
+    /// The target, for refreshing a live one after it ran.
+    pub(crate) fn target_mut(&mut self) -> &mut dyn Target {
+        self.target.as_mut()
     }
 
     /// The symbol store.
@@ -352,7 +363,7 @@ fn event_thread_index(target: &dyn Target) -> Option<usize> {
 }
 
 /// The dump's own folder, then `_NT_SYMBOL_PATH`.
-fn default_symbol_path(dump: &Path) -> String {
+pub(crate) fn default_symbol_path(dump: &Path) -> String {
     let folder = dump
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

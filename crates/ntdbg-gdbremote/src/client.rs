@@ -192,6 +192,7 @@ pub struct GdbClient {
     int3_saved: HashMap<u64, u8>,
     z0_refused: bool,
     initial_stop: Option<StopReply>,
+    last_stop: Option<StopReply>,
     nudge_at: Option<Instant>,
 }
 
@@ -238,13 +239,13 @@ impl GdbClient {
             int3_saved: HashMap::new(),
             z0_refused: false,
             initial_stop: None,
+            last_stop: None,
             nudge_at: None,
         };
         // GDB opens with a '+', which also flushes a stub that waits for one.
         c.write_raw(b"+")?;
-        let reply = c.request_str(
-            "qSupported:multiprocess-;swbreak+;hwbreak+;vContSupported+;no-resumed+;xmlRegisters=i386",
-        )?;
+        // Kept under 64 bytes framed: winedbg hangs on some 64–127-byte packets.
+        let reply = c.request_str("qSupported:swbreak+;hwbreak+;xmlRegisters=i386")?;
         c.features = Features::parse(&reply);
         if c.opts.no_ack && c.features.supports("QStartNoAckMode") {
             let r = c.request_str("QStartNoAckMode")?;
@@ -264,6 +265,7 @@ impl GdbClient {
             Err(e) => return Err(e),
         };
         let stop = c.halt_reason()?;
+        c.last_stop = Some(stop.clone());
         c.initial_stop = Some(stop);
         Ok(c)
     }
@@ -291,6 +293,12 @@ impl GdbClient {
     /// The stop reply to `?` at connection time.
     pub fn initial_stop(&self) -> Option<&StopReply> {
         self.initial_stop.as_ref()
+    }
+
+    /// The latest stop reply: the answer to `?` at connection time, then each stop that
+    /// [`GdbClient::wait_stop`] received.
+    pub fn last_stop(&self) -> Option<&StopReply> {
+        self.last_stop.as_ref()
     }
 
     /// The run state as this client knows it.
@@ -673,6 +681,11 @@ impl GdbClient {
         self.request_ok(&format!("z{},{addr:x},{len:x}", kind.z()))
     }
 
+    /// Every `int3` this client wrote: `(address, original byte)`.
+    pub fn int3_sites(&self) -> Vec<(u64, u8)> {
+        self.int3_saved.iter().map(|(&a, &b)| (a, b)).collect()
+    }
+
     /// The original byte under an `int3` this client wrote, if any.
     pub fn int3_original(&self, addr: u64) -> Option<u8> {
         self.int3_saved.get(&addr).copied()
@@ -712,6 +725,24 @@ impl GdbClient {
     pub fn current_thread(&mut self) -> Result<Option<ThreadId>> {
         let r = self.request_str("qC")?;
         Ok(r.strip_prefix(b"QC").and_then(ThreadId::parse))
+    }
+
+    /// `qGetTIBAddr`: the Windows thread information block (TEB) of `thread`, when the stub
+    /// knows it (`Ok(None)` when it does not support the query).
+    pub fn tib_address(&mut self, thread: ThreadId) -> Result<Option<u64>> {
+        let Some(tid) = thread.tid() else {
+            return Ok(None);
+        };
+        let req = format!("qGetTIBAddr:{tid:x}");
+        match self.request_str(&req) {
+            Ok(r) if r.is_empty() => Ok(None),
+            Ok(r) => {
+                check_error(&req, &r)?;
+                Ok(parse_hex_u64(&r))
+            }
+            Err(GdbError::Unsupported(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// `Hg`: selects the thread for register and memory requests.
@@ -767,6 +798,7 @@ impl GdbClient {
                         } else {
                             RunState::Stopped
                         };
+                        self.last_stop = Some(stop.clone());
                         return Ok(Some(stop));
                     }
                     // `OK` and other stray replies while running are ignored.

@@ -108,16 +108,11 @@ pub struct ReadOutputParams {
 pub struct CloseSessionParams {
     /// Session id.
     pub session_id: String,
-    /// Live targets: resume before detaching (default true).
-    #[allow(dead_code, reason = "dumps do not run; read once live targets exist")]
+    /// Live targets: resume on detach (default true; GDB stubs always resume).
     pub resume: Option<bool>,
 }
 
 /// `attach` arguments.
-#[allow(
-    dead_code,
-    reason = "validated now, used once the gdb-remote engine lands"
-)]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachParams {
@@ -130,10 +125,6 @@ pub struct AttachParams {
 }
 
 /// `wait_for_event` arguments.
-#[allow(
-    dead_code,
-    reason = "validated now, used once the gdb-remote engine lands"
-)]
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitForEventParams {
@@ -377,6 +368,8 @@ pub struct CloseSessionResult {
     pub session_id: String,
     /// Sessions still open.
     pub open_sessions: Vec<String>,
+    /// Live: what closing did; null for dumps.
+    pub detach: Option<String>,
 }
 
 /// `attach` result (live targets).
@@ -386,8 +379,18 @@ pub struct AttachResult {
     pub session_id: String,
     /// The connection.
     pub target: String,
-    /// running | halted.
+    /// live.
+    pub kind: String,
+    /// x86 | x64 | arm64.
+    pub arch: String,
+    /// halted | running | exited.
     pub run_state: String,
+    /// Number of threads.
+    pub threads: usize,
+    /// Why the target is stopped.
+    pub stop: String,
+    /// [target halted @ ~N ADDRESS SYMBOL].
+    pub trailer: String,
 }
 
 /// `break_in` / `wait_for_event` result (live targets).
@@ -395,8 +398,23 @@ pub struct AttachResult {
 pub struct RunStateResult {
     /// Session id.
     pub session_id: String,
-    /// running | halted.
+    /// halted | running | exited | detached.
     pub run_state: String,
-    /// What the target printed when it stopped.
-    pub events: Vec<String>,
+    /// True when the wait ended without a stop.
+    pub timed_out: bool,
+    /// Events replayed (since_ms) and new ones, oldest first.
+    pub events: Vec<LiveEventInfo>,
+    /// The target-state trailer.
+    pub trailer: String,
+}
+
+/// One event of a live target.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct LiveEventInfo {
+    /// attached | resumed | stopped | exited | detached.
+    pub kind: String,
+    /// How long ago it happened, in ms.
+    pub ms_ago: u64,
+    /// What the debugger printed for it.
+    pub text: String,
 }

@@ -65,16 +65,6 @@ impl ToolError {
             .with_hint("check the tool's input schema: names, types and required fields")
     }
 
-    /// A live-target tool called before the live engine exists.
-    pub fn live_not_available(tool: &str) -> ToolError {
-        ToolError::new(
-            "not_available",
-            format!("{tool} is not available: live targets arrive with the gdb-remote engine"),
-        )
-        .with_hint("this build debugs dump files: use open_dump, analyze_crash and run_command")
-        .unrecoverable()
-    }
-
     /// The short text rendering sent beside the structured error.
     pub fn render(&self) -> String {
         let mut text = format!("error [{}]: {}", self.code, self.message);

@@ -2,8 +2,7 @@
 //!
 //! [`NtdbgServer`] serves the tool contract of ntdbg's design (`list_dumps`, `open_dump`,
 //! `analyze_crash`, `run_command`, `read_output`, `list_sessions`, `close_session`, and the
-//! live-target tools `attach`, `break_in`, `wait_for_event`, which answer `not_available`
-//! until the gdb-remote engine lands) plus the `triage-dump` and `triage-kernel-dump` prompts,
+//! live-target tools `attach`, `break_in`, `wait_for_event` over the GDB remote protocol) plus the `triage-dump` and `triage-kernel-dump` prompts,
 //! over stdio ([`serve_stdio`]) or streamable HTTP at `/mcp` ([`serve_http`]). This is the only
 //! crate that knows MCP (rmcp); the engine below it is synchronous and runs on tokio's
 //! blocking pool, one lock per session, so sessions never wait for each other.
@@ -67,7 +66,8 @@ pub enum Transport {
 }
 
 /// Starts a tokio runtime and serves until the client closes stdin (stdio) or the process is
-/// interrupted (HTTP). For binaries: the `ntdbg mcp` subcommand is this call.
+/// interrupted (SIGINT/SIGTERM); then every live session is detached cleanly (breakpoints
+/// removed, target resumed). For binaries: the `ntdbg mcp` subcommand is this call.
 ///
 /// # Errors
 /// The HTTP security rules ([`HttpOptions::validate`]) and I/O errors.
@@ -76,8 +76,19 @@ pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
         .enable_all()
         .build()?;
     runtime.block_on(server.open_startup_target())?;
-    match transport {
-        Transport::Stdio => runtime.block_on(serve_stdio(server)),
-        Transport::Http(options) => runtime.block_on(serve_http(server, options)),
-    }
+    let state = server.state().clone();
+    let served = runtime.block_on(async move {
+        let serve = async move {
+            match transport {
+                Transport::Stdio => serve_stdio(server).await,
+                Transport::Http(options) => serve_http(server, options).await,
+            }
+        };
+        tokio::select! {
+            r = serve => r,
+            () = stdio::shutdown_signal() => Ok(()),
+        }
+    });
+    state.sessions.detach_all_live();
+    served
 }

@@ -35,14 +35,14 @@ const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first a
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder (subfolders too unless recursive is false) and group them by crash signature: buckets largest first, each with count, first/last seen, affected modules, the dumps and one representative analysis; unreadable dumps listed as failed. For one dump use open_dump.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user minidump or kernel dump) as a new session. The text's first line is the session_id; the result also gives a first triage: exception or bugcheck, faulting frame and module, crash signature. Next: analyze_crash(session_id), then run_command with WinDbg commands such as \"kb\". Sessions are independent; close_session frees one.";
 const ANALYZE_CRASH: &str = "Full crash triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, module (version, timestamp), symbolized stack with source lines, stable crash signature, inferences with their basis, limitations (missing symbols or memory) and next commands for run_command.";
-const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump].";
+const RUN_COMMAND: &str = "Run WinDbg commands in a session: k/kb/kn/kv stacks, r registers, lm/lmv modules, ~ and ~*k threads, db/dd/dq/dps memory, u/ub/uf disassembly, ln/x symbols, .ecxr, .exr -1, .lastevent, !analyze -v, ? EXPR; \"help\" lists all. Separate up to 64 commands with ';' or newlines. One result per command: succeeded, failed, timed_out or not_executed (a failure stops the rest). Output over 16 KiB is a head+tail preview (truncated: true): read_output(command_id) has all of it. format \"json\" adds typed results. The text ends with the target state: [dump], [target running] or [target halted @ ~N ADDRESS SYMBOL].";
 const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
-const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs.";
-const ATTACH: &str = "Not available yet: live targets (gdb:HOST:PORT) arrive with the gdb-remote engine; this returns a not_available error. Use open_dump for dump files.";
-const BREAK_IN: &str = "Not available yet (live targets arrive with the gdb-remote engine): will stop a running live target. Returns a not_available error.";
-const WAIT_FOR_EVENT: &str = "Not available yet (live targets arrive with the gdb-remote engine): will wait until a running target stops. Returns a not_available error.";
+const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target gets its breakpoints removed and is detached (which resumes it).";
+const ATTACH: &str = "Attach to a live target: \"gdb:HOST:PORT\" (gdbserver, winedbg --gdb, QEMU). First text line: session_id; the target starts halted. Then run_command: bp, g (waits timeout_ms, else [target running]), p, t, gu, k, r.";
+const BREAK_IN: &str = "Stop a running live target now, even while another call runs on the session; returns at once if already stopped.";
+const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a running live target to stop and return what it printed; since_ms replays events of that many ms ago so no stop is missed.";
 
 /// The ntdbg MCP service.
 #[derive(Debug, Clone)]
@@ -55,6 +55,14 @@ pub struct NtdbgServer {
 }
 
 impl NtdbgServer {
+    /// Live sessions refuse run control, breakpoints and writes (`ntdbg mcp --read-only`).
+    pub fn read_only(mut self, read_only: bool) -> NtdbgServer {
+        if let Some(state) = Arc::get_mut(&mut self.state) {
+            state.read_only = read_only;
+        }
+        self
+    }
+
     /// A server limited to `allowed` directories, with no sessions open.
     pub fn new(allowed: AllowedDirs) -> NtdbgServer {
         NtdbgServer {
@@ -207,7 +215,7 @@ impl NtdbgServer {
         &self,
         Parameters(p): Parameters<CloseSessionParams>,
     ) -> Result<Rendered<CloseSessionResult>, ToolError> {
-        tools::sessions::close_session(&self.state, p)
+        tools::sessions::close_session(&self.state, p).await
     }
 
     #[tool(

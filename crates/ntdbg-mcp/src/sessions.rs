@@ -6,11 +6,15 @@
 //! run, so an id from an earlier run is never mistaken for a new session.
 
 use crate::error::ToolError;
+use ntdbg_engine::live::LiveControl;
 use ntdbg_engine::Session;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long detaching a live target may take when a session closes.
+pub const DETACH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One open session and what `list_sessions` says about it.
 #[derive(Debug)]
@@ -30,9 +34,17 @@ pub struct SessionSlot {
     pub opened: Instant,
     /// The engine session; locked for the duration of each engine call.
     pub session: Arc<tokio::sync::Mutex<Session>>,
+    /// Run control of a live target, usable without the session lock (`break_in`,
+    /// `wait_for_event`); `None` for dumps.
+    pub live: Option<Arc<LiveControl>>,
 }
 
 impl SessionSlot {
+    /// `dump`, or the live target's run state (`halted`, `running`, `exited`, `detached`).
+    pub fn run_state(&self) -> &'static str {
+        self.live.as_ref().map_or("dump", |l| l.state().name())
+    }
+
     /// Whether an engine call holds the session now.
     pub fn busy(&self) -> bool {
         self.session.try_lock().is_err()
@@ -70,7 +82,9 @@ impl SessionRegistry {
             *next = next.saturating_add(1);
             n
         };
+        let live = session.live().cloned();
         let slot = Arc::new(SessionSlot {
+            live,
             id: format!("s{n}-{}", self.tag),
             path,
             kind: session.target().kind().name().to_string(),
@@ -112,6 +126,25 @@ impl SessionRegistry {
         }
     }
 
+    /// Detaches every live session (breakpoints removed, target resumed) and closes them: what
+    /// the server does on SIGINT/SIGTERM so that no stub is left waiting. Blocking.
+    pub fn detach_all_live(&self) {
+        let live: Vec<Arc<SessionSlot>> = self
+            .list()
+            .into_iter()
+            .filter(|s| s.live.is_some())
+            .collect();
+        for slot in live {
+            if let Some(control) = &slot.live {
+                match control.close(DETACH_TIMEOUT) {
+                    Ok(what) => tracing::info!(session = %slot.id, "{what}"),
+                    Err(e) => tracing::warn!(session = %slot.id, "detaching failed: {e}"),
+                }
+            }
+            let _ = self.remove(&slot.id);
+        }
+    }
+
     /// The open sessions, oldest first.
     pub fn list(&self) -> Vec<Arc<SessionSlot>> {
         self.lock().values().cloned().collect()
@@ -135,7 +168,7 @@ fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolErr
         })
         .collect();
     let hint = if open.is_empty() {
-        "no sessions are open: call open_dump first".to_string()
+        "no sessions are open: call open_dump or attach first".to_string()
     } else {
         format!("open sessions: {}", open.join(", "))
     };

@@ -17,6 +17,8 @@ pub struct State {
     pub sessions: SessionRegistry,
     /// Whether sessions stay off symbol servers.
     pub offline: bool,
+    /// Whether live sessions refuse run control, breakpoints and writes (`--read-only`).
+    pub read_only: bool,
     outputs: Mutex<OutputCache>,
 }
 
@@ -28,6 +30,7 @@ impl State {
             allowed,
             sessions: SessionRegistry::new(&tag),
             offline: false,
+            read_only: false,
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }

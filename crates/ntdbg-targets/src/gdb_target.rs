@@ -3,33 +3,36 @@
 //! [`GdbTarget`] wraps a [`GdbClient`] and answers the [`Target`] contract for a stopped
 //! target: threads and their register contexts are read once when the target is opened (and
 //! again by [`GdbTarget::refresh`] after it ran), memory is read on demand page by page and
-//! cached until the next refresh. Unreadable bytes are holes. Modules are not listed yet (for a
-//! Wine process they come from the PEB loader list; a later change reads it).
+//! cached until the next refresh. Unreadable bytes are holes. Modules of a Windows process
+//! (`winedbg --gdb`) come from the PEB loader list in memory, found through each thread's TEB.
 //!
 //! x86-64 register contexts become `CONTEXT_AMD64` records (integer, control, segment and
 //! FXSAVE state); other architectures have threads without contexts for now.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use minidump::format::CONTEXT_AMD64;
 use minidump::{MinidumpContext, MinidumpModuleList, MinidumpRawContext};
 use ntdbg_gdbremote::{ClientOptions, GdbClient, GdbError, RegisterLayout, StopReply, ThreadId};
 
 use crate::error::TargetError;
+use crate::loader_list;
 use crate::memory::{MemoryRegion, MemoryView};
 use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
 
 const PAGE: u64 = 0x1000;
+/// How much of a thread's stack, from its stack pointer's page up, stack walks read.
+const STACK_WINDOW: u64 = 256 * 1024;
 /// Pages kept in the memory cache before it is emptied.
 const CACHE_PAGES: usize = 4096;
 
 /// A stopped live target behind a GDB remote stub (gdbserver, `winedbg --gdb`, QEMU).
 #[derive(Debug)]
 pub struct GdbTarget {
-    client: Mutex<GdbClient>,
+    client: Arc<Mutex<GdbClient>>,
     origin: String,
     layout: RegisterLayout,
     arch: Arch,
@@ -38,6 +41,7 @@ pub struct GdbTarget {
     thread_ids: Vec<ThreadId>,
     modules: MinidumpModuleList,
     stop: Option<StopReply>,
+    teb_source: Option<&'static str>,
     pages: Mutex<HashMap<u64, Option<Vec<Option<u8>>>>>,
 }
 
@@ -59,7 +63,7 @@ impl GdbTarget {
         };
         let stop = client.initial_stop().cloned();
         let mut t = GdbTarget {
-            client: Mutex::new(client),
+            client: Arc::new(Mutex::new(client)),
             origin,
             layout,
             arch,
@@ -68,6 +72,7 @@ impl GdbTarget {
             thread_ids: Vec::new(),
             modules: MinidumpModuleList::new(),
             stop,
+            teb_source: None,
             pages: Mutex::new(HashMap::new()),
         };
         t.refresh()?;
@@ -78,21 +83,39 @@ impl GdbTarget {
     /// ran and stopped again).
     pub fn refresh(&mut self) -> Result<(), TargetError> {
         let origin = self.origin.clone();
-        let client = self
-            .client
-            .get_mut()
-            .map_err(|_| live(&origin, GdbError::Protocol("client lock poisoned".into())))?;
+        let client = self.client.clone();
+        let mut client = client.lock().unwrap_or_else(|p| p.into_inner());
+        self.stop = client.last_stop().cloned();
         let ids = match client.threads() {
             Ok(ids) if !ids.is_empty() => ids,
             Ok(_) | Err(GdbError::Unsupported(_)) => vec![ThreadId::ANY],
             Err(e) => return Err(live(&origin, e)),
         };
         let mut threads = Vec::with_capacity(ids.len());
+        let mut teb_source = None;
         for &id in &ids {
             if id != ThreadId::ANY {
                 client.set_thread(id).map_err(|e| live(&origin, e))?;
             }
             let regs = client.read_registers().map_err(|e| live(&origin, e))?;
+            // The TEB: the GS base on x64 Windows when the stub gives it, else qGetTIBAddr.
+            let gs = (self.arch == Arch::X64)
+                .then(|| self.layout.value_u64("gs_base", &regs))
+                .flatten()
+                .filter(|&gs| gs != 0);
+            let teb = match gs {
+                Some(gs) => {
+                    teb_source.get_or_insert("gs_base");
+                    gs
+                }
+                None => match client.tib_address(id).ok().flatten() {
+                    Some(tib) => {
+                        teb_source.get_or_insert("qGetTIBAddr");
+                        tib
+                    }
+                    None => 0,
+                },
+            };
             let context = match self.arch {
                 Arch::X64 => amd64_context(&self.layout, &regs),
                 _ => None,
@@ -102,19 +125,41 @@ impl GdbTarget {
                 name: None,
                 suspend_count: 0,
                 priority: 0,
-                teb: 0,
+                teb,
                 context,
                 stack: None,
             });
         }
+        drop(client);
         self.system.cpu_info = self.layout.architecture.clone();
         self.threads = threads;
         self.thread_ids = ids;
+        self.teb_source = teb_source;
         self.pages
             .get_mut()
             .map_err(|_| live(&origin, GdbError::Protocol("cache lock poisoned".into())))?
             .clear();
+        self.modules = self.read_modules();
         Ok(())
+    }
+
+    /// The modules from the PEB loader list (Windows processes, x64), or none.
+    fn read_modules(&self) -> MinidumpModuleList {
+        if self.arch != Arch::X64 {
+            return MinidumpModuleList::new();
+        }
+        let found = self
+            .threads
+            .iter()
+            .filter(|t| t.teb != 0)
+            .find_map(|t| loader_list::modules_from_teb(self, t.teb));
+        MinidumpModuleList::from_modules(found.unwrap_or_default())
+    }
+
+    /// Where the threads' TEB addresses came from: `gs_base` (the stub's target description)
+    /// or `qGetTIBAddr`; `None` when the stub gives neither (no Windows modules then).
+    pub fn teb_source(&self) -> Option<&'static str> {
+        self.teb_source
     }
 
     /// The stop reply that explains why the target is stopped, when known.
@@ -133,8 +178,14 @@ impl GdbTarget {
     }
 
     /// The client, for run control. Holding the guard blocks memory reads.
-    pub fn client(&self) -> std::sync::MutexGuard<'_, GdbClient> {
+    pub fn client(&self) -> MutexGuard<'_, GdbClient> {
         self.client.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The client shared with run control, which resumes and waits on it while the target
+    /// object is owned by a session.
+    pub fn shared_client(&self) -> Arc<Mutex<GdbClient>> {
+        self.client.clone()
     }
 
     /// The bytes of the page at `base` (`None` when the stub cannot read any of it).
@@ -143,11 +194,25 @@ impl GdbTarget {
         if let Some(p) = pages.get(&base) {
             return p.clone();
         }
-        let read = self
-            .client()
-            .read_memory(base, PAGE as usize)
-            .ok()
-            .filter(|bytes| bytes.iter().any(Option::is_some));
+        let read = {
+            let mut client = self.client();
+            let mut read = client.read_memory(base, PAGE as usize).ok();
+            // Show the program's own bytes under the int3s the debugger wrote, as WinDbg does.
+            if let Some(bytes) = read.as_mut() {
+                for (addr, orig) in client.int3_sites() {
+                    if let Some(slot) = addr
+                        .checked_sub(base)
+                        .filter(|&o| o < PAGE)
+                        .and_then(|o| bytes.get_mut(o as usize))
+                    {
+                        if slot.is_some() {
+                            *slot = Some(orig);
+                        }
+                    }
+                }
+            }
+            read.filter(|bytes| bytes.iter().any(Option::is_some))
+        };
         if pages.len() >= CACHE_PAGES {
             pages.clear();
         }
@@ -164,12 +229,21 @@ fn live(origin: &str, source: GdbError) -> TargetError {
 }
 
 impl MemoryView for GdbTarget {
+    /// The readable bytes from `addr` up to the first hole (at most `max`).
     fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
-        let base = addr & !(PAGE - 1);
-        let page = self.page(base)?;
-        let start = (addr - base) as usize;
-        let end = (start + max).min(PAGE as usize);
-        let bytes: Vec<u8> = page[start..end].iter().map_while(|b| *b).collect();
+        let mut bytes = Vec::new();
+        while bytes.len() < max {
+            let cursor = addr.wrapping_add(bytes.len() as u64);
+            let base = cursor & !(PAGE - 1);
+            let Some(page) = self.page(base) else { break };
+            let start = (cursor - base) as usize;
+            let end = (start + (max - bytes.len())).min(PAGE as usize);
+            let before = bytes.len();
+            bytes.extend(page[start..end].iter().map_while(|b| *b));
+            if bytes.len() - before < end - start {
+                break;
+            }
+        }
         if bytes.is_empty() {
             None
         } else {
@@ -177,9 +251,17 @@ impl MemoryView for GdbTarget {
         }
     }
 
-    /// A live target does not list its memory map (yet).
+    /// A live target does not list its memory map; each thread's stack, from its stack
+    /// pointer up, is offered so that stacks can be walked.
     fn regions(&self) -> Vec<MemoryRegion> {
-        Vec::new()
+        self.threads
+            .iter()
+            .filter_map(|t| t.context.as_ref())
+            .map(|c| MemoryRegion {
+                base: c.get_stack_pointer() & !(PAGE - 1),
+                size: STACK_WINDOW,
+            })
+            .collect()
     }
 
     fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {
@@ -219,6 +301,9 @@ impl Target for GdbTarget {
     }
     fn origin(&self) -> &str {
         &self.origin
+    }
+    fn refresh(&mut self) -> Result<(), TargetError> {
+        GdbTarget::refresh(self)
     }
 }
 

@@ -22,6 +22,7 @@ pub mod context;
 mod error;
 pub mod gdb_target;
 pub mod kernel_dump;
+mod loader_list;
 mod memory;
 mod model;
 mod user_dump;
@@ -88,5 +89,10 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// `!process`, …); `None` for every other target.
     fn as_kernel_dump(&self) -> Option<&KernelDump> {
         None
+    }
+    /// Re-reads what a live target may have changed while it ran (threads, registers,
+    /// modules) and forgets cached memory. Dumps never change: the default does nothing.
+    fn refresh(&mut self) -> Result<(), TargetError> {
+        Ok(())
     }
 }

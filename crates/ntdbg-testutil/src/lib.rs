@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod gdbserver;
 pub mod kernel_synth;
 
 /// The repository root (two levels above this crate's manifest).

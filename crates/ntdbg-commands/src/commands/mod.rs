@@ -1,5 +1,6 @@
 //! The command families, one module each. Every module exports `COMMANDS`.
 
+pub(crate) mod breakpoints;
 pub(crate) mod disasm;
 pub(crate) mod events;
 pub(crate) mod kernel;
@@ -9,6 +10,7 @@ pub(crate) mod meta;
 pub(crate) mod modules;
 pub(crate) mod process;
 pub(crate) mod registers;
+pub(crate) mod run_control;
 pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;

@@ -15,6 +15,7 @@ use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{internal_error, State};
 use crate::text::{self, PREVIEW_THRESHOLD};
+use crate::tools::live::fallback_trailer;
 use crate::tools::sessions::busy;
 use ntdbg_commands::{CommandError, CommandOutput};
 use std::fmt::Write as _;
@@ -35,8 +36,9 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 const RESPONSE_BUDGET: usize = 64 * 1024;
 /// The smallest preview of an output.
 const MIN_PREVIEW: usize = 2 * 1024;
-/// The trailer of every result on a dump.
-const TRAILER: &str = "[dump]";
+/// Extra time a batch on a live target gets beyond `timeout_ms`: each resume waits up to
+/// `timeout_ms` for the stop, then the session reads the stopped target.
+const LIVE_GRACE: Duration = Duration::from_secs(3);
 
 /// One command's outcome from the engine thread: its index, the `~` number of the prompt it
 /// ran at, and its output or error.
@@ -57,7 +59,13 @@ pub async fn run_command(
         .timeout_ms
         .unwrap_or(DEFAULT_TIMEOUT_MS)
         .clamp(1, MAX_TIMEOUT_MS);
-    let deadline = tokio::time::Instant::now() + Duration::from_millis(timeout_ms);
+    let live = slot.live.clone();
+    let mut budget = Duration::from_millis(timeout_ms);
+    if let Some(live) = &live {
+        live.set_command_wait(budget);
+        budget += LIVE_GRACE;
+    }
+    let deadline = tokio::time::Instant::now() + budget;
     let guard = tokio::time::timeout_at(deadline, slot.session.clone().lock_owned())
         .await
         .map_err(|_| busy(&slot.id))?;
@@ -66,6 +74,7 @@ pub async fn run_command(
     let stop = Arc::new(AtomicBool::new(false));
     let stop_engine = stop.clone();
     let engine_commands = commands.clone();
+    let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
         for (i, cmd) in engine_commands.iter().enumerate() {
@@ -83,6 +92,7 @@ pub async fn run_command(
                 break;
             }
         }
+        let _ = trailer_tx.send(session.trailer());
     });
 
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(commands.len());
@@ -136,7 +146,14 @@ pub async fn run_command(
         builder.not_executed(index, command);
     }
     let output_file = output_path.map(|path| write_output_file(&path, &builder.full_text));
-    Ok(builder.finish(output_file))
+    let trailer = match tokio::time::timeout_at(deadline, trailer_rx).await {
+        Ok(Ok(t)) => t,
+        _ => match &live {
+            Some(l) => fallback_trailer(&l.state()),
+            None => "[dump]".to_string(),
+        },
+    };
+    Ok(builder.finish(output_file, trailer))
 }
 
 /// Splits a batch, enforcing the command limit.
@@ -234,6 +251,16 @@ impl<'a> BatchBuilder<'a> {
         let prompt = format!("0:{thread:03}> {command}\n");
         let (status, output, typed, error) = match outcome {
             Ok(out) => (CommandStatus::Succeeded, out.text, out.typed, None),
+            // A command that needs a halted target while it still runs was not run.
+            Err(e) if e.code == "target_running" => {
+                let error = ToolError::from(e);
+                (
+                    CommandStatus::NotExecuted,
+                    error.render(),
+                    None,
+                    Some(error),
+                )
+            }
             Err(e) => {
                 let error = ToolError::from(e);
                 (CommandStatus::Failed, error.render(), None, Some(error))
@@ -300,7 +327,11 @@ impl<'a> BatchBuilder<'a> {
         });
     }
 
-    fn finish(mut self, output_file: Option<OutputFileReport>) -> Rendered<RunCommandResult> {
+    fn finish(
+        mut self,
+        output_file: Option<OutputFileReport>,
+        trailer: String,
+    ) -> Rendered<RunCommandResult> {
         let executed = self
             .results
             .iter()
@@ -320,13 +351,13 @@ impl<'a> BatchBuilder<'a> {
                 }
             }
         }
-        self.text.push_str(TRAILER);
+        self.text.push_str(&trailer);
         let result = RunCommandResult {
             session_id: self.session_id.to_string(),
             commands_executed: executed,
             commands_skipped: self.results.len() - executed,
             results: self.results,
-            trailer: TRAILER.to_string(),
+            trailer,
             output_file,
         };
         Rendered::new(result, self.text)

@@ -1,38 +1,232 @@
-//! `attach`, `break_in` and `wait_for_event`: declared with their schemas so clients see the
-//! whole contract, answering `not_available` until the gdb-remote engine lands. The tool
-//! profiles call these same functions.
+//! `attach`, `break_in` and `wait_for_event`: live targets over the GDB remote protocol.
+//!
+//! `break_in` and `wait_for_event` use the session's [`LiveControl`] without taking the
+//! session lock, so neither waits for a `g` (or anything else) in progress on the same
+//! session. Afterwards they take the lock briefly, when they can, to print the stop the way
+//! `run_command` would (symbols, next instruction).
 
-use crate::dto::{AttachParams, AttachResult, RunStateResult, SessionParams, WaitForEventParams};
+use crate::dto::{
+    AttachParams, AttachResult, LiveEventInfo, RunStateResult, SessionParams, WaitForEventParams,
+};
 use crate::error::ToolError;
 use crate::rendered::Rendered;
-use crate::state::State;
+use crate::sessions::SessionSlot;
+use crate::state::{blocking, State};
+use crate::tools::commands::MAX_TIMEOUT_MS;
+use ntdbg_engine::live::{AttachOptions, EventKind, LiveControl, LiveEvent, RunState};
+use ntdbg_engine::Session;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// The answer of every live-target tool in this build.
-pub fn not_available(tool: &str) -> ToolError {
-    ToolError::live_not_available(tool)
-}
+/// Default and longest connection timeout of `attach`.
+const ATTACH_TIMEOUT: (u64, u64) = (10, 120);
+/// Default wait of `wait_for_event`.
+const DEFAULT_WAIT_MS: u64 = 30_000;
+/// How long `break_in` waits for the stop after the interrupt.
+const BREAK_IN_WAIT: Duration = Duration::from_secs(10);
+/// How long the tools wait for the session lock to print a stop with symbols.
+const RENDER_WAIT: Duration = Duration::from_secs(3);
 
-/// Attaches to a live target as a new session.
+/// Attaches to `gdb:HOST:PORT` and opens a live session.
 pub async fn attach(
-    _state: &Arc<State>,
-    _p: AttachParams,
+    state: &Arc<State>,
+    p: AttachParams,
 ) -> Result<Rendered<AttachResult>, ToolError> {
-    Err(not_available("attach"))
+    let target = p.target.trim().to_string();
+    let secs = p
+        .timeout_seconds
+        .unwrap_or(ATTACH_TIMEOUT.0)
+        .clamp(1, ATTACH_TIMEOUT.1);
+    let opts = AttachOptions {
+        timeout: Duration::from_secs(secs),
+        read_only: state.read_only,
+    };
+    let symbols = p.symbols_path.clone();
+    let t = target.clone();
+    let (session, stop, trailer) = blocking("attaching", move || {
+        let session = Session::attach(&t, symbols.as_deref(), &opts).map_err(|e| {
+            ToolError::from(e).with_hint(
+                "give gdb:HOST:PORT of a running stub (gdbserver, winedbg --gdb, QEMU -s); \
+                 raise timeout_seconds for a slow one",
+            )
+        })?;
+        let stop = match session.live().map(|l| l.state()) {
+            Some(RunState::Halted(h)) => h.reason.unwrap_or_default(),
+            Some(other) => other.name().to_string(),
+            None => String::new(),
+        };
+        let trailer = session.trailer();
+        Ok((session, stop, trailer))
+    })
+    .await?;
+    let result = AttachResult {
+        session_id: String::new(),
+        target: target.clone(),
+        kind: session.target().kind().name().to_string(),
+        arch: session.arch().name().to_string(),
+        run_state: session
+            .live()
+            .map_or("dump", |l| l.state().name())
+            .to_string(),
+        threads: session.target().threads().len(),
+        stop,
+        trailer,
+    };
+    let slot = state
+        .sessions
+        .insert(session, PathBuf::from(&target), p.symbols_path);
+    tracing::info!(session = %slot.id, target = %target, "attached");
+    let result = AttachResult {
+        session_id: slot.id.clone(),
+        ..result
+    };
+    let mut text = format!(
+        "{}\nattached to {} ({} {}, {} thread(s)), {}\n",
+        slot.id, result.target, result.kind, result.arch, result.threads, result.run_state
+    );
+    if !result.stop.is_empty() {
+        let _ = writeln!(text, "{}", result.stop);
+    }
+    text.push_str(&result.trailer);
+    Ok(Rendered::new(result, text))
 }
 
-/// Stops a running live target.
+/// Stops a running live target; returns at once when it is already stopped.
 pub async fn break_in(
-    _state: &Arc<State>,
-    _p: SessionParams,
+    state: &Arc<State>,
+    p: SessionParams,
 ) -> Result<Rendered<RunStateResult>, ToolError> {
-    Err(not_available("break_in"))
+    let slot = state.sessions.get(&p.session_id)?;
+    let live = live_of(&slot)?;
+    let last = live.events_after(None).last().map(|e| e.seq);
+    let control = live.clone();
+    blocking("breaking in", move || {
+        control.break_in(BREAK_IN_WAIT).map_err(ToolError::from)
+    })
+    .await?;
+    Ok(report(&slot, &live, last, None, false).await)
 }
 
-/// Waits until a running live target stops.
+/// Waits until a running live target stops (or `timeout_ms` passes) and replays the events
+/// of the last `since_ms`.
 pub async fn wait_for_event(
-    _state: &Arc<State>,
-    _p: WaitForEventParams,
+    state: &Arc<State>,
+    p: WaitForEventParams,
 ) -> Result<Rendered<RunStateResult>, ToolError> {
-    Err(not_available("wait_for_event"))
+    let slot = state.sessions.get(&p.session_id)?;
+    let live = live_of(&slot)?;
+    let window = p.since_ms.map(Duration::from_millis);
+    let last = live.events_after(None).last().map(|e| e.seq);
+    let replayed = window.is_some_and(|w| {
+        live.events_since(Some(w))
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Stopped | EventKind::Exited))
+    });
+    let mut timed_out = false;
+    if live.state() == RunState::Running && !replayed {
+        let wait =
+            Duration::from_millis(p.timeout_ms.unwrap_or(DEFAULT_WAIT_MS).min(MAX_TIMEOUT_MS));
+        let control = live.clone();
+        let stops = live.stops();
+        timed_out = !blocking("waiting for an event", move || {
+            Ok(control.wait_for_stop(stops, wait))
+        })
+        .await?;
+    }
+    Ok(report(&slot, &live, last, window, timed_out).await)
+}
+
+fn live_of(slot: &SessionSlot) -> Result<Arc<LiveControl>, ToolError> {
+    slot.live.clone().ok_or_else(|| {
+        ToolError::new(
+            "not_live",
+            format!("session {} is a dump: it does not run", slot.id),
+        )
+        .with_hint("attach(target=\"gdb:HOST:PORT\") opens a live session")
+    })
+}
+
+/// The run state, the events after `last` (and those of the `window`), and the trailer;
+/// stops are printed through the session when its lock is free soon.
+async fn report(
+    slot: &Arc<SessionSlot>,
+    live: &Arc<LiveControl>,
+    last: Option<u64>,
+    window: Option<Duration>,
+    timed_out: bool,
+) -> Rendered<RunStateResult> {
+    let mut trailer = fallback_trailer(&live.state());
+    if live.state() != RunState::Running {
+        if let Ok(guard) =
+            tokio::time::timeout(RENDER_WAIT, slot.session.clone().lock_owned()).await
+        {
+            let rendered = blocking("printing the stop", move || {
+                let mut session = guard;
+                let _ = ntdbg_commands::live::pending_stop(&mut session);
+                Ok(session.trailer())
+            })
+            .await;
+            if let Ok(t) = rendered {
+                trailer = t;
+            }
+        }
+    }
+    let mut events: BTreeMap<u64, LiveEvent> = BTreeMap::new();
+    for e in live.events_after(last) {
+        events.insert(e.seq, e);
+    }
+    if window.is_some() {
+        for e in live.events_since(window) {
+            events.insert(e.seq, e);
+        }
+    }
+    let events: Vec<LiveEventInfo> = events
+        .into_values()
+        .map(|e| LiveEventInfo {
+            kind: e.kind.name().to_string(),
+            ms_ago: e.at.elapsed().map_or(0, |d| d.as_millis() as u64),
+            text: e.text,
+        })
+        .collect();
+    let run_state = live.state().name().to_string();
+    let mut text = String::new();
+    if timed_out {
+        text.push_str("(no stop within the wait: the target is still running)\n");
+    }
+    for e in &events {
+        let _ = writeln!(
+            text,
+            "[{} {} ms ago] {}",
+            e.kind,
+            e.ms_ago,
+            e.text.trim_end()
+        );
+    }
+    text.push_str(&trailer);
+    Rendered::new(
+        RunStateResult {
+            session_id: slot.id.clone(),
+            run_state,
+            timed_out,
+            events,
+            trailer,
+        },
+        text,
+    )
+}
+
+/// The trailer when the session cannot be asked (its lock is busy): no symbol.
+pub fn fallback_trailer(state: &RunState) -> String {
+    match state {
+        RunState::Running => "[target running]".into(),
+        RunState::Halted(h) => match h.pc {
+            Some(pc) => format!("[target halted @ {pc:#x}]"),
+            None => "[target halted]".into(),
+        },
+        RunState::Exited(why) => format!("[target exited: {why}]"),
+        RunState::Detached => "[target detached]".into(),
+    }
 }

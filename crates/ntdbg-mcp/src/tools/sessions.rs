@@ -5,6 +5,7 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
+use crate::sessions::DETACH_TIMEOUT;
 use crate::state::{blocking, State};
 use crate::tools::dumps::{event_line, frame_text};
 use ntdbg_analysis::Report;
@@ -93,7 +94,7 @@ pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
             target: s.path.display().to_string(),
             kind: s.kind.clone(),
             arch: s.arch.clone(),
-            run_state: "dump".into(),
+            run_state: s.run_state().into(),
             busy: s.busy(),
             symbols_path: s.symbols_path.clone(),
             age_seconds: s.opened.elapsed().as_secs(),
@@ -120,16 +121,32 @@ pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
     Rendered::new(ListSessionsResult { sessions }, text)
 }
 
-/// Closes a session and drops its cached outputs.
-pub fn close_session(
+/// Closes a session and drops its cached outputs; a live target gets its breakpoints
+/// removed and is detached (the GDB remote protocol resumes it).
+pub async fn close_session(
     state: &Arc<State>,
     p: CloseSessionParams,
 ) -> Result<Rendered<CloseSessionResult>, ToolError> {
     let slot = state.sessions.remove(&p.session_id)?;
     state.outputs().remove_session(&slot.id);
+    let detach = match slot.live.clone() {
+        Some(live) => {
+            let mut what = blocking("detaching", move || {
+                live.close(DETACH_TIMEOUT).map_err(ToolError::from)
+            })
+            .await?;
+            if p.resume == Some(false) {
+                what.push_str(
+                    " (resume=false: the GDB remote protocol resumes a target on detach)",
+                );
+            }
+            Some(what)
+        }
+        None => None,
+    };
     tracing::info!(session = %slot.id, "closed a session");
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
-    let text = if open_sessions.is_empty() {
+    let mut text = if open_sessions.is_empty() {
         format!("closed {}; no sessions remain open\n", slot.id)
     } else {
         format!(
@@ -138,10 +155,14 @@ pub fn close_session(
             open_sessions.join(", ")
         )
     };
+    if let Some(d) = &detach {
+        let _ = writeln!(text, "{d}");
+    }
     Ok(Rendered::new(
         CloseSessionResult {
             session_id: slot.id.clone(),
             open_sessions,
+            detach,
         },
         text,
     ))

@@ -182,8 +182,9 @@ fn listing_text(listing: &ListDumpsResult) -> String {
 fn run_state_text(id: &str, r: &Rendered<RunStateResult>) -> String {
     let mut text = format!("session {id}: {}\n", r.value.run_state);
     for event in &r.value.events {
-        let _ = writeln!(text, "{event}");
+        let _ = writeln!(text, "{}", event.text);
     }
+    text.push_str(&r.value.trailer);
     text
 }
 
@@ -281,6 +282,7 @@ impl NtdbgServer {
         Parameters(a): Parameters<SessionArgs>,
     ) -> Result<String, ToolError> {
         self.close_profile_session(&a.session_id, None, Mode::Cdb)
+            .await
     }
 
     #[tool(
@@ -293,6 +295,7 @@ impl NtdbgServer {
         Parameters(a): Parameters<CloseKdArgs>,
     ) -> Result<String, ToolError> {
         self.close_profile_session(&a.session_id, Some(a.resume), Mode::Kd)
+            .await
     }
 
     #[tool(
@@ -402,7 +405,7 @@ impl NtdbgServer {
     }
 
     /// `close_cdb_session` / `close_kd_session`.
-    fn close_profile_session(
+    async fn close_profile_session(
         &self,
         id: &str,
         resume: Option<bool>,
@@ -413,7 +416,7 @@ impl NtdbgServer {
             session_id: raw,
             resume,
         };
-        tools::sessions::close_session(self.state(), params)?;
+        tools::sessions::close_session(self.state(), params).await?;
         Ok(format!("closed session {}\n", id.trim()))
     }
 

@@ -387,7 +387,7 @@ impl NtdbgServer {
     )]
     async fn wm_detach(&self) -> Result<WmReply, ToolError> {
         let id = self.implicit().detach()?;
-        let value = self.release(&id, "detach_target_only")?;
+        let value = self.release(&id, "detach_target_only").await?;
         Ok(WmReply::ok(value))
     }
 
@@ -397,7 +397,7 @@ impl NtdbgServer {
     )]
     async fn wm_shutdown(&self) -> Result<WmReply, ToolError> {
         let mut value = match self.implicit().shut_down()? {
-            Some(id) => self.release(&id, "session_shutdown")?,
+            Some(id) => self.release(&id, "session_shutdown").await?,
             None => json!({ "ok": true, "semantic": "session_shutdown", "target_detached": false }),
         };
         value["host_state"] = json!("running");
@@ -455,7 +455,7 @@ impl NtdbgServer {
     }
 
     /// Closes session `id` for `wm_detach` / `wm_shutdown`.
-    fn release(&self, id: &str, semantic: &str) -> Result<Value, ToolError> {
+    async fn release(&self, id: &str, semantic: &str) -> Result<Value, ToolError> {
         let live = self
             .state()
             .sessions
@@ -465,7 +465,7 @@ impl NtdbgServer {
             session_id: id.to_string(),
             resume: None,
         };
-        tools::sessions::close_session(self.state(), params)?;
+        tools::sessions::close_session(self.state(), params).await?;
         Ok(json!({
             "ok": true,
             "semantic": semantic,

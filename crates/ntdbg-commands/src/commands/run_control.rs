@@ -1,0 +1,201 @@
+//! Run control on live targets: `g`, `gh`, `gn`, `gc`, `gu`, `p`, `t`, `pa`, `ta`.
+//!
+//! Each resumes the target, waits up to the session's command wait for the stop and prints
+//! what WinDbg prints then: the reason (`Breakpoint 0 hit`, an exception) and the next
+//! instruction. When the target is still running, the output is empty and the trailer says
+//! `[target running]`; the stop is shown at the head of the next command.
+
+use super::disasm::current_instruction;
+use super::eval;
+use crate::error::CommandError;
+use crate::output::CommandOutput;
+use crate::spec::{CommandSpec, Effect, Invocation, Needs};
+use ntdbg_engine::live::{Resume, RunState};
+use ntdbg_engine::Session;
+
+/// Most steps one `p COUNT` / `t COUNT` takes.
+const MAX_STEPS: u64 = 1000;
+
+const fn run(
+    names: &'static [&'static str],
+    usage: &'static str,
+    summary: &'static str,
+    details: &'static str,
+    effect: Effect,
+    handler: crate::spec::Handler,
+) -> CommandSpec {
+    CommandSpec {
+        names,
+        usage,
+        summary,
+        details,
+        needs: Needs::Halted,
+        effect,
+        host_effect: false,
+        handler,
+    }
+}
+
+const GO_DETAILS: &str = "Resumes a live target and waits up to timeout_ms for the next stop; if \
+none comes the trailer says [target running] and the stop is shown later (wait_for_event, or at \
+the head of the next command). A second `g` while running is refused. `g` and `gn` pass the \
+stop's exception to the program (like WinDbg's first-chance `g`); `gh` treats it as handled. \
+`~N g` runs only thread N. `g =START` is not supported.";
+
+pub(crate) const COMMANDS: &[CommandSpec] = &[
+    run(
+        &["g", "gn", "gc"],
+        "g [ADDR]",
+        "go: resume the live target (until ADDR)",
+        GO_DETAILS,
+        Effect::Run,
+        go,
+    ),
+    run(
+        &["gh"],
+        "gh",
+        "go with the exception handled",
+        GO_DETAILS,
+        Effect::Run,
+        go,
+    ),
+    run(
+        &["gu"],
+        "gu",
+        "go up: run until the current function returns",
+        "Sets a temporary breakpoint at the return address from the stack walk.",
+        Effect::Run,
+        go_up,
+    ),
+    run(
+        &["p"],
+        "p [COUNT]",
+        "step over: one instruction, calls run to their end",
+        "Prints the next instruction after each step, as WinDbg does with register display \
+         off. Calls and rep string instructions run to their end through a temporary \
+         breakpoint after them.",
+        Effect::Step,
+        step,
+    ),
+    run(
+        &["t"],
+        "t [COUNT]",
+        "trace: one instruction, into calls",
+        "",
+        Effect::Step,
+        step,
+    ),
+    run(
+        &["pa", "ta"],
+        "pa ADDR",
+        "step to an address",
+        "Runs to ADDR through a temporary breakpoint and prints the instruction there \
+         (WinDbg prints every step on the way).",
+        Effect::Step,
+        step_to,
+    ),
+];
+
+fn go(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let args = inv.args.trim();
+    if args.starts_with('=') {
+        return Err(CommandError::syntax("g =START is not supported")
+            .with_hint("set the instruction pointer with r first, or use `g ADDR`"));
+    }
+    let until = if args.is_empty() {
+        None
+    } else {
+        Some(eval(session, args)?)
+    };
+    let how = Resume::Go {
+        pass_signal: !inv.name.eq_ignore_ascii_case("gh"),
+    };
+    session.go(how, until)?;
+    shown_stop(session)
+}
+
+fn go_up(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    super::no_args(inv.name, inv.args)?;
+    session.step_out()?;
+    shown_stop(session)
+}
+
+fn step(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let args = inv.args.trim();
+    let count = if args.is_empty() {
+        1
+    } else {
+        eval(session, args)?
+    };
+    if count == 0 || count > MAX_STEPS {
+        return Err(CommandError::syntax(format!(
+            "step count must be 1 to {MAX_STEPS}"
+        )));
+    }
+    let over = inv.name.eq_ignore_ascii_case("p");
+    let mut text = String::new();
+    for _ in 0..count {
+        let stopped = if over {
+            session.step_over()?
+        } else {
+            session.step_into()?
+        };
+        let out = shown_stop(session)?;
+        text.push_str(&out.text);
+        let halted = session
+            .live()
+            .is_some_and(|l| matches!(l.state(), RunState::Halted(_)));
+        if !stopped || !halted {
+            break;
+        }
+    }
+    Ok(CommandOutput::text(text))
+}
+
+fn step_to(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let args = inv.args.trim();
+    if args.is_empty() {
+        return Err(CommandError::syntax(format!(
+            "{} needs an address",
+            inv.name
+        )));
+    }
+    let addr = eval(session, args)?;
+    session.go(Resume::Go { pass_signal: false }, Some(addr))?;
+    shown_stop(session)
+}
+
+/// The stop the session has not shown yet, rendered; empty while the target runs.
+pub(crate) fn shown_stop(session: &mut Session) -> Result<CommandOutput, CommandError> {
+    let text = match session.sync_live()? {
+        Some(state) => render_stop(session, &state),
+        None => String::new(),
+    };
+    Ok(CommandOutput::text(text))
+}
+
+/// What WinDbg prints when a target stops: the reason, then the next instruction. Also
+/// recorded as the text of the stop in the event log.
+pub(crate) fn render_stop(session: &Session, state: &RunState) -> String {
+    let mut text = String::new();
+    match state {
+        RunState::Halted(h) => {
+            if let Some(reason) = &h.reason {
+                text.push_str(reason);
+                text.push('\n');
+            }
+            if let Some(ip) = session.instruction_pointer().or(h.pc) {
+                text.push_str(&current_instruction(session, ip));
+            }
+        }
+        RunState::Exited(why) => {
+            text.push_str(why);
+            text.push('\n');
+        }
+        RunState::Detached | RunState::Running => {}
+    }
+    if let Some(live) = session.live() {
+        live.annotate_last_stop(text.trim_end());
+    }
+    text
+}

@@ -1,0 +1,19 @@
+//! Live targets: attaching over the GDB remote protocol and run control.
+//!
+//! [`LiveControl`] (shared behind an `Arc`) keeps the run state, the breakpoints and the
+//! event log, and can be used without the session: `break_in` and waiting for events never
+//! wait for a command in progress. The [`Session`](crate::Session) methods here resume,
+//! step and wait for stops, and bring the target's threads and registers up to date after
+//! each stop ([`Session::sync_live`]).
+
+pub mod breakpoints;
+mod control;
+mod session;
+mod stepping;
+pub mod stop_text;
+
+pub use breakpoints::{Access, BreakKind, Breakpoint};
+pub use control::{EventKind, Halt, LiveControl, LiveEvent, Resume, RunState};
+pub use ntdbg_gdbremote::ThreadId;
+pub use session::AttachOptions;
+pub use stop_text::StopCause;

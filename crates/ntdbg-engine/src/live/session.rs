@@ -1,0 +1,160 @@
+//! Opening a live session and keeping it in step with the target.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ntdbg_gdbremote::ClientOptions;
+use ntdbg_symbols::{SymbolPath, SymbolStore};
+use ntdbg_targets::GdbTarget;
+
+use super::control::{LiveControl, RunState};
+use crate::disasm::{format_address, Bitness};
+use crate::{EngineError, Session};
+
+/// How to attach.
+#[derive(Debug, Clone)]
+pub struct AttachOptions {
+    /// How long connecting and each request may take.
+    pub timeout: Duration,
+    /// Refuse run control, breakpoints and writes.
+    pub read_only: bool,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        AttachOptions {
+            timeout: Duration::from_secs(10),
+            read_only: false,
+        }
+    }
+}
+
+impl Session {
+    /// Attaches to a live target: `gdb:HOST:PORT` (gdbserver, `winedbg --gdb`, QEMU). Without
+    /// a symbol path, symbols come from `_NT_SYMBOL_PATH`, then the current folder.
+    pub fn attach(
+        target: &str,
+        symbol_path: Option<&str>,
+        opts: &AttachOptions,
+    ) -> Result<Session, EngineError> {
+        let addr = target
+            .trim()
+            .strip_prefix("gdb:")
+            .ok_or_else(|| EngineError::Live {
+                code: "unsupported_target",
+                message: format!(
+                    "cannot attach to {target:?}: live targets are given as gdb:HOST:PORT"
+                ),
+            })?;
+        if addr
+            .rsplit_once(':')
+            .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
+        {
+            return Err(EngineError::Live {
+                code: "unsupported_target",
+                message: format!("{target:?} is not gdb:HOST:PORT"),
+            });
+        }
+        let client_opts = ClientOptions {
+            connect_timeout: opts.timeout,
+            timeout: opts.timeout,
+            ..ClientOptions::default()
+        };
+        let gdb = GdbTarget::connect(addr, client_opts)?;
+        let control = LiveControl::new(gdb.shared_client(), gdb.layout().clone(), opts.read_only)?;
+        let path_text = match symbol_path {
+            Some(p) => p.to_string(),
+            None => crate::session::default_symbol_path(std::path::Path::new("./live")),
+        };
+        let sympath =
+            SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
+        let mut session = Session::new(Box::new(gdb), SymbolStore::new(sympath));
+        session.live = Some(control);
+        session.sync_live()?;
+        Ok(session)
+    }
+
+    /// The run control of a live target; `None` for dumps.
+    pub fn live(&self) -> Option<&Arc<LiveControl>> {
+        self.live.as_ref()
+    }
+
+    /// Brings the session up to date after stops it has not shown yet: re-reads threads and
+    /// registers and makes the stopped thread current. Returns the new state when there was
+    /// something to show.
+    pub fn sync_live(&mut self) -> Result<Option<RunState>, EngineError> {
+        let Some(live) = self.live.clone() else {
+            return Ok(None);
+        };
+        let stops = live.stops();
+        if stops == self.shown_stops {
+            return Ok(None);
+        }
+        let state = live.state();
+        if state == RunState::Running {
+            return Ok(None);
+        }
+        self.shown_stops = stops;
+        if let RunState::Halted(h) = &state {
+            self.target_mut().refresh()?;
+            let tid = h.thread.and_then(|t| t.tid());
+            let index = tid
+                .and_then(|tid| {
+                    self.target()
+                        .threads()
+                        .iter()
+                        .position(|t| u64::from(t.id) == tid)
+                })
+                .unwrap_or(0);
+            if index < self.target().threads().len() {
+                self.set_current_thread(index)?;
+            }
+        }
+        Ok(Some(state))
+    }
+
+    /// Waits up to the command wait for a running live target to stop, then brings the
+    /// session up to date. `Ok(false)`: still running.
+    pub fn wait_until_halted(&mut self) -> Result<bool, EngineError> {
+        let Some(live) = self.live.clone() else {
+            return Ok(true);
+        };
+        if live.state() == RunState::Running {
+            live.wait_for_stop(live.stops(), live.command_wait());
+        }
+        Ok(live.state() != RunState::Running)
+    }
+
+    /// The line that ends every result: `[dump]`, `[target running]`,
+    /// `[target halted @ ~N ADDRESS SYMBOL]`, `[target exited: WHY]`, `[target detached]`.
+    pub fn trailer(&self) -> String {
+        let Some(live) = &self.live else {
+            return "[dump]".into();
+        };
+        match live.state() {
+            RunState::Running => "[target running]".into(),
+            RunState::Halted(h) => {
+                let Some(ip) = self.instruction_pointer().or(h.pc) else {
+                    return format!("[target halted @ ~{}]", self.current_thread_index());
+                };
+                let bits = match self.arch() {
+                    ntdbg_targets::Arch::X86 => Bitness::Bits32,
+                    _ => Bitness::Bits64,
+                };
+                let sym = self.symbolize(ip);
+                let name = if sym.module.is_some() {
+                    format!(" {}", sym.display())
+                } else {
+                    String::new()
+                };
+                format!(
+                    "[target halted @ ~{} {}{name}]",
+                    self.current_thread_index(),
+                    format_address(ip, bits)
+                )
+            }
+            RunState::Exited(why) => format!("[target exited: {why}]"),
+            RunState::Detached => "[target detached]".into(),
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! Resuming and stepping like WinDbg's `g`, `p`, `t`, `gu`, `pa`: each sends the resume,
+//! then waits up to the command wait for the stop.
+
+use iced_x86::{Decoder, DecoderOptions, FlowControl};
+
+use super::breakpoints::BreakKind;
+use super::control::{LiveControl, Resume};
+use crate::{EngineError, Session};
+use std::sync::Arc;
+
+impl Session {
+    fn live_control(&self) -> Result<Arc<LiveControl>, EngineError> {
+        self.live.clone().ok_or_else(|| EngineError::Live {
+            code: "not_live",
+            message: "run control needs a live target (this session is a dump)".into(),
+        })
+    }
+
+    /// Resumes and waits up to the command wait for a stop; `until` sets a temporary
+    /// breakpoint first (`g ADDR`, `gu`, `pa`). `Ok(true)` when the target stopped.
+    pub fn go(&mut self, how: Resume, until: Option<u64>) -> Result<bool, EngineError> {
+        let live = self.live_control()?;
+        if let Some(addr) = until {
+            live.add_breakpoint(addr, BreakKind::Software, true)?;
+        }
+        let stops = live.stops();
+        live.resume(how)?;
+        Ok(live.wait_for_stop(stops, live.command_wait()))
+    }
+
+    /// `t`: executes one instruction.
+    pub fn step_into(&mut self) -> Result<bool, EngineError> {
+        self.go(Resume::Step, None)
+    }
+
+    /// `p`: executes one instruction, running a call (or a `rep` string instruction) to its
+    /// end through a temporary breakpoint after it.
+    pub fn step_over(&mut self) -> Result<bool, EngineError> {
+        let Some(pc) = self.instruction_pointer() else {
+            return self.step_into();
+        };
+        let bits = match self.arch() {
+            ntdbg_targets::Arch::X86 => 32,
+            _ => 64,
+        };
+        let bytes = self
+            .read_code(pc, 16)
+            .map(|b| b.into_owned())
+            .unwrap_or_default();
+        let mut decoder = Decoder::with_ip(bits, &bytes, pc, DecoderOptions::NONE);
+        let insn = decoder.decode();
+        let over = !insn.is_invalid()
+            && (matches!(
+                insn.flow_control(),
+                FlowControl::Call | FlowControl::IndirectCall
+            ) || insn.has_rep_prefix()
+                || insn.has_repne_prefix());
+        if over {
+            self.go(Resume::Go { pass_signal: false }, Some(insn.next_ip()))
+        } else {
+            self.step_into()
+        }
+    }
+
+    /// `gu`: runs until the current function returns to its caller: the return address
+    /// from the stack walk, else (no unwind data, no modules) the one above the frame
+    /// pointer.
+    pub fn step_out(&mut self) -> Result<bool, EngineError> {
+        let stack = self.stack()?;
+        let walked = stack
+            .frames
+            .iter()
+            .find(|f| f.index == 0)
+            .and_then(|f| f.return_address)
+            .or_else(|| stack.frames.get(1).map(|f| f.instruction));
+        let ret = walked
+            .or_else(|| self.frame_pointer_return())
+            .ok_or_else(|| EngineError::Live {
+                code: "no_return_address",
+                message: "gu: the return address of the current function is unknown".into(),
+            })?;
+        self.go(Resume::Go { pass_signal: false }, Some(ret))
+    }
+
+    /// `[rbp+8]` when rbp points into the stack just above rsp.
+    fn frame_pointer_return(&self) -> Option<u64> {
+        let (sp, fp) = (self.register("rsp")?, self.register("rbp")?);
+        if fp < sp || fp - sp > 0x10_0000 {
+            return None;
+        }
+        self.target().read_uint(fp.checked_add(8)?, 8)
+    }
+}

@@ -1,0 +1,218 @@
+"""Live targets through the official MCP client over HTTP, against a real gdbserver on
+127.0.0.1 debugging testdata/live/live_target.c (compiled here), and against crashy.exe under
+`winedbg --gdb`. Each tier is skipped loudly without its tools. Prints how long each call took."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from conftest import MODES, REPO, mcp_args, start_http
+from helpers import call, ok, text
+
+pytestmark = pytest.mark.anyio
+
+
+def _skip(reason: str) -> None:
+    print(f"\n*** SKIP live MCP tests: {reason} ***\n", file=sys.stderr)
+    pytest.skip(reason)
+
+
+class GdbServer:
+    def __init__(self, exe: Path) -> None:
+        self.process = subprocess.Popen(
+            ["gdbserver", "--once", "127.0.0.1:0", str(exe)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.pid = None
+        self.port = None
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            if m := re.search(r"created; pid = (\d+)", line):
+                self.pid = int(m.group(1))
+            if m := re.search(r"Listening on port (\d+)", line):
+                self.port = int(m.group(1))
+                break
+        assert self.port, "gdbserver did not say which port it listens on"
+        self.lines: list[str] = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        for line in self.process.stderr:  # type: ignore[union-attr]
+            self.lines.append(line)
+
+    def said(self, what: str, within: float) -> bool:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if any(what in line for line in self.lines):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        if self.pid:
+            subprocess.run(["kill", "-9", str(self.pid)], stderr=subprocess.DEVNULL)
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    for tool in ("gdbserver", "cc", "nm"):
+        if shutil.which(tool) is None:
+            _skip(f"`{tool}` is not on PATH (apt-get install -y gdbserver gcc binutils)")
+    exe = tmp_path / "live_target"
+    subprocess.run(
+        ["cc", "-g", "-O0", "-no-pie", "-fno-pie", "-o", str(exe), str(REPO / "testdata/live/live_target.c")],
+        check=True,
+    )
+    symbols = {}
+    for line in subprocess.run(["nm", str(exe)], capture_output=True, text=True, check=True).stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            symbols[parts[2]] = int(parts[0], 16)
+    return exe, symbols
+
+
+async def timed(timings: dict[str, float], client: Client, tool: str, **args):
+    start = time.perf_counter()
+    result = await call(client, tool, **args)
+    timings[tool] = round((time.perf_counter() - start) * 1000, 1)
+    return result
+
+
+async def test_attach_break_run_wait_and_close_over_http(program, scratch: Path) -> None:
+    exe, symbols = program
+    stub = GdbServer(exe)
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    timings: dict[str, float] = {}
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            r = ok(await timed(timings, client, "attach", target=f"gdb:127.0.0.1:{stub.port}", timeout_seconds=5))
+            sid = r["session_id"]
+            assert r["run_state"] == "halted" and r["trailer"].startswith("[target halted @ ~0 ")
+            func = symbols["ntdbg_target_func"]
+            bp = ok(await timed(timings, client, "run_command", session_id=sid, command=f"bp {func:#x}"))
+            timings["bp"] = timings.pop("run_command")
+            # g with a short wait first: the stop comes in time.
+            g = ok(await timed(timings, client, "run_command", session_id=sid, command="g", timeout_ms=5000))
+            timings["g"] = timings.pop("run_command")
+            assert g["results"][0]["output"].startswith("Breakpoint 0 hit"), g
+            assert f"{func:08x}" in g["trailer"]
+            # Run free, then wait for the event that the breakpoint raises after bd/be.
+            ok(await call(client, "run_command", session_id=sid, command="bd 0"))
+            running = ok(await call(client, "run_command", session_id=sid, command="g", timeout_ms=100))
+            assert running["trailer"] == "[target running]"
+            w = ok(await timed(timings, client, "wait_for_event", session_id=sid, timeout_ms=300))
+            assert w["timed_out"] is True and w["run_state"] == "running"
+            b = ok(await timed(timings, client, "break_in", session_id=sid))
+            assert b["run_state"] == "halted"
+            w = ok(await call(client, "wait_for_event", session_id=sid, timeout_ms=10, since_ms=60000))
+            assert any(e["kind"] == "stopped" for e in w["events"]), w
+            k = ok(await timed(timings, client, "run_command", session_id=sid, command="k"))
+            timings["k"] = timings.pop("run_command")
+            assert k["results"][0]["status"] == "succeeded"
+            sessions = ok(await call(client, "list_sessions"))["sessions"]
+            assert sessions[0]["run_state"] == "halted" and sessions[0]["kind"] == "live"
+            c = ok(await timed(timings, client, "close_session", session_id=sid))
+            assert "detached" in c["detach"], c
+            assert bp["results"][0]["status"] == "succeeded"
+        print(f"\nlive call timings over HTTP (ms): {timings}", file=sys.stderr)
+    finally:
+        server.stop()
+        stub.stop()
+
+
+async def test_sigterm_detaches_live_sessions(program, scratch: Path) -> None:
+    exe, symbols = program
+    stub = GdbServer(exe)
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            sid = ok(await call(client, "attach", target=f"gdb:127.0.0.1:{stub.port}"))["session_id"]
+            ok(await call(client, "run_command", session_id=sid, command=f"bp {symbols['ntdbg_target_func']:#x}"))
+            r = await call(client, "run_command", session_id=sid, command="bc *; g", timeout_ms=100)
+            assert "[target running]" in text(r)
+        server.stop()
+        assert server.process.returncode is not None
+        # gdbserver reports the detach; the program keeps running.
+        assert stub.said("Detaching from process", within=10), stub.lines
+        assert stub.pid is not None
+        assert subprocess.run(["kill", "-0", str(stub.pid)]).returncode == 0, "the program was killed, not detached"
+    finally:
+        server.stop()
+        stub.stop()
+
+
+WINE_PE_DIR = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows")
+
+
+async def test_winedbg_flow_over_http(tmp_path: Path, scratch: Path) -> None:
+    """crashy.exe under `winedbg --gdb`: attach, lm, bp by symbol, g, wait_for_event, k with
+    PDB lines, g into the access violation, close."""
+    if shutil.which("winedbg") is None or shutil.which("wineserver") is None:
+        _skip("winedbg is not on PATH (apt-get install -y wine wine64)")
+    for f in ("crashy.exe", "crashy.pdb"):
+        shutil.copy(REPO / "testdata" / f, tmp_path / f)
+    env = {**os.environ, "WINEPREFIX": str(tmp_path / "prefix"), "WINEDEBUG": "-all"}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    wine = subprocess.Popen(
+        ["winedbg", "--gdb", "--no-start", "--port", str(port), "crashy.exe", "null", "C:\\x.dmp"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    symbols = str(tmp_path) + (f";{WINE_PE_DIR}" if WINE_PE_DIR.is_dir() else "")
+    timings: dict[str, float] = {}
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            deadline = time.monotonic() + 120
+            while True:  # winedbg listens once Wine is up (the prefix is made on first use)
+                r = await timed(timings, client, "attach", target=f"gdb:127.0.0.1:{port}", symbols_path=symbols)
+                if not r.is_error or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.5)
+            sid = ok(r)["session_id"]
+            lm = ok(await call(client, "run_command", session_id=sid, command="lm"))
+            assert "crashy" in lm["results"][0]["output"]
+            ok(await timed(timings, client, "run_command", session_id=sid, command="bp crashy!write_null"))
+            timings["bp"] = timings.pop("run_command")
+            g = ok(await timed(timings, client, "run_command", session_id=sid, command="g", timeout_ms=100))
+            timings["g"] = timings.pop("run_command")
+            w = ok(await timed(timings, client, "wait_for_event", session_id=sid, timeout_ms=30000, since_ms=5000))
+            hits = [e["text"] for e in w["events"] if e["kind"] == "stopped"]
+            assert any(t.startswith("Breakpoint 0 hit") for t in hits) or g["results"][0]["output"].startswith(
+                "Breakpoint 0 hit"
+            ), (g, w)
+            k = ok(await timed(timings, client, "run_command", session_id=sid, command="k", timeout_ms=60000))
+            timings["k"] = timings.pop("run_command")
+            assert "crashy!mode_null" in k["results"][0]["output"] and "crashy.c @ " in k["results"][0]["output"], k
+            crash = ok(await call(client, "run_command", session_id=sid, command="g", timeout_ms=30000))
+            assert "Access violation - code c0000005" in crash["results"][0]["output"], crash
+            assert "crashy!write_null+0x" in crash["trailer"]
+            ok(await timed(timings, client, "close_session", session_id=sid))
+        print(f"\nwinedbg call timings over HTTP (ms): {timings}", file=sys.stderr)
+    finally:
+        server.stop()
+        wine.kill()
+        wine.wait(timeout=10)
+        subprocess.run(["wineserver", "-k"], env=env, stderr=subprocess.DEVNULL)
