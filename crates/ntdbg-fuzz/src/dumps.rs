@@ -73,7 +73,12 @@ pub fn kernel_dump(data: &[u8]) {
         for pfn in [0, 1, pages / 2, pages.saturating_sub(1), pages] {
             let _ = dump.physical_page(pfn);
         }
-        for va in [0, 0xffff_f800_0000_0000, 0xffff_ffff_ffff_f000, 0x7ff_fffe_0000] {
+        for va in [
+            0,
+            0xffff_f800_0000_0000,
+            0xffff_ffff_ffff_f000,
+            0x7ff_fffe_0000,
+        ] {
             let _ = dump.translate(va);
         }
         touch(&dump);

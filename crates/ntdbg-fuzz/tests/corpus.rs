@@ -56,7 +56,11 @@ fn replay(target: &str) {
         let elapsed = one.elapsed();
         let panics = std::mem::take(&mut *PANICS.lock().unwrap());
         if outcome.is_err() || !panics.is_empty() {
-            failures.push(format!("{}: panicked: {}", file.display(), panics.join("; ")));
+            failures.push(format!(
+                "{}: panicked: {}",
+                file.display(),
+                panics.join("; ")
+            ));
         }
         if elapsed > SLOW {
             failures.push(format!("{}: took {elapsed:?}", file.display()));

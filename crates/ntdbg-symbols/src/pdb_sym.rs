@@ -160,7 +160,7 @@ pub(crate) fn convert<'s, S: Source<'s> + Send + 's>(
         MachineType::ArmNT | MachineType::Arm => "arm",
         _ => "unknown",
     };
-    let streams = dbi_debug_streams(pdb);
+    let streams = dbi_debug_streams(pdb)?;
     let addresses = Addresses::read(pdb, &streams)?;
     let string_table = pdb.string_table().ok();
     let sections = pdb.sections().ok().flatten().unwrap_or_default();
