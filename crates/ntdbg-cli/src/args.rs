@@ -82,6 +82,10 @@ pub enum Command {
         /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
         #[arg(long)]
         offline: bool,
+        /// Close sessions no tool has used for this many seconds, freeing their memory
+        /// (0: never).
+        #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::DEFAULT_IDLE_TIMEOUT.as_secs())]
+        idle_timeout: u64,
     },
     /// Interactive WinDbg-style prompt on a dump (`q` quits, `help` lists commands).
     Repl {

@@ -13,6 +13,7 @@ use ntdbg_commands::Status;
 use ntdbg_engine::Session;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -67,12 +68,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             unsafe_http,
             token_env,
             offline,
+            idle_timeout,
         } => mcp(
             http,
             &allow_dirs,
             unsafe_http,
             token_env.as_deref(),
             offline,
+            idle_timeout,
         ),
         Command::Repl {
             dump,
@@ -116,6 +119,7 @@ fn mcp(
     unsafe_http: bool,
     token_env: Option<&str>,
     offline: bool,
+    idle_timeout_secs: u64,
 ) -> anyhow::Result<ExitCode> {
     ntdbg_mcp::init_stderr_logging();
     let allowed = ntdbg_mcp::AllowedDirs::new(allow_dirs)?;
@@ -143,7 +147,10 @@ fn mcp(
             ntdbg_mcp::Transport::Http(options)
         }
     };
-    let server = ntdbg_mcp::NtdbgServer::new(allowed).offline(offline);
+    let idle_timeout = (idle_timeout_secs > 0).then(|| Duration::from_secs(idle_timeout_secs));
+    let server = ntdbg_mcp::NtdbgServer::new(allowed)
+        .offline(offline)
+        .idle_timeout(idle_timeout);
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
 }

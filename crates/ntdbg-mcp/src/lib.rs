@@ -24,8 +24,10 @@ mod cache;
 mod dto;
 mod error;
 mod http;
+mod idle;
 mod listing;
 mod logging;
+mod memory;
 mod paths;
 mod prompts;
 mod rendered;
@@ -38,7 +40,8 @@ mod text;
 mod tools;
 
 pub use error::ToolError;
-pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS};
+pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
+pub use idle::DEFAULT_IDLE_TIMEOUT;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use server::NtdbgServer;
@@ -64,7 +67,7 @@ pub enum Transport {
     Http(HttpOptions),
 }
 
-/// Starts a tokio runtime and serves until the client closes stdin (stdio) or the process is
+/// Starts a tokio runtime, the idle-session sweeper, and serves until the client closes stdin (stdio) or the process is
 /// interrupted (HTTP). For binaries: the `ntdbg mcp` subcommand is this call.
 ///
 /// # Errors
@@ -73,8 +76,11 @@ pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    match transport {
-        Transport::Stdio => runtime.block_on(serve_stdio(server)),
-        Transport::Http(options) => runtime.block_on(serve_http(server, options)),
-    }
+    runtime.block_on(async move {
+        server.spawn_idle_sweeper();
+        match transport {
+            Transport::Stdio => serve_stdio(server).await,
+            Transport::Http(options) => serve_http(server, options).await,
+        }
+    })
 }

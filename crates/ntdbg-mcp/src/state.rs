@@ -17,6 +17,8 @@ pub struct State {
     pub sessions: SessionRegistry,
     /// Whether sessions stay off symbol servers.
     pub offline: bool,
+    /// Sessions unused this long are closed (`None`: never).
+    pub idle_timeout: Option<std::time::Duration>,
     outputs: Mutex<OutputCache>,
 }
 
@@ -28,6 +30,7 @@ impl State {
             allowed,
             sessions: SessionRegistry::new(&tag),
             offline: false,
+            idle_timeout: Some(crate::idle::DEFAULT_IDLE_TIMEOUT),
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }

@@ -125,22 +125,19 @@ pub fn close_session(
     state: &Arc<State>,
     p: CloseSessionParams,
 ) -> Result<Rendered<CloseSessionResult>, ToolError> {
-    let slot = state.sessions.remove(&p.session_id)?;
-    state.outputs().remove_session(&slot.id);
-    tracing::info!(session = %slot.id, "closed a session");
+    let closed = crate::memory::close_session(state, &p.session_id, "close_session")?;
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
     let text = if open_sessions.is_empty() {
-        format!("closed {}; no sessions remain open\n", slot.id)
+        format!("closed {closed}; no sessions remain open\n")
     } else {
         format!(
-            "closed {}; still open: {}\n",
-            slot.id,
+            "closed {closed}; still open: {}\n",
             open_sessions.join(", ")
         )
     };
     Ok(Rendered::new(
         CloseSessionResult {
-            session_id: slot.id.clone(),
+            session_id: closed,
             open_sessions,
         },
         text,
