@@ -43,13 +43,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let session = open(&dump, symbols.as_deref(), offline)?;
             let report = ntdbg_analysis::analyze(&session);
-            let mut out = std::io::stdout().lock();
+            // One write for the whole report, not one per line (stdout is line-buffered).
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;
                 writeln!(out)?;
             } else {
                 out.write_all(ntdbg_analysis::render::render_report(&report).as_bytes())?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
