@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ntdbg analyze --json vs minidump-stackwalk --json on the same dumps and the same Breakpad
-# symbols, run alternately in one script: median wall time and peak RSS of N runs each.
+# symbols, run alternately in one script: median wall time and peak RSS of N runs each: the
+# small upstream dumps, both Firefox dumps and a full-memory Wine dump.
 #
 # usage: bench/vs-stackwalk.sh [RUNS]   (needs target/release/ntdbg and minidump-stackwalk on PATH:
 #        cargo build --release; cargo install --locked minidump-stackwalk)
@@ -25,7 +26,11 @@ cases=(
   "firefox x86_64|$T/mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp|$FF_SYMS"
   "firefox aarch64|$T/mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-aarch64.dmp|$FF_SYMS"
   "lldb sigsegv (no symbols)|$T/llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp|$WORK/empty"
+  "winelab x64 full memory, 32 MiB (no symbols)|$WORK/null.inproc-full.dmp|$WORK/empty"
 )
+# The full-memory Wine dump is kept xz-compressed. Wine writes no CodeView records, so no
+# Breakpad file can match its modules: both tools run without symbols.
+xz -dc "$T/winelab/x64/null.inproc-full.dmp.xz" >"$WORK/null.inproc-full.dmp"
 mkdir -p "$WORK/empty" "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361"
 cp "$T/getsentry-symbolic/symbolic-testutils/fixtures/windows/crash.sym" \
    "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361/crash.sym"

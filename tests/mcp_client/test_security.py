@@ -1,18 +1,21 @@
 """Transport-level behaviour outside the SDK's happy path: malformed stdio lines, logs kept off
-stdout, Origin checks, the bearer token and refusing unsafe binds."""
+stdout, Origin checks, the bearer token, refusing unsafe binds, oversized bodies, and files
+outside --allow-dir (`..`, links, absolute and UNC-style paths) for reading and writing."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 import httpx2
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import HttpServer, mcp_args, ntdbg_bin, start_http
-from helpers import call, ok
+from conftest import SAMPLE, HttpServer, mcp_args, ntdbg_bin, start_http
+from helpers import call, err, ok, open_dump
 
 INIT = {
     "jsonrpc": "2.0",
@@ -110,3 +113,84 @@ def test_unsafe_binds_are_refused(scratch, extra: list[str]) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert done.stdout == ""
+
+
+def test_oversized_bodies_are_refused(http_server: HttpServer) -> None:
+    # 16 MiB is the limit (the same as a stdio line); a body over it is cut off with 413.
+    big = b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "' + b"x" * (17 << 20) + b'"}}'
+    response = httpx2.post(
+        http_server.url,
+        content=big,
+        headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert response.status_code == 413, response.text
+    assert post_initialize(http_server.url).status_code == 200, "the server survives it"
+
+
+@pytest.fixture(scope="module")
+def fence(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An allowed folder whose links, and whose `..`, lead to a folder outside it."""
+    root = tmp_path_factory.mktemp("fence")
+    allowed, outside = root / "allowed", root / "outside"
+    allowed.mkdir()
+    outside.mkdir()
+    secret = shutil.copyfile(SAMPLE, outside / "secret.dmp")
+    (outside / "victim.txt").write_text("untouched\n")
+    shutil.copyfile(SAMPLE, allowed / "inside.dmp")
+    (allowed / "link.dmp").symlink_to(secret)
+    (allowed / "outdir").symlink_to(outside)
+    (allowed / "victim-link.txt").symlink_to(outside / "victim.txt")
+    (allowed / "dangling.txt").symlink_to(outside / "created.txt")
+    return root
+
+
+def escapes(root: Path, name: str) -> list[str]:
+    """Ways to name `outside/NAME` from a server allowed only `allowed/`."""
+    outside = root / "outside" / name
+    return [
+        str(outside),
+        str(root / "allowed" / ".." / "outside" / name),
+        f"../outside/{name}",
+        str(root / "allowed" / "outdir" / name),
+        "/" + str(outside),  # `//tmp/...`: the same file on Linux, a UNC path on Windows
+        "\\" + str(outside),
+        f"\\\\server\\share\\{name}",
+        f"//server/share/{name}",
+        f"\\\\?\\UNC\\server\\share\\{name}",
+    ]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_no_file_outside_the_allowed_dirs_is_read_or_written(fence: Path, transport: str) -> None:
+    allowed, outside = fence / "allowed", fence / "outside"
+    args = ["mcp", "--offline", "--allow-dir", str(allowed)]
+    before_outside = sorted(p.name for p in outside.iterdir())
+    before_allowed = sorted(p.name for p in allowed.iterdir())
+    server = start_http([*args, "--http", "127.0.0.1:0"]) if transport == "http" else None
+    source = server.url if server else StdioServerParameters(command=str(ntdbg_bin()), args=args, cwd=str(allowed))
+    try:
+        async with Client(source) as client:
+            for path in [*escapes(fence, "secret.dmp"), str(allowed / "link.dmp")]:
+                e = err(await call(client, "open_dump", path=path))
+                assert e["code"] == "path_not_allowed", (path, e)
+            for directory in [str(outside), "../outside", str(allowed / "outdir"), "//server/share"]:
+                e = err(await call(client, "list_dumps", directory=directory))
+                assert e["code"] == "path_not_allowed", (directory, e)
+            sid = await open_dump(client, allowed / "inside.dmp")
+            targets = [
+                *escapes(fence, "written.txt"),
+                str(allowed / "victim-link.txt"),
+                str(allowed / "dangling.txt"),
+            ]
+            for path in targets:
+                e = err(await call(client, "run_command", session_id=sid, command="r", output_file=path))
+                assert e["code"] == "path_not_allowed", (path, e)
+            ok(await call(client, "close_session", session_id=sid))
+    finally:
+        if server:
+            server.stop()
+    assert sorted(p.name for p in outside.iterdir()) == before_outside
+    assert (outside / "victim.txt").read_text() == "untouched\n"
+    assert sorted(p.name for p in allowed.iterdir()) == before_allowed

@@ -106,6 +106,10 @@ pub enum Command {
         /// Live sessions refuse run control, breakpoints and writes.
         #[arg(long)]
         read_only: bool,
+        /// Close sessions no tool has used for this many seconds, freeing their memory
+        /// (0: never).
+        #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::DEFAULT_IDLE_TIMEOUT.as_secs())]
+        idle_timeout: u64,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).

@@ -14,6 +14,7 @@ use ntdbg_commands::Status;
 use ntdbg_engine::Session;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -45,13 +46,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let indicator = progress::Indicator::install(session.symbols());
             let report = ntdbg_analysis::analyze(&session);
             drop(indicator);
-            let mut out = std::io::stdout().lock();
+            // One write for the whole report, not one per line (stdout is line-buffered).
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
             if json {
                 serde_json::to_writer_pretty(&mut out, &report)?;
                 writeln!(out)?;
             } else {
                 out.write_all(ntdbg_analysis::render::render_report(&report).as_bytes())?;
             }
+            out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
@@ -80,6 +83,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             token_env,
             offline,
             read_only,
+            idle_timeout,
             profile,
             dump,
             attach,
@@ -96,6 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let options = McpOptions {
                 offline,
                 read_only,
+                idle_timeout,
                 profile: profile.into(),
                 startup,
             };
@@ -156,6 +161,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 struct McpOptions {
     offline: bool,
     read_only: bool,
+    /// Seconds a session may stay unused before it is closed (0: never).
+    idle_timeout: u64,
     profile: ntdbg_mcp::Profile,
     startup: Option<ntdbg_mcp::StartupTarget>,
 }
@@ -194,9 +201,12 @@ fn mcp(
             ntdbg_mcp::Transport::Http(http_options)
         }
     };
+    let idle_timeout =
+        (options.idle_timeout > 0).then(|| Duration::from_secs(options.idle_timeout));
     let mut server = ntdbg_mcp::NtdbgServer::new(allowed)
         .offline(options.offline)
         .read_only(options.read_only)
+        .idle_timeout(idle_timeout)
         .with_profile(options.profile);
     if let Some(target) = options.startup {
         server = server.with_startup_target(target);

@@ -6,6 +6,8 @@
 //!   guards the door instead.
 //! - `Origin`, when a browser sends one, must be a localhost origin: DNS-rebinding protection,
 //!   which rmcp leaves off unless allowed origins are configured.
+//! - A request body over [`MAX_REQUEST_BODY`] is refused with `413 Payload Too Large` while it
+//!   is read, before it is buffered whole.
 
 use crate::server::NtdbgServer;
 use axum::extract::{Request, State as AxumState};
@@ -26,6 +28,10 @@ pub const LOCAL_ORIGINS: &[&str] = &[
     "https://127.0.0.1:*",
     "https://[::1]:*",
 ];
+
+/// The largest HTTP request body accepted, in bytes: the same bound as a stdio line
+/// ([`crate::MAX_LINE`]), far above any real tool call.
+pub const MAX_REQUEST_BODY: usize = crate::MAX_LINE;
 
 /// How the HTTP transport is exposed.
 #[derive(Clone)]
@@ -75,8 +81,9 @@ impl HttpOptions {
 /// The axum app: the MCP service nested at `/mcp`, behind the token check when one is set.
 /// `shutdown` is cancelled to end every open MCP session.
 pub fn app(server: NtdbgServer, options: &HttpOptions) -> (axum::Router, ShutdownHandle) {
-    let mut config =
-        StreamableHttpServerConfig::default().with_allowed_origins(LOCAL_ORIGINS.iter().copied());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(LOCAL_ORIGINS.iter().copied())
+        .with_max_request_body_bytes(MAX_REQUEST_BODY);
     if options.unsafe_http {
         config = config.disable_allowed_hosts();
     }

@@ -23,8 +23,10 @@ mod cache;
 mod dto;
 mod error;
 mod http;
+mod idle;
 mod listing;
 mod logging;
+mod memory;
 mod paths;
 mod profiles;
 mod prompts;
@@ -38,7 +40,8 @@ mod text;
 mod tools;
 
 pub use error::ToolError;
-pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS};
+pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
+pub use idle::DEFAULT_IDLE_TIMEOUT;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use profiles::{Profile, StartupTarget};
@@ -65,9 +68,10 @@ pub enum Transport {
     Http(HttpOptions),
 }
 
-/// Starts a tokio runtime and serves until the client closes stdin (stdio) or the process is
-/// interrupted (SIGINT/SIGTERM); then every live session is detached cleanly (breakpoints
-/// removed, target resumed). For binaries: the `ntdbg mcp` subcommand is this call.
+/// Starts a tokio runtime and the idle-session sweeper, and serves until the client closes
+/// stdin (stdio) or the process is interrupted (SIGINT/SIGTERM); then every live session is
+/// detached cleanly (breakpoints removed, target resumed). For binaries: the `ntdbg mcp`
+/// subcommand is this call.
 ///
 /// # Errors
 /// The HTTP security rules ([`HttpOptions::validate`]) and I/O errors.
@@ -78,6 +82,7 @@ pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
     runtime.block_on(server.open_startup_target())?;
     let state = server.state().clone();
     let served = runtime.block_on(async move {
+        server.spawn_idle_sweeper();
         let serve = async move {
             match transport {
                 Transport::Stdio => serve_stdio(server).await,

@@ -3,7 +3,9 @@
 //! Paths are resolved before they are checked: relative paths against the server's working
 //! directory, then `..` and symbolic links by `canonicalize`, so `allowed/../../etc` or a link
 //! out of an allowed folder is refused. A file that does not exist yet (an `output_file`) is
-//! checked through its canonical parent folder.
+//! checked through its canonical parent folder. Network and device paths (`\\server\share`,
+//! `//server/share`, `\\?\…`) are refused outright on every OS: they never name a file under an
+//! allowed directory, and on Windows merely opening one contacts another host.
 
 use crate::error::ToolError;
 use std::path::{Component, Path, PathBuf};
@@ -79,12 +81,23 @@ impl AllowedDirs {
         }
     }
 
+    /// Refuses UNC and device paths: two leading slashes or backslashes, in any mix.
+    fn refuse_network(&self, path: &Path) -> Result<(), ToolError> {
+        let text = path.as_os_str().as_encoded_bytes();
+        let separator = |b: Option<&u8>| matches!(b, Some(b'/' | b'\\'));
+        if separator(text.first()) && separator(text.get(1)) {
+            return Err(ToolError::path_not_allowed(path, &self.describe()));
+        }
+        Ok(())
+    }
+
     /// Checks an existing file or folder and returns its canonical path.
     ///
     /// # Errors
     /// `file_not_found` when it does not exist, `path_not_allowed` when it resolves outside the
     /// allowed directories.
     pub fn check_existing(&self, path: &Path) -> Result<PathBuf, ToolError> {
+        self.refuse_network(path)?;
         let absolute = self.absolute(path);
         let canonical = match absolute.canonicalize() {
             Ok(c) => c,
@@ -131,6 +144,7 @@ impl AllowedDirs {
     /// `path_not_allowed` outside the allowed directories, `file_not_found` when the folder is
     /// missing, `invalid_arguments` when the path names no file.
     pub fn check_writable(&self, path: &Path) -> Result<PathBuf, ToolError> {
+        self.refuse_network(path)?;
         let absolute = self.absolute(path);
         let Some(name) = absolute.file_name().map(|n| n.to_os_string()) else {
             return Err(ToolError::invalid_arguments(format!(
@@ -307,6 +321,32 @@ mod tests {
                 .code,
             "invalid_arguments"
         );
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn network_paths_are_refused() {
+        let root = temp_tree("unc");
+        let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
+        let inside = root.join("allowed/a.dmp").display().to_string();
+        for path in [
+            r"\\server\share\x.dmp".to_string(),
+            "//server/share/x.dmp".to_string(),
+            r"\\?\C:\x.dmp".to_string(),
+            r"\\.\pipe\x".to_string(),
+            format!("/{inside}"),
+            format!(r"\{inside}"),
+        ] {
+            let path = Path::new(&path);
+            assert_eq!(
+                allowed.check_existing(path).unwrap_err().code,
+                "path_not_allowed"
+            );
+            assert_eq!(
+                allowed.check_writable(path).unwrap_err().code,
+                "path_not_allowed"
+            );
+        }
         let _ = std::fs::remove_dir_all(root);
     }
 

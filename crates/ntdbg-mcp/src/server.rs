@@ -103,11 +103,28 @@ impl NtdbgServer {
     }
 
     /// Keeps every session this server opens off symbol servers (as `NTDBG_OFFLINE=1` does).
-    pub fn offline(mut self, offline: bool) -> NtdbgServer {
+    pub fn offline(self, offline: bool) -> NtdbgServer {
+        self.configure(|state| state.offline = offline)
+    }
+
+    /// Closes sessions no tool has used for `timeout` (`None`: keep them until closed). The
+    /// default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT); [`crate::run`] starts
+    /// the sweeper.
+    pub fn idle_timeout(self, timeout: Option<std::time::Duration>) -> NtdbgServer {
+        self.configure(|state| state.idle_timeout = timeout)
+    }
+
+    /// Changes the state before the server is shared (a no-op once it has been cloned).
+    fn configure(mut self, change: impl FnOnce(&mut State)) -> NtdbgServer {
         if let Some(state) = Arc::get_mut(&mut self.state) {
-            state.offline = offline;
+            change(state);
         }
         self
+    }
+
+    /// Starts closing idle sessions on the current tokio runtime (see [`Self::idle_timeout`]).
+    pub fn spawn_idle_sweeper(&self) {
+        crate::idle::spawn_sweeper(&self.state);
     }
 
     /// The tool definitions, as `tools/list` returns them.

@@ -32,6 +32,8 @@ pub struct SessionSlot {
     pub symbols_path: Option<String>,
     /// When it was opened.
     pub opened: Instant,
+    /// When a tool last asked for it (the idle sweeper closes it after `--idle-timeout`).
+    last_used: Mutex<Instant>,
     /// The engine session; locked for the duration of each engine call.
     pub session: Arc<tokio::sync::Mutex<Session>>,
     /// Run control of a live target, usable without the session lock (`break_in`,
@@ -48,6 +50,22 @@ impl SessionSlot {
     /// Whether an engine call holds the session now.
     pub fn busy(&self) -> bool {
         self.session.try_lock().is_err()
+    }
+
+    /// Marks the session as used now.
+    pub fn touch(&self) {
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    /// How long since a tool last asked for the session.
+    pub fn idle_for(&self) -> std::time::Duration {
+        self.last_used
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .elapsed()
     }
 }
 
@@ -91,23 +109,26 @@ impl SessionRegistry {
             arch: session.arch().name().to_string(),
             symbols_path,
             opened: Instant::now(),
+            last_used: Mutex::new(Instant::now()),
             session: Arc::new(tokio::sync::Mutex::new(session)),
         });
         self.lock().insert(n, slot.clone());
         slot
     }
 
-    /// The session with `id`.
+    /// The session with `id`, marked as used now.
     ///
     /// # Errors
     /// `unknown_session`, listing the open sessions.
     pub fn get(&self, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
         let slots = self.lock();
-        slots
+        let slot = slots
             .values()
             .find(|s| s.id == id.trim())
             .cloned()
-            .ok_or_else(|| unknown_session(id, &slots))
+            .ok_or_else(|| unknown_session(id, &slots))?;
+        slot.touch();
+        Ok(slot)
     }
 
     /// Removes the session with `id`; its memory is freed once running calls finish.
@@ -174,7 +195,7 @@ fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolErr
     };
     ToolError::new(
         "unknown_session",
-        format!("no open session with id {id:?} (it was never opened, or it was closed)"),
+        format!("no open session with id {id:?} (it was never opened, was closed, or expired after being idle)"),
     )
     .with_hint(hint)
 }

@@ -19,6 +19,8 @@ pub struct State {
     pub offline: bool,
     /// Whether live sessions refuse run control, breakpoints and writes (`--read-only`).
     pub read_only: bool,
+    /// Sessions unused this long are closed (`None`: never).
+    pub idle_timeout: Option<std::time::Duration>,
     outputs: Mutex<OutputCache>,
 }
 
@@ -31,6 +33,7 @@ impl State {
             sessions: SessionRegistry::new(&tag),
             offline: false,
             read_only: false,
+            idle_timeout: Some(crate::idle::DEFAULT_IDLE_TIMEOUT),
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }

@@ -19,34 +19,53 @@ const DBG_OMAP_FROM_SRC: usize = 4;
 const DBG_SECTION_HEADERS: usize = 5;
 const DBG_ORIGINAL_SECTION_HEADERS: usize = 10;
 
+/// Offsets in the DBI header of the sizes of the substreams before the optional debug header:
+/// module info, section contributions, section map, file info, type server map, EC.
+const SUBSTREAM_SIZES: [usize; 6] = [24, 28, 32, 36, 40, 52];
+
 /// The stream numbers of the DBI optional debug header (`0xffff` = absent).
-pub(crate) fn dbi_debug_streams<'s, S: Source<'s> + 's>(pdb: &mut PDB<'s, S>) -> Vec<u16> {
+///
+/// # Errors
+/// Substream sizes whose sum overflows a `u32`: pdb2 adds them that way to find the header
+/// and would panic (with overflow checks) or read the wrong bytes (without).
+pub(crate) fn dbi_debug_streams<'s, S: Source<'s> + 's>(
+    pdb: &mut PDB<'s, S>,
+) -> Result<Vec<u16>, pdb::Error> {
     let Ok(Some(dbi)) = pdb.raw_stream(pdb::StreamIndex(DBI_STREAM)) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let d = dbi.as_slice();
-    let i32_at = |at: usize| -> Option<usize> {
+    let u32_at = |at: usize| -> Option<u32> {
         let b = d.get(at..at.checked_add(4)?)?;
-        usize::try_from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    // Module info, section contributions, section map, file info, type server map, EC.
-    let Some(skip) = [24, 28, 32, 36, 40, 52]
+    let sizes: Option<Vec<u32>> = SUBSTREAM_SIZES.into_iter().map(u32_at).collect();
+    if sizes.is_some_and(|sizes| {
+        sizes
+            .into_iter()
+            .try_fold(0u32, |acc, n| acc.checked_add(n))
+            .is_none()
+    }) {
+        return Err(pdb::Error::InvalidStreamLength("DBI substream sizes"));
+    }
+    let i32_at = |at: usize| -> Option<usize> { usize::try_from(u32_at(at)? as i32).ok() };
+    let Some(skip) = SUBSTREAM_SIZES
         .into_iter()
         .map(i32_at)
         .try_fold(0usize, |acc, n| acc.checked_add(n?))
     else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let (Some(at), Some(size)) = (DBI_HEADER_LEN.checked_add(skip), i32_at(48)) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let Some(header) = at.checked_add(size).and_then(|end| d.get(at..end)) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    header
+    Ok(header
         .chunks_exact(2)
         .map(|b| u16::from_le_bytes([b[0], b[1]]))
-        .collect()
+        .collect())
 }
 
 /// The raw bytes of debug-header stream `which`, if present.

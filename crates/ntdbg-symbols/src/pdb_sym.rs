@@ -64,6 +64,7 @@ pub(crate) fn read_identity<'s, S: Source<'s> + 's>(
     pdb: &mut PDB<'s, S>,
 ) -> Result<PdbOwnIdentity, pdb::Error> {
     let info = pdb.pdb_information()?;
+    check_stream_names(pdb, info.names_offset, info.names_size)?;
     let dbi_age = pdb.debug_information().ok().and_then(|d| d.age());
     Ok(PdbOwnIdentity {
         guid: Guid::from_bytes(*info.guid.as_bytes()),
@@ -71,6 +72,49 @@ pub(crate) fn read_identity<'s, S: Source<'s> + 's>(
         dbi_age,
         pdbi_age: info.age,
     })
+}
+
+/// Refuses a PDB whose stream-name table points past its name buffer: pdb2 slices the buffer
+/// at each entry's offset when a named stream (such as `/names`) is looked up, and panics.
+/// Walks the table the way pdb2 does; a table cut short is left to pdb2's own EOF errors.
+fn check_stream_names<'s, S: Source<'s> + 's>(
+    pdb: &mut PDB<'s, S>,
+    names_offset: usize,
+    names_size: usize,
+) -> Result<(), pdb::Error> {
+    let Some(stream) = pdb.raw_stream(pdb::StreamIndex(1))? else {
+        return Ok(());
+    };
+    let d = stream.as_slice();
+    let u32_at = |at: Option<usize>| -> Option<usize> {
+        let at = at?;
+        let b = d.get(at..at.checked_add(4)?)?;
+        usize::try_from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])).ok()
+    };
+    let words = |at: Option<usize>, n: usize| at?.checked_add(n.checked_mul(4)?);
+    // count, entries size, present-set words and bits, deleted-set words and bits, entries.
+    let table = names_offset.checked_add(names_size);
+    let Some(count) = u32_at(table) else {
+        return Ok(());
+    };
+    let ok_words = table.and_then(|t| t.checked_add(8));
+    let Some(present) = u32_at(ok_words) else {
+        return Ok(());
+    };
+    let deleted_words = words(ok_words.and_then(|w| w.checked_add(4)), present);
+    let Some(deleted) = u32_at(deleted_words) else {
+        return Ok(());
+    };
+    let entries = words(deleted_words.and_then(|w| w.checked_add(4)), deleted);
+    for i in 0..count {
+        let Some(offset) = u32_at(entries.and_then(|e| e.checked_add(i.checked_mul(8)?))) else {
+            break;
+        };
+        if offset > names_size {
+            return Err(pdb::Error::InvalidStreamLength("PDB stream-name table"));
+        }
+    }
+    Ok(())
 }
 
 /// What a PDB turns into.
@@ -160,7 +204,7 @@ pub(crate) fn convert<'s, S: Source<'s> + Send + 's>(
         MachineType::ArmNT | MachineType::Arm => "arm",
         _ => "unknown",
     };
-    let streams = dbi_debug_streams(pdb);
+    let streams = dbi_debug_streams(pdb)?;
     let addresses = Addresses::read(pdb, &streams)?;
     let string_table = pdb.string_table().ok();
     let sections = pdb.sections().ok().flatten().unwrap_or_default();

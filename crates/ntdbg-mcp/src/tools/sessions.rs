@@ -5,7 +5,6 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
-use crate::sessions::DETACH_TIMEOUT;
 use crate::state::{blocking, State};
 use crate::tools::dumps::{event_line, frame_text};
 use ntdbg_analysis::Report;
@@ -127,31 +126,24 @@ pub async fn close_session(
     state: &Arc<State>,
     p: CloseSessionParams,
 ) -> Result<Rendered<CloseSessionResult>, ToolError> {
-    let slot = state.sessions.remove(&p.session_id)?;
-    state.outputs().remove_session(&slot.id);
-    let detach = match slot.live.clone() {
-        Some(live) => {
-            let mut what = blocking("detaching", move || {
-                live.close(DETACH_TIMEOUT).map_err(ToolError::from)
-            })
-            .await?;
-            if p.resume == Some(false) {
-                what.push_str(
-                    " (resume=false: the GDB remote protocol resumes a target on detach)",
-                );
-            }
-            Some(what)
+    let (state_for_close, session_id) = (state.clone(), p.session_id.clone());
+    let closed = blocking("closing the session", move || {
+        crate::memory::close_session(&state_for_close, &session_id, "close_session")
+    })
+    .await?;
+    let mut detach = closed.detach;
+    if let Some(what) = detach.as_mut() {
+        if p.resume == Some(false) {
+            what.push_str(" (resume=false: the GDB remote protocol resumes a target on detach)");
         }
-        None => None,
-    };
-    tracing::info!(session = %slot.id, "closed a session");
+    }
+    let closed = closed.id;
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
     let mut text = if open_sessions.is_empty() {
-        format!("closed {}; no sessions remain open\n", slot.id)
+        format!("closed {closed}; no sessions remain open\n")
     } else {
         format!(
-            "closed {}; still open: {}\n",
-            slot.id,
+            "closed {closed}; still open: {}\n",
             open_sessions.join(", ")
         )
     };
@@ -160,7 +152,7 @@ pub async fn close_session(
     }
     Ok(Rendered::new(
         CloseSessionResult {
-            session_id: slot.id.clone(),
+            session_id: closed,
             open_sessions,
             detach,
         },

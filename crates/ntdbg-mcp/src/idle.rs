@@ -1,0 +1,111 @@
+//! Idle-session expiry: a sweeper task closes sessions no tool has used for the server's idle
+//! timeout (`ntdbg mcp --idle-timeout SECS`), so an agent that forgets `close_session` does not
+//! keep dumps mapped and symbols loaded forever. A session busy with a command counts as used.
+
+use crate::memory::close_session;
+use crate::state::State;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The default idle timeout: long enough for an agent (or its person) to think between
+/// calls, short enough that forgotten sessions do not pile up over a working day.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// How often the sweeper looks: a quarter of the timeout, between 100 ms and a minute.
+fn sweep_interval(timeout: Duration) -> Duration {
+    (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
+}
+
+/// Closes every session idle for `timeout` or longer, with its cached outputs; returns the
+/// ids closed.
+pub(crate) fn sweep_once(state: &State, timeout: Duration) -> Vec<String> {
+    let mut closed = Vec::new();
+    for slot in state.sessions.list() {
+        if slot.busy() {
+            slot.touch();
+            continue;
+        }
+        if slot.idle_for() < timeout {
+            continue;
+        }
+        let id = slot.id.clone();
+        drop(slot);
+        if let Ok(done) = close_session(state, &id, "idle session") {
+            closed.push(done.id);
+        }
+    }
+    closed
+}
+
+/// Starts the sweeper on the current tokio runtime when `state` has an idle timeout; it runs
+/// until the runtime shuts down.
+pub(crate) fn spawn_sweeper(state: &Arc<State>) {
+    let Some(timeout) = state.idle_timeout else {
+        return;
+    };
+    let state = Arc::downgrade(state);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(sweep_interval(timeout));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            let Some(state) = state.upgrade() else {
+                return;
+            };
+            // Closing a live session detaches over the network: off the async workers.
+            let _ = tokio::task::spawn_blocking(move || sweep_once(&state, timeout)).await;
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paths::AllowedDirs;
+
+    fn sample_state() -> State {
+        let allowed = AllowedDirs::new(&[ntdbg_testutil::repo_root().join("testdata")]).unwrap();
+        State::new(allowed)
+    }
+
+    fn open(state: &State) -> String {
+        let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let session = ntdbg_engine::Session::open_dump(&path, Some("")).unwrap();
+        state.sessions.insert(session, path, None).id.clone()
+    }
+
+    #[test]
+    fn intervals_stay_sane() {
+        assert_eq!(
+            sweep_interval(Duration::from_secs(2)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            sweep_interval(Duration::from_millis(1)),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            sweep_interval(DEFAULT_IDLE_TIMEOUT),
+            Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn idle_sessions_close_and_used_or_busy_ones_stay() {
+        let state = sample_state();
+        let idle = open(&state);
+        let used = open(&state);
+        let busy = open(&state);
+        let held = state.sessions.get(&busy).unwrap();
+        let _guard = held.session.try_lock().unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        state.sessions.get(&used).unwrap();
+        assert_eq!(
+            sweep_once(&state, Duration::from_millis(200)),
+            vec![idle.clone()]
+        );
+        assert!(state.sessions.get(&idle).is_err());
+        assert!(state.sessions.get(&used).is_ok());
+        assert!(state.sessions.get(&busy).is_ok());
+    }
+}

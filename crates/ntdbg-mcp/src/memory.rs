@@ -1,0 +1,48 @@
+//! Closing a session and giving its memory back to the operating system.
+//!
+//! glibc's allocator keeps freed heap pages for reuse and raises its mmap threshold after large
+//! frees, so a long-running server that closed a hundred sessions would otherwise keep their
+//! peak resident size for good. After a session is dropped the heap is trimmed once; on other
+//! platforms the allocator's own policy applies.
+
+use crate::error::ToolError;
+use crate::sessions::DETACH_TIMEOUT;
+use crate::state::State;
+
+/// What closing a session did.
+pub(crate) struct Closed {
+    /// The session's id as the registry spells it.
+    pub id: String,
+    /// For a live session: how the detach went (breakpoints removed, target resumed).
+    pub detach: Option<String>,
+}
+
+/// Closes the session `id` (by `close_session` or the idle sweeper, named in `why`): removes
+/// it and its cached outputs, detaches a live target (blocking, bounded by
+/// [`DETACH_TIMEOUT`]), frees it unless a running call still holds it, and trims the heap.
+///
+/// # Errors
+/// `unknown_session`, listing the open sessions; a live target that could not be detached
+/// (the session is closed all the same).
+pub(crate) fn close_session(state: &State, id: &str, why: &str) -> Result<Closed, ToolError> {
+    let slot = state.sessions.remove(id)?;
+    state.outputs().remove_session(&slot.id);
+    let detach = match &slot.live {
+        Some(live) => Some(live.close(DETACH_TIMEOUT).map_err(ToolError::from)?),
+        None => None,
+    };
+    tracing::info!(session = %slot.id, "closed a session ({why})");
+    let id = slot.id.clone();
+    drop(slot);
+    release_freed_memory();
+    Ok(Closed { id, detach })
+}
+
+/// Returns free heap pages to the OS where the allocator supports it (glibc on Linux).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -1,0 +1,194 @@
+"""Load through streamable HTTP: 100 sessions at once, memory given back on close_session, no
+session waiting for another's slow command, and idle sessions expiring (--idle-timeout).
+
+Each session opens its own copy of a small sample dump, made in a temp folder the server is
+allowed to read. Memory is the server's resident set (VmRSS in /proc/PID/status); the figures
+are printed (pytest -s shows them) and checked with generous margins, never exact values.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from conftest import TESTDATA, HttpServer, ntdbg_bin, start_http
+from helpers import call, err, ok, open_dump
+
+pytestmark = pytest.mark.anyio
+
+SESSIONS = 100
+CLIENTS = 4
+# Small samples of several kinds (x64 and x86, five exceptions); the 1 MiB stack dump is kept
+# for the slow command.
+SMALL = sorted(p for p in TESTDATA.rglob("*.dmp") if p.stat().st_size < 64 * 1024)
+BIG = TESTDATA / "crashy-x64-stack.dmp"
+TRIAGE = ".lastevent; r; kn; lm; ~*k; !analyze -v"
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS line")
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("copies")
+    out = []
+    for i in range(SESSIONS):
+        source = SMALL[i % len(SMALL)]
+        out.append(shutil.copyfile(source, folder / f"{i:03d}-{source.name}"))
+    out.append(shutil.copyfile(BIG, folder / BIG.name))
+    return out
+
+
+def serve(copies: list[Path], *extra: str) -> HttpServer:
+    return start_http(
+        [
+            "mcp",
+            "--offline",
+            "--allow-dir",
+            str(copies[0].parent),
+            "--allow-dir",
+            str(TESTDATA),
+            "--http",
+            "127.0.0.1:0",
+            *extra,
+        ],
+        env={"NTDBG_LOG": "info"},
+    )
+
+
+@pytest.fixture(scope="module")
+def server(copies: list[Path]):
+    server = serve(copies, "--idle-timeout", "0")
+    yield server
+    server.stop()
+
+
+async def open_round(url: str, dumps: list[Path]) -> tuple[list[str], float]:
+    """Opens every dump (with its PDB) over CLIENTS connections at once and runs a triage batch
+    on each session in parallel; returns the session ids and the seconds it took."""
+    ids: list[str | None] = [None] * len(dumps)
+    started = time.monotonic()
+
+    async def worker(client: Client, index: int) -> None:
+        opened = ok(await call(client, "open_dump", path=str(dumps[index]), symbols_path=str(TESTDATA)))
+        ids[index] = opened["session_id"]
+        run = ok(await call(client, "run_command", session_id=ids[index], command=TRIAGE))
+        assert [r["status"] for r in run["results"]] == ["succeeded"] * TRIAGE.count(";") + ["succeeded"]
+
+    async def client_share(share: int) -> None:
+        async with Client(url) as client:
+            async with anyio.create_task_group() as tg:
+                for index in range(share, len(dumps), CLIENTS):
+                    tg.start_soon(worker, client, index)
+
+    async with anyio.create_task_group() as tg:
+        for share in range(CLIENTS):
+            tg.start_soon(client_share, share)
+    assert None not in ids and len(set(ids)) == len(dumps)
+    return [i for i in ids if i is not None], time.monotonic() - started
+
+
+async def close_all(url: str, ids: list[str]) -> None:
+    async with Client(url) as client:
+        listed = ok(await call(client, "list_sessions"))["sessions"]
+        assert {s["session_id"] for s in listed} == set(ids)
+
+        async def close(sid: str) -> None:
+            ok(await call(client, "close_session", session_id=sid))
+
+        async with anyio.create_task_group() as tg:
+            for sid in ids:
+                tg.start_soon(close, sid)
+        assert ok(await call(client, "list_sessions"))["sessions"] == []
+
+
+async def test_hundred_sessions_in_parallel_and_memory_comes_back(
+    server: HttpServer, copies: list[Path]
+) -> None:
+    pid = server.process.pid
+    dumps = copies[:SESSIONS]
+    await close_all(server.url, (await open_round(server.url, dumps[:CLIENTS]))[0])  # warm up
+    baseline = rss_kib(pid)
+    ids, elapsed = await open_round(server.url, dumps)
+    peak = rss_kib(pid)
+    await close_all(server.url, ids)
+    after = rss_kib(pid)
+    ids, _ = await open_round(server.url, dumps)
+    second_peak = rss_kib(pid)
+    await close_all(server.url, ids)
+    second_after = rss_kib(pid)
+    grown = peak - baseline
+    print(
+        f"\n{SESSIONS} sessions over {CLIENTS} HTTP clients, each with its PDB and "
+        f"{TRIAGE.count(';') + 1} commands: {elapsed:.2f} s; server RSS baseline {baseline} KiB, "
+        f"{SESSIONS} open {peak} KiB (+{grown} KiB, {grown / SESSIONS:.0f} KiB per session), "
+        f"all closed {after} KiB (+{after - baseline}); second round {second_peak} KiB open, "
+        f"{second_after} KiB closed (+{second_after - baseline})"
+    )
+    assert grown > 0
+    # Closing gives the memory back (the server trims the heap): allow half of what the
+    # sessions took (or 8 MiB) to stay, and a second round must not grow beyond the first.
+    assert after - baseline <= max(grown // 2, 8 * 1024), (baseline, peak, after)
+    assert second_after - after <= max(grown // 4, 8 * 1024), (after, second_after)
+
+
+async def test_slow_command_never_delays_another_session(server: HttpServer, copies: list[Path]) -> None:
+    slow_batch = ".ecxr; " + "; ".join(["db @rsp L?100000"] * 24)
+    async with Client(server.url) as client:
+        slow_sid = await open_dump(client, copies[-1])
+        fast_sid = await open_dump(client, copies[0])
+        events: list[str] = []
+
+        async def slow() -> None:
+            run = ok(await call(client, "run_command", session_id=slow_sid, command=slow_batch))
+            assert all(r["status"] == "succeeded" for r in run["results"])
+            events.append("slow done")
+
+        async def fast() -> None:
+            await anyio.sleep(0.2)  # let the slow batch take its session's lock first
+            for _ in range(5):
+                run = ok(await call(client, "run_command", session_id=fast_sid, command="r"))
+                assert run["results"][0]["status"] == "succeeded"
+                events.append("r done")
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            tg.start_soon(fast)
+        print(f"\nslow batch and 5 x r on another session: {time.monotonic() - started:.2f} s; {events}")
+        assert events == ["r done"] * 5 + ["slow done"], events
+        for sid in (slow_sid, fast_sid):
+            ok(await call(client, "close_session", session_id=sid))
+
+
+async def test_idle_sessions_expire(copies: list[Path]) -> None:
+    server = serve(copies, "--idle-timeout", "2")
+    try:
+        async with Client(server.url) as client:
+            idle = await open_dump(client, copies[1])
+            used = await open_dump(client, copies[2])
+            for _ in range(8):  # 4 s: twice the timeout
+                ok(await call(client, "run_command", session_id=used, command="r"))
+                await anyio.sleep(0.5)
+            listed = ok(await call(client, "list_sessions"))["sessions"]
+            assert [s["session_id"] for s in listed] == [used]
+            gone = err(await call(client, "run_command", session_id=idle, command="r"))
+            assert gone["code"] == "unknown_session" and "idle" in gone["message"]
+    finally:
+        server.stop()
+    assert any("closed a session (idle session)" in line for line in server.stderr), "".join(server.stderr)
+
+
+def test_idle_timeout_is_documented() -> None:
+    done = subprocess.run([str(ntdbg_bin()), "mcp", "--help"], capture_output=True, text=True, timeout=30)
+    assert "--idle-timeout <SECS>" in done.stdout and "[default: 3600]" in done.stdout
