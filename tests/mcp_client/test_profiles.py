@@ -282,8 +282,8 @@ async def test_windbg_mcp_flow(windbg_mcp: Profiled, scratch: Path) -> None:
         report = ok(await call(client, "wm_analyze_crash"))
         assert "crashy!write_null" in report["signature"]
 
-        assert err(await call(client, "wm_break_in", timeout_ms=1000))["code"] == "not_available"
-        assert err(await call(client, "wm_wait_event", kinds=["break"], timeout_ms=1000))["code"] == "not_available"
+        assert err(await call(client, "wm_break_in", timeout_ms=1000))["code"] == "not_live"
+        assert err(await call(client, "wm_wait_event", kinds=["break"], timeout_ms=1000))["code"] == "not_live"
         assert err(await call(client, "wm_wait_event", kinds=["nonsense"]))["code"] == "invalid_arg"
 
         detached = ok(await call(client, "wm_detach"))

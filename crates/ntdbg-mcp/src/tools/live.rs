@@ -146,6 +146,7 @@ fn live_of(slot: &SessionSlot) -> Result<Arc<LiveControl>, ToolError> {
             format!("session {} is a dump: it does not run", slot.id),
         )
         .with_hint("attach(target=\"gdb:HOST:PORT\") opens a live session")
+        .unrecoverable()
     })
 }
 
