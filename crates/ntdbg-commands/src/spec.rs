@@ -68,13 +68,26 @@ impl CommandSpec {
         details: &'static str,
         handler: Handler,
     ) -> CommandSpec {
+        CommandSpec::acting(names, usage, summary, details, Effect::None, handler)
+    }
+
+    /// A command that runs on a stopped target and has `effect` on its execution (run
+    /// control, breakpoints).
+    pub const fn acting(
+        names: &'static [&'static str],
+        usage: &'static str,
+        summary: &'static str,
+        details: &'static str,
+        effect: Effect,
+        handler: Handler,
+    ) -> CommandSpec {
         CommandSpec {
             names,
             usage,
             summary,
             details,
             needs: Needs::Halted,
-            effect: Effect::None,
+            effect,
             host_effect: false,
             handler,
         }

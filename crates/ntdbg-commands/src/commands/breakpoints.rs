@@ -9,50 +9,54 @@ use ntdbg_engine::live::{Access, BreakKind, Breakpoint, LiveControl};
 use ntdbg_engine::Session;
 use std::sync::Arc;
 
-const fn change(
-    names: &'static [&'static str],
-    usage: &'static str,
-    summary: &'static str,
-    details: &'static str,
-    handler: crate::spec::Handler,
-) -> CommandSpec {
-    CommandSpec {
-        names,
-        usage,
-        summary,
-        details,
-        needs: Needs::Halted,
-        effect: Effect::Breakpoint,
-        host_effect: false,
-        handler,
-    }
-}
-
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    change(
+    CommandSpec::acting(
         &["bp", "bu"],
         "bp ADDR",
         "set a software breakpoint",
         "ADDR is an expression (`crashy!main`, `0x401000`, `@rip+5`). `bu` resolves the \
          symbol now, like `bp` (no deferred breakpoints). The stub's Z0 is used, or an int3 \
          written in memory when the stub refuses it (winedbg).",
+        Effect::Breakpoint,
         set_software,
     ),
-    change(
+    CommandSpec::acting(
         &["ba"],
         "ba ACCESS SIZE ADDR",
         "set a hardware breakpoint or watchpoint",
         "ACCESS is e (execute), w (write) or r (read/write); SIZE 1, 2, 4 or 8 (e needs 1); \
          `ba w4 ADDR` and `ba w 4 ADDR` both work.",
+        Effect::Breakpoint,
         set_hardware,
     ),
     CommandSpec {
         needs: Needs::Any,
         ..CommandSpec::inspect(&["bl"], "bl", "list breakpoints", "", list)
     },
-    change(&["bc"], "bc * | IDS", "clear breakpoints", IDS, clear),
-    change(&["bd"], "bd * | IDS", "disable breakpoints", IDS, enable),
-    change(&["be"], "be * | IDS", "enable breakpoints", IDS, enable),
+    CommandSpec::acting(
+        &["bc"],
+        "bc * | IDS",
+        "clear breakpoints",
+        IDS,
+        Effect::Breakpoint,
+        clear,
+    ),
+    CommandSpec::acting(
+        &["bd"],
+        "bd * | IDS",
+        "disable breakpoints",
+        IDS,
+        Effect::Breakpoint,
+        enable,
+    ),
+    CommandSpec::acting(
+        &["be"],
+        "be * | IDS",
+        "enable breakpoints",
+        IDS,
+        Effect::Breakpoint,
+        enable,
+    ),
 ];
 
 const IDS: &str = "IDS is a list of numbers and ranges (`0 2-4`, `1,3`) or `*` for all.";

@@ -9,32 +9,12 @@ use super::disasm::current_instruction;
 use super::eval;
 use crate::error::CommandError;
 use crate::output::CommandOutput;
-use crate::spec::{CommandSpec, Effect, Invocation, Needs};
+use crate::spec::{CommandSpec, Effect, Invocation};
 use ntdbg_engine::live::{Resume, RunState};
 use ntdbg_engine::Session;
 
 /// Most steps one `p COUNT` / `t COUNT` takes.
 const MAX_STEPS: u64 = 1000;
-
-const fn run(
-    names: &'static [&'static str],
-    usage: &'static str,
-    summary: &'static str,
-    details: &'static str,
-    effect: Effect,
-    handler: crate::spec::Handler,
-) -> CommandSpec {
-    CommandSpec {
-        names,
-        usage,
-        summary,
-        details,
-        needs: Needs::Halted,
-        effect,
-        host_effect: false,
-        handler,
-    }
-}
 
 const GO_DETAILS: &str = "Resumes a live target and waits up to timeout_ms for the next stop; if \
 none comes the trailer says [target running] and the stop is shown later (wait_for_event, or at \
@@ -43,7 +23,7 @@ stop's exception to the program (like WinDbg's first-chance `g`); `gh` treats it
 `~N g` runs only thread N. `g =START` is not supported.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
-    run(
+    CommandSpec::acting(
         &["g", "gn", "gc"],
         "g [ADDR]",
         "go: resume the live target (until ADDR)",
@@ -51,7 +31,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Run,
         go,
     ),
-    run(
+    CommandSpec::acting(
         &["gh"],
         "gh",
         "go with the exception handled",
@@ -59,7 +39,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Run,
         go,
     ),
-    run(
+    CommandSpec::acting(
         &["gu"],
         "gu",
         "go up: run until the current function returns",
@@ -67,7 +47,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Run,
         go_up,
     ),
-    run(
+    CommandSpec::acting(
         &["p"],
         "p [COUNT]",
         "step over: one instruction, calls run to their end",
@@ -77,7 +57,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Step,
         step,
     ),
-    run(
+    CommandSpec::acting(
         &["t"],
         "t [COUNT]",
         "trace: one instruction, into calls",
@@ -85,7 +65,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Step,
         step,
     ),
-    run(
+    CommandSpec::acting(
         &["pa", "ta"],
         "pa ADDR",
         "step to an address",
