@@ -2,162 +2,43 @@
 //! small C program compiled by the test. Every test is bounded by timeouts and kills its
 //! gdbserver. Without `gdbserver` or `cc` on PATH the tests print a loud SKIP and pass.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use ntdbg_gdbremote::{
     BreakpointKind, BreakpointMethod, ClientOptions, GdbClient, ResumeAction, RunState, StopReason,
     StopReply,
 };
+use ntdbg_testutil::gdbserver::{live_program, GdbServer, LiveProgram};
 
-const PROGRAM: &str = r#"
-#include <unistd.h>
-volatile long ntdbg_counter;
-__attribute__((noinline)) void ntdbg_target_func(long x) { ntdbg_counter += x; }
-int main(void) {
-    for (;;) { ntdbg_target_func(1); usleep(1000); }
-    return 0;
-}
-"#;
-
-fn on_path(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
-}
-
-/// The test program and the addresses of its symbols, built once; `None` (with the reason
-/// printed) when the tools are missing.
+/// The test program (`testdata/live/live_target.c`, shared with the engine's live tests) and
+/// the two symbols these tests use; `None` (with a SKIP line) when the tools are missing.
 struct Program {
-    path: PathBuf,
+    prog: &'static LiveProgram,
     func: u64,
     counter: u64,
 }
 
-fn program() -> Option<&'static Program> {
-    static P: OnceLock<Option<Program>> = OnceLock::new();
-    P.get_or_init(|| {
-        for tool in ["gdbserver", "cc", "nm"] {
-            if on_path(tool).is_none() {
-                // Written to stderr directly, past the test harness's capture, so it shows.
-                use std::io::Write;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n*** SKIP gdbserver tests: `{tool}` is not on PATH \
-                     (apt-get install -y gdbserver gcc binutils) ***\n"
-                );
-                return None;
-            }
-        }
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gdbremote-prog");
-        std::fs::create_dir_all(&dir).ok()?;
-        let src = dir.join("loop.c");
-        let exe = dir.join("loop");
-        std::fs::write(&src, PROGRAM).ok()?;
-        let ok = Command::new("cc")
-            .args(["-g", "-O0", "-no-pie", "-fno-pie", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "cc failed to build the test program");
-        let nm = Command::new("nm").arg(&exe).output().expect("nm runs");
-        let text = String::from_utf8_lossy(&nm.stdout);
-        let sym = |name: &str| {
-            text.lines()
-                .find(|l| l.ends_with(&format!(" {name}")))
-                .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
-                .unwrap_or_else(|| panic!("nm: no {name}"))
-        };
-        Some(Program {
-            func: sym("ntdbg_target_func"),
-            counter: sym("ntdbg_counter"),
-            path: exe,
-        })
+fn program() -> Option<Program> {
+    let prog = live_program()?;
+    Some(Program {
+        prog,
+        func: prog.symbol("ntdbg_target_func"),
+        counter: prog.symbol("ntdbg_counter"),
     })
-    .as_ref()
 }
 
-/// A gdbserver child and its inferior, both killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-    inferior: Option<u32>,
+/// Starts gdbserver on the test program.
+fn start(prog: &Program) -> GdbServer {
+    GdbServer::start(prog.prog, &[])
 }
 
-impl Server {
-    fn start(prog: &Program) -> Server {
-        let mut child = Command::new("gdbserver")
-            .args(["--once", "127.0.0.1:0"])
-            .arg(&prog.path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("gdbserver starts");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut pid = None;
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some((_, p)) = line.split_once("created; pid = ") {
-                    pid = p.trim().parse::<u32>().ok();
-                }
-                if let Some(p) = line.strip_prefix("Listening on port ") {
-                    let _ = tx.send((p.trim().parse::<u16>().ok(), pid));
-                }
-            }
-        });
-        let (port, inferior) = match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok((Some(p), pid)) => (p, pid),
-            _ => {
-                let _ = child.kill();
-                panic!("gdbserver did not say which port it listens on");
-            }
-        };
-        Server {
-            child,
-            port,
-            inferior,
-        }
-    }
-
-    fn connect(&self) -> GdbClient {
-        let opts = ClientOptions {
-            timeout: Duration::from_secs(5),
-            ..ClientOptions::default()
-        };
-        GdbClient::connect(&format!("127.0.0.1:{}", self.port), opts).expect("connect")
-    }
-
-    /// Waits (bounded) for gdbserver to exit by itself.
-    fn exited_within(&mut self, t: Duration) -> bool {
-        let start = Instant::now();
-        while start.elapsed() < t {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // A detached inferior keeps running (and gdbserver waits for it): end both.
-        if let Some(pid) = self.inferior {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A client connected to `server`, with a 5 s deadline per reply.
+fn connect(server: &GdbServer) -> GdbClient {
+    let opts = ClientOptions {
+        timeout: Duration::from_secs(5),
+        ..ClientOptions::default()
+    };
+    GdbClient::connect(&format!("127.0.0.1:{}", server.port), opts).expect("connect")
 }
 
 fn rip(c: &mut GdbClient) -> u64 {
@@ -170,8 +51,8 @@ fn rip(c: &mut GdbClient) -> u64 {
 fn gdbserver_handshake_registers_memory_threads() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let mut server = Server::start(prog);
-    let mut c = server.connect();
+    let mut server = start(&prog);
+    let mut c = connect(&server);
     assert!(c.features().packet_size.is_some());
     assert!(c.features().supports("qXfer:features:read"));
     assert!(!c.ack_mode(), "gdbserver offers QStartNoAckMode");
@@ -239,8 +120,8 @@ fn gdbserver_handshake_registers_memory_threads() {
 fn gdbserver_breakpoint_continue_step_kill() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let mut server = Server::start(prog);
-    let mut c = server.connect();
+    let mut server = start(&prog);
+    let mut c = connect(&server);
     let how = c
         .insert_breakpoint(BreakpointKind::Software, prog.func, 1)
         .unwrap();
@@ -277,8 +158,8 @@ fn gdbserver_breakpoint_continue_step_kill() {
 fn gdbserver_interrupt_running_target_and_watchpoint() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let _server = Server::start(prog);
-    let mut c = _server.connect();
+    let _server = start(&prog);
+    let mut c = connect(&_server);
     c.resume(ResumeAction::Continue, None).unwrap();
     // Still running after a short wait: not an error.
     assert_eq!(c.wait_stop(Duration::from_millis(300)).unwrap(), None);
@@ -329,8 +210,8 @@ fn gdbserver_interrupt_running_target_and_watchpoint() {
 fn gdbserver_resume_then_immediate_kill() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let mut server = Server::start(prog);
-    let mut c = server.connect();
+    let mut server = start(&prog);
+    let mut c = connect(&server);
     c.resume(ResumeAction::Continue, None).unwrap();
     // `g` then an immediate `k`: the client interrupts, then kills; nothing hangs.
     c.kill().unwrap();
@@ -345,11 +226,10 @@ fn gdbserver_resume_then_immediate_kill() {
 fn gdbserver_dies_while_target_runs() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let mut server = Server::start(prog);
-    let mut c = server.connect();
+    let mut server = start(&prog);
+    let mut c = connect(&server);
     c.resume(ResumeAction::Continue, None).unwrap();
-    let _ = server.child.kill();
-    let _ = server.child.wait();
+    server.kill_server();
     let w = Instant::now();
     let err = c.wait_stop(Duration::from_secs(5)).unwrap_err();
     assert_eq!(err.code(), "disconnected", "{err}");
@@ -364,8 +244,8 @@ fn gdbserver_dies_while_target_runs() {
 fn gdbserver_break_in_and_resume_cycles() {
     let Some(prog) = program() else { return };
     let t = Instant::now();
-    let server = Server::start(prog);
-    let mut c = server.connect();
+    let server = start(&prog);
+    let mut c = connect(&server);
     for _ in 0..5 {
         c.resume(ResumeAction::Continue, None).unwrap();
         assert!(matches!(
