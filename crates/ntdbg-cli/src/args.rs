@@ -46,20 +46,13 @@ pub enum Command {
         #[arg(long)]
         offline: bool,
     },
-    /// Run WinDbg commands on a dump and print their output.
+    /// Run WinDbg commands on a dump (or a live target with --attach) and print their output.
     #[command(
         after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json"
     )]
     Run {
-        /// The dump file (.dmp).
-        #[arg(required_unless_present = "attach")]
-        dump: Option<PathBuf>,
-        /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
-        #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
-        attach: Option<String>,
-        /// With --attach: refuse run control, breakpoints and writes.
-        #[arg(long, requires = "attach")]
-        read_only: bool,
+        #[command(flatten)]
+        target: TargetArgs,
         /// Commands, separated by ';' or newlines (e.g. ".ecxr; kb").
         #[arg(long, short = 'c', value_name = "CMDS")]
         commands: String,
@@ -114,15 +107,8 @@ pub enum Command {
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
     Repl {
-        /// The dump file (.dmp).
-        #[arg(required_unless_present = "attach")]
-        dump: Option<PathBuf>,
-        /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
-        #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
-        attach: Option<String>,
-        /// With --attach: refuse run control, breakpoints and writes.
-        #[arg(long, requires = "attach")]
-        read_only: bool,
+        #[command(flatten)]
+        target: TargetArgs,
         /// Symbol path (see `analyze --help`).
         #[arg(long, short = 's', value_name = "PATH")]
         symbols: Option<String>,
@@ -193,4 +179,18 @@ impl From<ProfileArg> for ntdbg_mcp::Profile {
             ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
         }
     }
+}
+
+/// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
+#[derive(Debug, clap::Args)]
+pub struct TargetArgs {
+    /// The dump file (.dmp).
+    #[arg(required_unless_present = "attach")]
+    pub dump: Option<PathBuf>,
+    /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
+    #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
+    pub attach: Option<String>,
+    /// With --attach: refuse run control, breakpoints and writes.
+    #[arg(long, requires = "attach")]
+    pub read_only: bool,
 }

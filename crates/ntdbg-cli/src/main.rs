@@ -58,19 +58,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Run {
-            dump,
-            attach,
-            read_only,
+            target,
             commands,
             symbols,
             json,
             offline,
         } => {
-            let target = Target {
-                dump,
-                attach,
-                read_only,
-            };
             let mut session = target.open(symbols.as_deref(), offline)?;
             let status = run_commands(&mut session, &commands, json);
             detach(&session);
@@ -113,17 +106,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             )
         }
         Command::Repl {
-            dump,
-            attach,
-            read_only,
+            target,
             symbols,
             offline,
         } => {
-            let target = Target {
-                dump,
-                attach,
-                read_only,
-            };
             let mut session = target.open(symbols.as_deref(), offline)?;
             let _indicator = progress::Indicator::install(session.symbols());
             let ended = repl::run(&mut session);
@@ -215,14 +201,8 @@ fn mcp(
     Ok(ExitCode::SUCCESS)
 }
 
-/// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
-struct Target {
-    dump: Option<std::path::PathBuf>,
-    attach: Option<String>,
-    read_only: bool,
-}
-
-impl Target {
+impl args::TargetArgs {
+    /// Opens the dump, or attaches to the live target.
     fn open(&self, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
         match (&self.attach, &self.dump) {
             (Some(target), _) => {
