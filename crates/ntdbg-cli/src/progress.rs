@@ -7,7 +7,7 @@
 //! command output and `--json` stay clean; the MCP server installs no indicator.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -46,9 +46,11 @@ impl DownloadObserver for Observer {
     }
 }
 
-/// The indicator for one store; dropping it stops it and erases its line.
+/// The indicator for one store; dropping it stops it at once (no waiting out a tick) and
+/// erases its line.
 pub struct Indicator {
-    stop: Arc<AtomicBool>,
+    /// Dropped to stop the drawing thread: its wait ends when the channel disconnects.
+    stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -57,11 +59,10 @@ impl Indicator {
     pub fn install(store: &SymbolStore) -> Indicator {
         let observer = Arc::new(Observer::default());
         store.set_download_observer(Some(observer.clone()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let thread = std::thread::spawn(move || draw(&observer, &stop2));
+        let (stop, stopped) = mpsc::channel();
+        let thread = std::thread::spawn(move || draw(&observer, &stopped));
         Indicator {
-            stop,
+            stop: Some(stop),
             thread: Some(thread),
         }
     }
@@ -69,7 +70,7 @@ impl Indicator {
 
 impl Drop for Indicator {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             if let Err(e) = t.join() {
                 std::panic::resume_unwind(e);
@@ -78,13 +79,12 @@ impl Drop for Indicator {
     }
 }
 
-/// The drawing loop: until `stop`, shows the line when due.
-fn draw(observer: &Observer, stop: &AtomicBool) {
+/// The drawing loop: every [`TICK`] until `stopped` disconnects, shows the line when due.
+fn draw(observer: &Observer, stopped: &Receiver<()>) {
     let terminal = std::io::stderr().is_terminal();
     let mut shown = false;
     let mut last_log: Option<Instant> = None;
-    while !stop.load(Ordering::SeqCst) {
-        std::thread::sleep(TICK);
+    while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
         let line = {
             let latest = observer.0.lock().unwrap_or_else(|e| e.into_inner());
             latest
