@@ -13,7 +13,7 @@ impl Session {
     /// ([`ntdbg_symbols::PARALLEL_LOADS`]); later uses find them loaded.
     pub fn preload_symbols(&self, modules: &[&MinidumpModule]) {
         let target = self.target();
-        let read_image = |addr: u64, len: usize| target.read_exact(addr, len);
+        let read_image = |addr: u64, len: usize| crate::provider::read_image(target, addr, len);
         self.symbols().preload(modules, &read_image);
     }
 

@@ -5,7 +5,7 @@ use breakpad_symbols::{
     FileError, FileKind, FillSymbolError, FrameSymbolizer, FrameWalker, Module,
 };
 use minidump_unwind::SymbolProvider;
-use ntdbg_symbols::{ModuleSymbols, SymbolStatus, SymbolStore};
+use ntdbg_symbols::{ModuleSymbols, SharedBytes, SymbolStatus, SymbolStore};
 use ntdbg_targets::Target;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,8 +34,17 @@ pub(crate) fn load_module_symbols(
     symbols: &SymbolStore,
     module: &minidump::MinidumpModule,
 ) -> Arc<ModuleSymbols> {
-    let read_image = |addr: u64, len: usize| target.read_exact(addr, len);
+    let read_image = |addr: u64, len: usize| read_image(target, addr, len);
     symbols.module(module, &read_image)
+}
+
+/// `len` bytes of a module's image at `addr` in the target's memory: borrowed from the
+/// dump's mapping when they lie in one captured run (no copy of a whole image), else copied.
+pub(crate) fn read_image(target: &dyn Target, addr: u64, len: usize) -> Option<SharedBytes> {
+    if let Some((owner, range)) = target.shared_bytes(addr, len) {
+        return SharedBytes::new(owner, range);
+    }
+    target.read_exact(addr, len).map(SharedBytes::from)
 }
 
 #[async_trait]

@@ -7,10 +7,11 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use ntdbg_formats::pe::{map_file_image, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE};
 use ntdbg_formats::FormatError;
+
+use crate::SharedBytes;
 
 /// Where an image's bytes came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub enum ImageSource {
 #[derive(Debug)]
 pub(crate) struct MappedImage {
     /// The bytes, offset = RVA. Unread pages are zero and not in `valid`.
-    pub bytes: Arc<[u8]>,
+    pub bytes: SharedBytes,
     /// Sorted, disjoint RVA ranges that hold real data.
     pub valid: Vec<Range<u32>>,
     /// The parsed headers.
@@ -53,7 +54,7 @@ impl MappedImage {
     /// else the headers and then section by section. `None` when not even the headers are
     /// there.
     pub fn from_memory(
-        read: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+        read: &dyn Fn(u64, usize) -> Option<SharedBytes>,
         base: u64,
         size: u32,
     ) -> Result<Option<MappedImage>, FormatError> {
@@ -63,7 +64,7 @@ impl MappedImage {
         if let Some(bytes) = read(base, size as usize).filter(|b| b.len() == size as usize) {
             let info = PeInfo::parse(&bytes, PeLayout::Mapped)?;
             return Ok(Some(MappedImage {
-                bytes: bytes.into(),
+                bytes,
                 valid: vec![Range {
                     start: 0,
                     end: size,
@@ -96,7 +97,7 @@ impl MappedImage {
         // Only lay out the whole image when the dump holds more than its headers: a dump
         // that captured headers alone must not cost SizeOfImage bytes of memory.
         let mut bytes = if sections.is_empty() {
-            header.clone()
+            header.to_vec()
         } else {
             vec![0u8; size as usize]
         };
@@ -165,14 +166,14 @@ mod tests {
             .clone();
         // A dump that holds everything except .text.
         let bytes = full.bytes.clone();
-        let read = move |addr: u64, len: usize| -> Option<Vec<u8>> {
+        let read = move |addr: u64, len: usize| -> Option<SharedBytes> {
             let rva = addr.checked_sub(base)? as usize;
             let text_range =
                 text.virtual_address as usize..(text.virtual_address + text.virtual_size) as usize;
             if rva < text_range.end && rva + len > text_range.start {
                 return None;
             }
-            bytes.get(rva..rva + len).map(<[u8]>::to_vec)
+            bytes.get(rva..rva + len).map(|b| b.to_vec().into())
         };
         let image = MappedImage::from_memory(&read, base, full.info.size_of_image)
             .unwrap()
@@ -191,7 +192,7 @@ mod tests {
         assert!(image.is_valid(pdata.rva, pdata.size));
         assert!(!image.is_valid(u32::MAX, 2));
         // Nothing readable: no image.
-        let nothing = |_: u64, _: usize| -> Option<Vec<u8>> { None };
+        let nothing = |_: u64, _: usize| -> Option<SharedBytes> { None };
         assert!(MappedImage::from_memory(&nothing, base, 0x5c000)
             .unwrap()
             .is_none());

@@ -27,6 +27,7 @@ use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
 use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
+use crate::SharedBytes;
 use crate::{SymbolError, SymbolPath};
 use ntdbg_formats::pe::{Machine, PeLayout};
 
@@ -122,7 +123,7 @@ struct Loaded {
 pub(crate) fn load_module(
     path: &SymbolPath,
     module: &MinidumpModule,
-    read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
     codeview_paths: bool,
     downloads: &mut Downloads<'_>,
 ) -> ModuleSymbols {
@@ -421,7 +422,7 @@ fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolE
 
 fn image_from_memory(
     ident: &Identity,
-    read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+    read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
     tried: &mut Vec<String>,
 ) -> Option<MappedImage> {
     let what = format!("{} image in dump memory", ident.code_name);

@@ -9,6 +9,7 @@ use minidump::{MinidumpModule, Module};
 
 use crate::download::{DownloadState, Downloads, DEFAULT_TIMEOUT};
 use crate::load::load_module;
+use crate::SharedBytes;
 use crate::{DownloadObserver, ModuleSymbols, SymbolPath};
 
 /// Most modules [`SymbolStore::preload`] loads at once (each may wait on a symbol server).
@@ -16,7 +17,7 @@ pub const PARALLEL_LOADS: usize = 8;
 
 /// Reads `len` bytes of target memory at an address, all or nothing; callable from several
 /// threads.
-pub type ReadImage<'a> = &'a (dyn Fn(u64, usize) -> Option<Vec<u8>> + Sync);
+pub type ReadImage<'a> = &'a (dyn Fn(u64, usize) -> Option<SharedBytes> + Sync);
 
 /// Cache key: a module is its base, size and name (one dump never reuses a base for a
 /// different module; the extra fields guard against mixing dumps).
@@ -127,7 +128,7 @@ impl SymbolStore {
     pub fn module(
         &self,
         module: &MinidumpModule,
-        read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+        read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
     ) -> Arc<ModuleSymbols> {
         self.cell(module)
             .get_or_init(|| {
@@ -185,7 +186,7 @@ impl SymbolStore {
     fn load(
         &self,
         module: &MinidumpModule,
-        read_image: &dyn Fn(u64, usize) -> Option<Vec<u8>>,
+        read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
     ) -> Arc<ModuleSymbols> {
         let path = self.path();
         let codeview_paths = self.codeview_paths.load(Ordering::Relaxed);

@@ -11,7 +11,7 @@
 //! Registers restored: x64 `rip`, `rsp` and the non-volatile integer registers (`rbx`, `rbp`,
 //! `rsi`, `rdi`, `r12`–`r15`); ARM64 `pc`, `sp`, `fp`, `lr` and `x19`–`x28`.
 
-use std::ops::{Deref, Range};
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
@@ -25,23 +25,10 @@ use ntdbg_formats::pe::pdata::{
 use ntdbg_formats::pe::Machine;
 
 use crate::image::MappedImage;
+use crate::SharedBytes;
 
 /// Longest `UNWIND_INFO` chain followed.
 const MAX_CHAIN: usize = 32;
-
-/// A view of part of an image, as framehop wants section data.
-#[derive(Clone, Debug)]
-struct ImageSlice {
-    data: Arc<[u8]>,
-    range: Range<usize>,
-}
-
-impl Deref for ImageSlice {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        self.data.get(self.range.clone()).unwrap_or(&[])
-    }
-}
 
 /// x64 non-volatile registers: walker name and framehop register.
 const X64_NONVOLATILE: [(&str, Reg); 8] = [
@@ -70,7 +57,7 @@ pub(crate) struct PeUnwinder {
 enum Arch {
     X64 {
         functions: Vec<RuntimeFunctionX64>,
-        unwinder: Box<UnwinderX86_64<ImageSlice>>,
+        unwinder: Box<UnwinderX86_64<SharedBytes>>,
         cache: Mutex<CacheX86_64>,
     },
     Arm64 {
@@ -95,11 +82,11 @@ impl std::fmt::Debug for PeUnwinder {
 /// framehop's view of the image: `.pdata` is the cleaned entry list, and both the unwind data
 /// and the code are the whole image (RVA = offset; base SVMA 0).
 struct Sections {
-    pdata: Arc<[u8]>,
-    image: Arc<[u8]>,
+    pdata: SharedBytes,
+    image: SharedBytes,
 }
 
-impl ModuleSectionInfo<ImageSlice> for Sections {
+impl ModuleSectionInfo<SharedBytes> for Sections {
     fn base_svma(&self) -> u64 {
         0
     }
@@ -110,14 +97,12 @@ impl ModuleSectionInfo<ImageSlice> for Sections {
             _ => None,
         }
     }
-    fn section_data(&mut self, name: &[u8]) -> Option<ImageSlice> {
-        let data = match name {
-            b".pdata" => self.pdata.clone(),
-            b".rdata" | b".text" => self.image.clone(),
-            _ => return None,
-        };
-        let range = 0..data.len();
-        Some(ImageSlice { data, range })
+    fn section_data(&mut self, name: &[u8]) -> Option<SharedBytes> {
+        match name {
+            b".pdata" => Some(self.pdata.clone()),
+            b".rdata" | b".text" => Some(self.image.clone()),
+            _ => None,
+        }
     }
 }
 
@@ -213,7 +198,7 @@ impl PeUnwinder {
         &self,
         base: u64,
         functions: &[RuntimeFunctionX64],
-        unwinder: &UnwinderX86_64<ImageSlice>,
+        unwinder: &UnwinderX86_64<SharedBytes>,
         cache: &Mutex<CacheX86_64>,
         walker: &mut dyn FrameWalker,
     ) -> Option<()> {

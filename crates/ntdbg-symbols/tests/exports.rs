@@ -6,7 +6,7 @@ mod common;
 use common::{no_memory, testdata, Scratch};
 use minidump::MinidumpModule;
 use ntdbg_formats::pe::{PeInfo, PeLayout};
-use ntdbg_symbols::{SymbolPath, SymbolStatus, SymbolStore};
+use ntdbg_symbols::{SharedBytes, SymbolPath, SymbolStatus, SymbolStore};
 
 const DLL: &str = "rizin-testbins/pe/microsoft_seh_tests/x64/xframe_eh_dll.dll";
 const BASE: u64 = 0x1_8000_0000;
@@ -70,11 +70,11 @@ fn exports_from_dump_memory() {
     let bytes = std::fs::read(testdata(DLL)).unwrap();
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     let mapped = ntdbg_formats::pe::map_file_image(&bytes, &pe).unwrap();
-    let read = move |addr: u64, len: usize| -> Option<Vec<u8>> {
+    let read = move |addr: u64, len: usize| -> Option<SharedBytes> {
         let start = usize::try_from(addr.checked_sub(BASE)?).ok()?;
         mapped
             .get(start..start.checked_add(len)?)
-            .map(<[u8]>::to_vec)
+            .map(|b| b.to_vec().into())
     };
     let empty = Scratch::new("exports-empty");
     let store = SymbolStore::new(SymbolPath::parse(&empty.path_text()).unwrap());
@@ -107,12 +107,12 @@ fn wine_system_dlls_in_a_full_memory_dump() {
     if let Ok(list) = dump.get_stream::<minidump::MinidumpMemory64List>() {
         regions.extend(list.iter().map(|m| (m.base_address, m.bytes.to_vec())));
     }
-    let read = move |addr: u64, len: usize| -> Option<Vec<u8>> {
+    let read = move |addr: u64, len: usize| -> Option<SharedBytes> {
         regions.iter().find_map(|(base, bytes)| {
             let start = usize::try_from(addr.checked_sub(*base)?).ok()?;
             bytes
                 .get(start..start.checked_add(len)?)
-                .map(<[u8]>::to_vec)
+                .map(|b| b.to_vec().into())
         })
     };
     let modules = dump.get_stream::<minidump::MinidumpModuleList>().unwrap();

@@ -11,7 +11,7 @@ use minidump::{
     Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo,
 };
 use ntdbg_formats::pe::{map_file_image, PeInfo, PeLayout};
-use ntdbg_symbols::{ImageSource, ModuleSymbols, SymbolPath, SymbolStore};
+use ntdbg_symbols::{ImageSource, ModuleSymbols, SharedBytes, SymbolPath, SymbolStore};
 
 /// The crashing thread's registers, the dump's memory, and the module holding `name`.
 fn crash_state(rel: &str, word: u64) -> (TestWalker, minidump::MinidumpModule) {
@@ -108,7 +108,7 @@ fn x86_frames_from_stack_win_match_minidump_stackwalk() {
 }
 
 /// Serves crashy.exe's mapped image at its base, except the byte ranges in `holes`.
-fn memory_image(holes: Vec<std::ops::Range<u64>>) -> impl Fn(u64, usize) -> Option<Vec<u8>> {
+fn memory_image(holes: Vec<std::ops::Range<u64>>) -> impl Fn(u64, usize) -> Option<SharedBytes> {
     let file = std::fs::read(testdata("winelab/x64/crashy.exe")).unwrap();
     let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
     let image = map_file_image(&file, &pe).unwrap();
@@ -118,7 +118,9 @@ fn memory_image(holes: Vec<std::ops::Range<u64>>) -> impl Fn(u64, usize) -> Opti
         if holes.iter().any(|h| rva < h.end && end > h.start) {
             return None;
         }
-        image.get(rva as usize..end as usize).map(<[u8]>::to_vec)
+        image
+            .get(rva as usize..end as usize)
+            .map(|b| SharedBytes::from(b.to_vec()))
     }
 }
 
@@ -207,9 +209,9 @@ fn arm64_glue_matches_the_formats_unwinder() {
     let image = map_file_image(&file, &pe).unwrap();
     let base = 0x7ff6_0000_0000u64;
     let served = image.clone();
-    let read = move |addr: u64, len: usize| -> Option<Vec<u8>> {
+    let read = move |addr: u64, len: usize| -> Option<SharedBytes> {
         let rva = usize::try_from(addr.checked_sub(base)?).ok()?;
-        served.get(rva..rva + len).map(<[u8]>::to_vec)
+        served.get(rva..rva + len).map(|b| b.to_vec().into())
     };
     let module = minidump::MinidumpModule::new(base, pe.size_of_image, r"C:\test.exe");
     let empty = Scratch::new("arm64");

@@ -30,7 +30,7 @@ mod user_dump;
 pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
-pub use memory::{MemoryRegion, MemoryView};
+pub use memory::{MemoryRegion, MemoryView, SharedOwner};
 pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 pub use user_dump::UserDump;
 

@@ -1,6 +1,11 @@
 //! Virtual memory as a target exposes it: contiguous present chunks, holes reported.
 
 use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Whatever holds bytes that [`MemoryView::shared_bytes`] lends (a dump's memory mapping).
+pub type SharedOwner = Arc<dyn AsRef<[u8]> + Send + Sync>;
 
 /// One contiguous range of memory captured in a target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +36,13 @@ pub trait MemoryView {
 
     /// The captured memory regions, sorted by base address.
     fn regions(&self) -> Vec<MemoryRegion>;
+
+    /// Exactly `len` bytes from `addr` without copying them: their owner (a memory-mapped
+    /// dump) and where they lie in it. `None` when they are not one contiguous captured run
+    /// of an owner that can be shared; [`MemoryView::read_exact`] copies instead.
+    fn shared_bytes(&self, _addr: u64, _len: usize) -> Option<(SharedOwner, Range<usize>)> {
+        None
+    }
 
     /// `len` bytes from `addr`, each `None` where the target has no data.
     fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {

@@ -1,7 +1,7 @@
 //! The user-mode minidump target.
 
 use crate::error::TargetError;
-use crate::memory::{MemoryRegion, MemoryView};
+use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
 use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
 use memmap2::Mmap;
@@ -12,7 +12,9 @@ use minidump::{
 };
 use std::borrow::Cow;
 use std::fs::File;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Where one captured memory range lives in the file.
 #[derive(Debug, Clone, Copy)]
@@ -25,7 +27,7 @@ struct MappedRange {
 #[derive(Debug)]
 pub struct UserDump {
     origin: String,
-    map: Mmap,
+    map: Arc<Mmap>,
     ranges: Vec<MappedRange>,
     arch: Arch,
     system: SystemFacts,
@@ -172,7 +174,7 @@ impl UserDump {
         drop(dump);
         Ok(UserDump {
             origin: path.display().to_string(),
-            map,
+            map: Arc::new(map),
             ranges,
             arch,
             system,
@@ -262,6 +264,35 @@ impl MemoryView for UserDump {
 
     fn regions(&self) -> Vec<MemoryRegion> {
         self.ranges.iter().map(|r| r.region).collect()
+    }
+
+    fn shared_bytes(&self, addr: u64, len: usize) -> Option<(SharedOwner, Range<usize>)> {
+        // A full-memory dump splits an image into several ranges (one per protection) that
+        // follow each other in the file too: lend the run while both stay contiguous.
+        let idx = self.ranges.partition_point(|r| r.region.base <= addr);
+        let first = self.ranges.get(idx.checked_sub(1)?)?;
+        if !first.region.contains(addr) {
+            return None;
+        }
+        let skip = usize::try_from(addr - first.region.base).ok()?;
+        let start = first.file_offset.checked_add(skip)?;
+        let end = start.checked_add(len)?;
+        let mut covered = first
+            .file_offset
+            .checked_add(usize::try_from(first.region.size).ok()?)?;
+        let mut next_base = first.region.base.checked_add(first.region.size)?;
+        for r in self.ranges.get(idx..)? {
+            if covered >= end {
+                break;
+            }
+            if r.region.base != next_base || r.file_offset != covered {
+                return None;
+            }
+            covered = covered.checked_add(usize::try_from(r.region.size).ok()?)?;
+            next_base = next_base.checked_add(r.region.size)?;
+        }
+        let owner: SharedOwner = self.map.clone();
+        (covered >= end && end <= self.map.len()).then_some((owner, start..end))
     }
 }
 

@@ -11,6 +11,7 @@ use breakpad_symbols::FrameWalker;
 use minidump::format::{CV_INFO_PDB70, GUID};
 use minidump::{CodeView, MinidumpModule};
 use ntdbg_formats::store::parse_debug_id;
+use ntdbg_symbols::SharedBytes;
 
 pub use ntdbg_testutil::testdata;
 
@@ -107,7 +108,7 @@ pub fn crashy_x64_wine_module() -> MinidumpModule {
 }
 
 /// No dump memory at all.
-pub fn no_memory(_: u64, _: usize) -> Option<Vec<u8>> {
+pub fn no_memory(_: u64, _: usize) -> Option<SharedBytes> {
     None
 }
 
