@@ -36,6 +36,16 @@ pub(crate) fn public_name(raw: &str, x86: bool) -> Undecorated {
     }
 }
 
+/// The display name of an exported function: [`public_name`] without the x86 rules (the export
+/// table holds names as the linker exports them), reusing `raw` when it needs no change.
+pub(crate) fn export_name(raw: String) -> String {
+    if raw.starts_with('?') {
+        public_name(&raw, false).name
+    } else {
+        raw
+    }
+}
+
 /// The display name of a 32-bit x86 assembly (MASM) procedure. Its symbol record holds the
 /// name as assembled: calling-convention decoration (`@f@8`, `_f@8`) is removed, a C
 /// underscore is removed from `__f` but `_f` is kept (`__SEH_prolog4` → `_SEH_prolog4`,

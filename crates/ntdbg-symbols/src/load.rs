@@ -297,42 +297,35 @@ fn export_symbols(
             return None;
         }
     };
-    let mut text = format!(
-        "MODULE windows {} {} {}\n",
-        match img.info.machine {
-            Machine::X86 => "x86",
-            Machine::Arm64 => "arm64",
-            _ => "x86_64",
-        },
-        pdb.map_or_else(|| img.info.image_key(), PdbIdentity::key),
-        pdb.map_or(ident.code_name.as_str(), |p| p.name.as_str()),
-    );
-    let mut count = 0usize;
-    for e in exports
-        .iter()
+    let arch = match img.info.machine {
+        Machine::X86 => "x86",
+        Machine::Arm64 => "arm64",
+        _ => "x86_64",
+    };
+    let key = pdb.map_or_else(|| img.info.image_key(), PdbIdentity::key);
+    let name = pdb.map_or(ident.code_name.as_str(), |p| p.name.as_str());
+    let publics = exports
+        .into_iter()
         .filter(|e| e.forwarder.is_none() && e.rva != 0)
-    {
-        let name = match &e.name {
-            Some(n) => demangle::public_name(n, false).name,
-            None => format!("Ordinal{}", e.ordinal),
-        };
-        if name.chars().any(char::is_control) {
-            continue;
-        }
-        text.push_str(&format!("PUBLIC {:x} 0 {name}\n", e.rva));
-        count += 1;
-    }
-    if count == 0 {
-        tried.push(format!("{source}: the export table names no code"));
-        return None;
-    }
-    let symbols = match SymbolFile::from_bytes(text.as_bytes()) {
+        .filter_map(|e| {
+            let name = match e.name {
+                Some(n) => demangle::export_name(n),
+                None => format!("Ordinal{}", e.ordinal),
+            };
+            (!name.chars().any(char::is_control)).then_some((u64::from(e.rva), name))
+        });
+    let symbols = match publics_only_symbol_file(arch, &key, name, publics) {
         Ok(s) => s,
         Err(e) => {
             tried.push(format!("{source}: export symbols did not parse: {e}"));
             return None;
         }
     };
+    let count = symbols.publics.len();
+    if count == 0 {
+        tried.push(format!("{source}: the export table names no code"));
+        return None;
+    }
     tried.push(format!("{source}: {count} exports loaded (export symbols)"));
     Some(Loaded {
         status: SymbolStatus::ExportSymbols,
@@ -340,6 +333,41 @@ fn export_symbols(
         symbols,
         data: Vec::new(),
     })
+}
+
+/// A symbol file holding only `publics` (RVA, name), built directly instead of written out as
+/// Breakpad text and parsed back (that round trip was a tenth of a full-memory dump's
+/// `analyze`). `breakpad_symbols` lets its types be built only by its parser, so one parsed
+/// `PUBLIC` line serves as the template the others are copied from. Line breaks in `name`
+/// become spaces.
+fn publics_only_symbol_file(
+    arch: &str,
+    key: &str,
+    name: &str,
+    publics: impl Iterator<Item = (u64, String)>,
+) -> Result<SymbolFile, breakpad_symbols::SymbolError> {
+    let name = name.replace(['\r', '\n'], " ");
+    let text = format!("MODULE windows {arch} {key} {name}\nPUBLIC 0 0 template\n");
+    let mut symbols = SymbolFile::from_bytes(text.as_bytes())?;
+    let Some(mut template) = symbols.publics.pop() else {
+        return Err(breakpad_symbols::SymbolError::ParseError(
+            "the template PUBLIC line did not parse",
+            2,
+        ));
+    };
+    // An empty name: copying the template then allocates nothing.
+    template.name = String::new();
+    symbols.publics = publics
+        .map(|(address, name)| {
+            let mut public = template.clone();
+            public.address = address;
+            public.name = name;
+            public
+        })
+        .collect();
+    // Sorted as the parser leaves them: lookups rely on the order.
+    symbols.publics.sort();
+    Ok(symbols)
 }
 
 /// The export directory's index in the data directories.

@@ -1,7 +1,10 @@
 //! Finding candidate files in search directories: plain and symbol-store layout, matching
 //! names case-insensitively (Windows names on Linux disks), and `file.ptr` redirections.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use ntdbg_formats::store::store_components;
 
@@ -35,19 +38,76 @@ pub(crate) fn child_ci(dir: &Path, name: &str) -> Option<PathBuf> {
     if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']) {
         return None;
     }
-    let exact = dir.join(name);
-    if exact.exists() {
-        return Some(exact);
+    match listing(dir) {
+        Some(listing) => listing.spelling(name).map(|n| dir.join(n)),
+        // Unlistable (no read permission, say): only the exact spelling can be found.
+        None => Some(dir.join(name)).filter(|p| p.exists()),
     }
-    let entries = std::fs::read_dir(dir).ok()?;
-    entries
-        .filter_map(Result::ok)
-        .find(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.eq_ignore_ascii_case(name))
-        })
-        .map(|e| e.path())
+}
+
+/// The names in one directory, by lower-cased name, as of its modification time.
+struct Listing {
+    modified: SystemTime,
+    /// Lower-cased name → the on-disk spellings, in directory order.
+    names: HashMap<String, Vec<String>>,
+}
+
+impl Listing {
+    /// `name` as spelled on disk: exactly, else the first case-insensitive match.
+    fn spelling(&self, name: &str) -> Option<&str> {
+        let spellings = self.names.get(&name.to_lowercase())?;
+        spellings
+            .iter()
+            .find(|s| *s == name)
+            .or_else(|| spellings.first())
+            .map(String::as_str)
+    }
+}
+
+/// Directories kept listed; the cache is emptied when it would grow past this.
+const MAX_LISTED_DIRS: usize = 1024;
+/// A directory changed this recently may change again within its timestamp's granularity
+/// (file systems stamp with a coarse clock), so its listing is not kept.
+const SETTLED_AFTER: Duration = Duration::from_secs(2);
+
+/// Listings by directory. Each lookup costs one `stat` of the directory instead of a full
+/// listing per candidate name: a symbol cache holds thousands of folders and every module is
+/// looked for under several names. A listing is used only while the directory's modification
+/// time is unchanged, so files added later are found.
+static LISTINGS: Mutex<Option<HashMap<PathBuf, Arc<Listing>>>> = Mutex::new(None);
+
+/// The listing of `dir`, from the cache when the directory has not changed since.
+fn listing(dir: &Path) -> Option<Arc<Listing>> {
+    let meta = std::fs::metadata(dir).ok()?;
+    if !meta.is_dir() {
+        return None;
+    }
+    let modified = meta.modified().ok();
+    let mut cache = LISTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if let (Some(modified), Some(listed)) = (modified, cache.as_ref().and_then(|c| c.get(dir))) {
+        if listed.modified == modified {
+            return Some(listed.clone());
+        }
+    }
+    let mut names: HashMap<String, Vec<String>> = HashMap::new();
+    for entry in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
+        if let Ok(name) = entry.file_name().into_string() {
+            names.entry(name.to_lowercase()).or_default().push(name);
+        }
+    }
+    let settled = modified.filter(|m| m.elapsed().is_ok_and(|age| age >= SETTLED_AFTER));
+    let listing = Arc::new(Listing {
+        modified: settled.unwrap_or(SystemTime::UNIX_EPOCH),
+        names,
+    });
+    if settled.is_some() {
+        let cache = cache.get_or_insert_with(HashMap::new);
+        if cache.len() >= MAX_LISTED_DIRS {
+            cache.clear();
+        }
+        cache.insert(dir.to_path_buf(), listing.clone());
+    }
+    Some(listing)
 }
 
 /// Follows `components` below `root`, each matched case-insensitively.
@@ -165,5 +225,26 @@ mod tests {
         assert!(notes[1].contains("not a usable CAB file"), "{notes:?}");
         assert!(child_ci(&root, "../etc").is_none());
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn kept_listings_see_files_added_later_and_prefer_the_exact_spelling() {
+        let dir = std::env::temp_dir().join(format!("ntdbg-listing-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("Crashy.PDB"), b"x").unwrap();
+        std::fs::write(dir.join("crashy.pdb"), b"x").unwrap();
+        // An hour old: settled, so its listing is kept.
+        let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+        assert_eq!(child_ci(&dir, "crashy.pdb"), Some(dir.join("crashy.pdb")));
+        assert_eq!(child_ci(&dir, "Crashy.PDB"), Some(dir.join("Crashy.PDB")));
+        assert!(child_ci(&dir, "ntdll.pdb").is_none());
+        // Adding a file changes the folder's time: the kept listing is not used.
+        std::fs::write(dir.join("NTDLL.pdb"), b"x").unwrap();
+        assert_eq!(child_ci(&dir, "ntdll.pdb"), Some(dir.join("NTDLL.pdb")));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

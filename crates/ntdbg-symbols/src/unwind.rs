@@ -106,6 +106,34 @@ impl ModuleSectionInfo<SharedBytes> for Sections {
     }
 }
 
+/// The exception directory as framehop needs it: entries valid and sorted. A clean directory
+/// (the usual case) is lent from the image as it is; otherwise `functions`, the entries kept
+/// and sorted, are written out again.
+fn clean_pdata_x64(
+    image: &SharedBytes,
+    rva: usize,
+    pdata: &[u8],
+    functions: &[RuntimeFunctionX64],
+) -> SharedBytes {
+    let begins = pdata
+        .chunks_exact(12)
+        .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
+    if functions.len() * 12 == pdata.len() && begins.is_sorted() {
+        if let Some(lent) = image.slice(rva..rva + pdata.len()) {
+            return lent;
+        }
+    }
+    let cleaned: Vec<u8> = functions
+        .iter()
+        .flat_map(|f| {
+            [f.begin, f.end, f.unwind_info]
+                .into_iter()
+                .flat_map(u32::to_le_bytes)
+        })
+        .collect();
+    cleaned.into()
+}
+
 impl PeUnwinder {
     /// Unwind tables for an image loaded at `base`; `None` when the image has no usable
     /// exception directory or is not x64/ARM64.
@@ -125,17 +153,9 @@ impl PeUnwinder {
                 if functions.is_empty() {
                     return None;
                 }
-                let cleaned: Vec<u8> = functions
-                    .iter()
-                    .flat_map(|f| {
-                        [f.begin, f.end, f.unwind_info]
-                            .into_iter()
-                            .flat_map(u32::to_le_bytes)
-                    })
-                    .collect();
                 let mut unwinder = UnwinderX86_64::new();
                 let sections = Sections {
-                    pdata: cleaned.into(),
+                    pdata: clean_pdata_x64(&image.bytes, dir.rva as usize, pdata, &functions),
                     image: image.bytes.clone(),
                 };
                 let end = base.checked_add(u64::from(size))?;
