@@ -8,7 +8,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -28,51 +28,86 @@ struct Latest {
     busy_since: Option<Instant>,
 }
 
+/// The drawing thread, started by the first request: runs without downloads start none.
+enum Drawer {
+    NotStarted,
+    Running {
+        /// Dropped to stop the thread: its wait ends when the channel disconnects.
+        stop: Sender<()>,
+        thread: JoinHandle<()>,
+    },
+    Stopped,
+}
+
 /// Receives the store's progress (on its loading threads).
-#[derive(Default)]
-struct Observer(Mutex<Latest>);
+struct Observer {
+    latest: Mutex<Latest>,
+    drawer: Mutex<Drawer>,
+    /// Itself, for the drawing thread it starts.
+    me: Weak<Observer>,
+}
+
+impl Observer {
+    /// Starts the drawing thread unless it runs or has been stopped.
+    fn start_drawing(&self) {
+        let mut drawer = self.drawer.lock().unwrap_or_else(|e| e.into_inner());
+        let (Drawer::NotStarted, Some(me)) = (&*drawer, self.me.upgrade()) else {
+            return;
+        };
+        let (stop, stopped) = mpsc::channel();
+        let thread = std::thread::spawn(move || draw(&me, &stopped));
+        *drawer = Drawer::Running { stop, thread };
+    }
+}
 
 impl DownloadObserver for Observer {
     fn progress(&self, progress: &DownloadProgress) {
-        let mut latest = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut latest = self.latest.lock().unwrap_or_else(|e| e.into_inner());
         latest.progress = progress.clone();
         if progress.transfers.is_empty() {
             if progress.is_idle() {
                 latest.busy_since = None;
             }
-        } else {
-            latest.busy_since.get_or_insert_with(Instant::now);
+            return;
         }
+        latest.busy_since.get_or_insert_with(Instant::now);
+        drop(latest);
+        self.start_drawing();
     }
 }
 
 /// The indicator for one store; dropping it stops it at once (no waiting out a tick) and
 /// erases its line.
 pub struct Indicator {
-    /// Dropped to stop the drawing thread: its wait ends when the channel disconnects.
-    stop: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    observer: Arc<Observer>,
 }
 
 impl Indicator {
     /// Starts following `store`'s downloads.
     pub fn install(store: &SymbolStore) -> Indicator {
-        let observer = Arc::new(Observer::default());
+        let observer = Arc::new_cyclic(|me| Observer {
+            latest: Mutex::default(),
+            drawer: Mutex::new(Drawer::NotStarted),
+            me: me.clone(),
+        });
         store.set_download_observer(Some(observer.clone()));
-        let (stop, stopped) = mpsc::channel();
-        let thread = std::thread::spawn(move || draw(&observer, &stopped));
-        Indicator {
-            stop: Some(stop),
-            thread: Some(thread),
-        }
+        Indicator { observer }
     }
 }
 
 impl Drop for Indicator {
     fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            if let Err(e) = t.join() {
+        let drawer = {
+            let mut drawer = self
+                .observer
+                .drawer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            std::mem::replace(&mut *drawer, Drawer::Stopped)
+        };
+        if let Drawer::Running { stop, thread } = drawer {
+            drop(stop);
+            if let Err(e) = thread.join() {
                 std::panic::resume_unwind(e);
             }
         }
@@ -86,7 +121,7 @@ fn draw(observer: &Observer, stopped: &Receiver<()>) {
     let mut last_log: Option<Instant> = None;
     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
         let line = {
-            let latest = observer.0.lock().unwrap_or_else(|e| e.into_inner());
+            let latest = observer.latest.lock().unwrap_or_else(|e| e.into_inner());
             latest
                 .busy_since
                 .filter(|since| since.elapsed() >= SHOW_AFTER)
