@@ -45,17 +45,18 @@ pub(crate) fn child_ci(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
-/// The names in one directory, by lower-cased name, as of its modification time.
+/// The names in one directory, by ASCII-lower-cased name, as of its modification time
+/// (`UNIX_EPOCH` when it was too recent to keep).
 struct Listing {
     modified: SystemTime,
-    /// Lower-cased name → the on-disk spellings, in directory order.
+    /// ASCII-lower-cased name → the on-disk spellings, in directory order.
     names: HashMap<String, Vec<String>>,
 }
 
 impl Listing {
-    /// `name` as spelled on disk: exactly, else the first case-insensitive match.
+    /// `name` as spelled on disk: exactly, else the first match ignoring ASCII case.
     fn spelling(&self, name: &str) -> Option<&str> {
-        let spellings = self.names.get(&name.to_lowercase())?;
+        let spellings = self.names.get(&name.to_ascii_lowercase())?;
         spellings
             .iter()
             .find(|s| *s == name)
@@ -83,16 +84,21 @@ fn listing(dir: &Path) -> Option<Arc<Listing>> {
         return None;
     }
     let modified = meta.modified().ok();
-    let mut cache = LISTINGS.lock().unwrap_or_else(|e| e.into_inner());
-    if let (Some(modified), Some(listed)) = (modified, cache.as_ref().and_then(|c| c.get(dir))) {
-        if listed.modified == modified {
-            return Some(listed.clone());
-        }
+    let kept = |cache: &Option<HashMap<PathBuf, Arc<Listing>>>| {
+        let listed = cache.as_ref()?.get(dir)?;
+        (Some(listed.modified) == modified).then(|| listed.clone())
+    };
+    if let Some(listed) = kept(&LISTINGS.lock().unwrap_or_else(|e| e.into_inner())) {
+        return Some(listed);
     }
+    // Listed without the lock held: a large folder must not hold up lookups elsewhere.
     let mut names: HashMap<String, Vec<String>> = HashMap::new();
     for entry in std::fs::read_dir(dir).ok()?.filter_map(Result::ok) {
         if let Ok(name) = entry.file_name().into_string() {
-            names.entry(name.to_lowercase()).or_default().push(name);
+            names
+                .entry(name.to_ascii_lowercase())
+                .or_default()
+                .push(name);
         }
     }
     let settled = modified.filter(|m| m.elapsed().is_ok_and(|age| age >= SETTLED_AFTER));
@@ -101,6 +107,7 @@ fn listing(dir: &Path) -> Option<Arc<Listing>> {
         names,
     });
     if settled.is_some() {
+        let mut cache = LISTINGS.lock().unwrap_or_else(|e| e.into_inner());
         let cache = cache.get_or_insert_with(HashMap::new);
         if cache.len() >= MAX_LISTED_DIRS {
             cache.clear();
