@@ -114,17 +114,20 @@ def http_server(scratch: Path) -> Iterator[HttpServer]:
 
 @dataclass
 class Target:
-    """How a test reaches the server: transport and protocol mode."""
+    """How a test reaches the server: transport and protocol mode, and the server's arguments
+    for stdio (one process per connection; `mcp_args` unless given)."""
 
     transport: str
     mode: str
     scratch: Path
     http: HttpServer | None = None
+    args: list[str] | None = None
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Client]:
         if self.transport == "stdio":
-            params = StdioServerParameters(command=str(ntdbg_bin()), args=mcp_args(self.scratch), cwd=str(REPO))
+            args = self.args if self.args is not None else mcp_args(self.scratch)
+            params = StdioServerParameters(command=str(ntdbg_bin()), args=args, cwd=str(REPO))
             async with Client(params, mode=self.mode) as client:
                 yield client
         else:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
-from mcp import Client, StdioServerParameters
 
-from conftest import REPO, SAMPLE, HttpServer, mcp_args, ntdbg_bin, start_http
+from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, ntdbg_bin, start_http
 from helpers import call, err, ok, text
 
 pytestmark = pytest.mark.anyio
@@ -89,25 +86,6 @@ def profile_args(scratch: Path, profile: str, *extra: str) -> list[str]:
     return [*mcp_args(scratch), "--allow-dir", str(SHARED), "--profile", profile, *extra]
 
 
-@dataclass
-class Profiled:
-    """How a test reaches a profile server: over stdio (a process per connection) or HTTP."""
-
-    transport: str
-    args: list[str]
-    http: HttpServer | None = None
-
-    @asynccontextmanager
-    async def connect(self) -> AsyncIterator[Client]:
-        if self.http is None:
-            params = StdioServerParameters(command=str(ntdbg_bin()), args=self.args, cwd=str(REPO))
-            async with Client(params, mode="legacy") as client:
-                yield client
-        else:
-            async with Client(self.http.url, mode="legacy") as client:
-                yield client
-
-
 @pytest.fixture(scope="module")
 def mcp_windbg_http(scratch: Path) -> Iterator[HttpServer]:
     server = start_http([*profile_args(scratch, "mcp-windbg"), "--http", "127.0.0.1:0"])
@@ -116,20 +94,20 @@ def mcp_windbg_http(scratch: Path) -> Iterator[HttpServer]:
 
 
 @pytest.fixture(params=["stdio", "http"])
-def mcp_windbg(request: pytest.FixtureRequest, scratch: Path) -> Profiled:
+def mcp_windbg(request: pytest.FixtureRequest, scratch: Path) -> Target:
     http = request.getfixturevalue("mcp_windbg_http") if request.param == "http" else None
-    return Profiled(request.param, profile_args(scratch, "mcp-windbg"), http)
+    return Target(request.param, "legacy", scratch, http, profile_args(scratch, "mcp-windbg"))
 
 
 @pytest.fixture(params=["stdio", "http"])
-def windbg_mcp(request: pytest.FixtureRequest, scratch: Path) -> Iterator[Profiled]:
+def windbg_mcp(request: pytest.FixtureRequest, scratch: Path) -> Iterator[Target]:
     """A windbg-mcp server on the sample dump; HTTP servers are per test (wm_detach ends them)."""
     args = profile_args(scratch, "windbg-mcp", "--dump", str(SAMPLE))
     if request.param == "stdio":
-        yield Profiled("stdio", args)
+        yield Target("stdio", "legacy", scratch, None, args)
         return
     server = start_http([*args, "--http", "127.0.0.1:0"])
-    yield Profiled("http", args, server)
+    yield Target("http", "legacy", scratch, server, args)
     server.stop()
 
 
@@ -155,7 +133,7 @@ def first_line(result) -> str:
 # ---------------------------------------------------------------- mcp-windbg
 
 
-async def test_mcp_windbg_tools_and_prompts(mcp_windbg: Profiled) -> None:
+async def test_mcp_windbg_tools_and_prompts(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
         check_tools((await client.list_tools()).tools, MCP_WINDBG_TOOLS)
         prompts = {p.name: p for p in (await client.list_prompts()).prompts}
@@ -169,7 +147,7 @@ async def test_mcp_windbg_tools_and_prompts(mcp_windbg: Profiled) -> None:
 
 
 @pytest.mark.parametrize("dump,frame", USER_DUMPS, ids=lambda v: Path(v).name if isinstance(v, Path) else None)
-async def test_mcp_windbg_scripted_triage(mcp_windbg: Profiled, dump: Path, frame: str) -> None:
+async def test_mcp_windbg_scripted_triage(mcp_windbg: Target, dump: Path, frame: str) -> None:
     async with mcp_windbg.connect() as client:
         opened = await call(client, "open_cdb_dump", dump_path=str(dump), include_stack_trace=True)
         assert not opened.is_error, text(opened)
@@ -190,7 +168,7 @@ async def test_mcp_windbg_scripted_triage(mcp_windbg: Profiled, dump: Path, fram
         assert gone["code"] == "unknown_session"
 
 
-async def test_mcp_windbg_kernel_dump(mcp_windbg: Profiled) -> None:
+async def test_mcp_windbg_kernel_dump(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
         opened = await call(
             client, "open_kd_dump", dump_path=str(KERNEL_DUMP), include_modules=True, include_threads=True
@@ -214,7 +192,7 @@ async def test_mcp_windbg_kernel_dump(mcp_windbg: Profiled) -> None:
         assert not (await call(client, "close_kd_session", session_id=sid, resume=False)).is_error
 
 
-async def test_mcp_windbg_errors(mcp_windbg: Profiled) -> None:
+async def test_mcp_windbg_errors(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
         kernel = err(await call(client, "open_cdb_dump", dump_path=str(KERNEL_DUMP)))
         assert kernel["code"] == "wrong_dump_kind" and "open_kd_dump" in kernel["hint"]
@@ -242,7 +220,7 @@ async def test_mcp_windbg_errors(mcp_windbg: Profiled) -> None:
         assert typed["code"] == "invalid_arguments"
 
 
-async def test_mcp_windbg_list_dumps(mcp_windbg: Profiled) -> None:
+async def test_mcp_windbg_list_dumps(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
         listing = await call(client, "list_dumps", directory_path=str(KERNEL_DUMP.parent))
         assert not listing.is_error
@@ -253,12 +231,12 @@ async def test_mcp_windbg_list_dumps(mcp_windbg: Profiled) -> None:
 # ---------------------------------------------------------------- windbg-mcp
 
 
-async def test_windbg_mcp_tools(windbg_mcp: Profiled) -> None:
+async def test_windbg_mcp_tools(windbg_mcp: Target) -> None:
     async with windbg_mcp.connect() as client:
         check_tools((await client.list_tools()).tools, WINDBG_MCP_TOOLS)
 
 
-async def test_windbg_mcp_flow(windbg_mcp: Profiled, scratch: Path) -> None:
+async def test_windbg_mcp_flow(windbg_mcp: Target, scratch: Path) -> None:
     async with windbg_mcp.connect() as client:
         session = ok(await call(client, "wm_session"))
         assert session["attached"] is True and session["target_kind"] == "dump"
