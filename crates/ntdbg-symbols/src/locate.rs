@@ -45,10 +45,8 @@ pub(crate) fn child_ci(dir: &Path, name: &str) -> Option<PathBuf> {
     }
 }
 
-/// The names in one directory, by ASCII-lower-cased name, as of its modification time
-/// (`UNIX_EPOCH` when it was too recent to keep).
+/// The names in one directory, by ASCII-lower-cased name.
 struct Listing {
-    modified: SystemTime,
     /// ASCII-lower-cased name → the on-disk spellings, in directory order.
     names: HashMap<String, Vec<String>>,
 }
@@ -75,7 +73,10 @@ const SETTLED_AFTER: Duration = Duration::from_secs(2);
 /// listing per candidate name: a symbol cache holds thousands of folders and every module is
 /// looked for under several names. A listing is used only while the directory's modification
 /// time is unchanged, so files added later are found.
-static LISTINGS: Mutex<Option<HashMap<PathBuf, Arc<Listing>>>> = Mutex::new(None);
+static LISTINGS: Mutex<Option<KeptListings>> = Mutex::new(None);
+
+/// Each folder's listing, with the modification time it was made at.
+type KeptListings = HashMap<PathBuf, (SystemTime, Arc<Listing>)>;
 
 /// The listing of `dir`, from the cache when the directory has not changed since.
 fn listing(dir: &Path) -> Option<Arc<Listing>> {
@@ -84,9 +85,9 @@ fn listing(dir: &Path) -> Option<Arc<Listing>> {
         return None;
     }
     let modified = meta.modified().ok();
-    let kept = |cache: &Option<HashMap<PathBuf, Arc<Listing>>>| {
-        let listed = cache.as_ref()?.get(dir)?;
-        (Some(listed.modified) == modified).then(|| listed.clone())
+    let kept = |cache: &Option<KeptListings>| {
+        let (listed_at, listing) = cache.as_ref()?.get(dir)?;
+        (Some(*listed_at) == modified).then(|| listing.clone())
     };
     if let Some(listed) = kept(&LISTINGS.lock().unwrap_or_else(|e| e.into_inner())) {
         return Some(listed);
@@ -101,18 +102,15 @@ fn listing(dir: &Path) -> Option<Arc<Listing>> {
                 .push(name);
         }
     }
+    let listing = Arc::new(Listing { names });
     let settled = modified.filter(|m| m.elapsed().is_ok_and(|age| age >= SETTLED_AFTER));
-    let listing = Arc::new(Listing {
-        modified: settled.unwrap_or(SystemTime::UNIX_EPOCH),
-        names,
-    });
-    if settled.is_some() {
+    if let Some(listed_at) = settled {
         let mut cache = LISTINGS.lock().unwrap_or_else(|e| e.into_inner());
         let cache = cache.get_or_insert_with(HashMap::new);
         if cache.len() >= MAX_LISTED_DIRS {
             cache.clear();
         }
-        cache.insert(dir.to_path_buf(), listing.clone());
+        cache.insert(dir.to_path_buf(), (listed_at, listing.clone()));
     }
     Some(listing)
 }

@@ -39,21 +39,22 @@ pub(crate) fn dbi_debug_streams<'s, S: Source<'s> + 's>(
         let b = d.get(at..at.checked_add(4)?)?;
         Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     };
-    let sizes: Option<Vec<u32>> = SUBSTREAM_SIZES.into_iter().map(u32_at).collect();
-    if sizes.is_some_and(|sizes| {
-        sizes
-            .into_iter()
-            .try_fold(0u32, |acc, n| acc.checked_add(n))
-            .is_none()
-    }) {
+    let Some(sizes) = SUBSTREAM_SIZES
+        .into_iter()
+        .map(u32_at)
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(total) = sizes.iter().try_fold(0u32, |acc, &n| acc.checked_add(n)) else {
         return Err(pdb::Error::InvalidStreamLength("DBI substream sizes"));
+    };
+    // The sizes are signed: a negative one leaves nothing to read.
+    if sizes.iter().any(|&n| i32::try_from(n).is_err()) {
+        return Ok(Vec::new());
     }
     let i32_at = |at: usize| -> Option<usize> { usize::try_from(u32_at(at)? as i32).ok() };
-    let Some(skip) = SUBSTREAM_SIZES
-        .into_iter()
-        .map(i32_at)
-        .try_fold(0usize, |acc, n| acc.checked_add(n?))
-    else {
+    let Ok(skip) = usize::try_from(total) else {
         return Ok(Vec::new());
     };
     let (Some(at), Some(size)) = (DBI_HEADER_LEN.checked_add(skip), i32_at(48)) else {

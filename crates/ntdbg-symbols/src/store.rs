@@ -102,7 +102,7 @@ impl SymbolStore {
     /// Whether loading may download: the path names an HTTP symbol server and the store is
     /// not offline.
     pub fn may_download(&self) -> bool {
-        !self.offline() && !self.path().http_server_caches().is_empty()
+        !self.offline() && !self.path().http_servers().is_empty()
     }
 
     /// The time budget for one module's downloads (all its requests together).

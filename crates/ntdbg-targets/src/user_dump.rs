@@ -185,9 +185,15 @@ impl UserDump {
     }
 
     fn range_at(&self, addr: u64) -> Option<&MappedRange> {
+        self.ranges.get(self.range_index(addr)?)
+    }
+
+    /// The index of the captured range holding `addr`.
+    fn range_index(&self, addr: u64) -> Option<usize> {
         let idx = self.ranges.partition_point(|r| r.region.base <= addr);
-        let candidate = self.ranges.get(idx.checked_sub(1)?)?;
-        candidate.region.contains(addr).then_some(candidate)
+        let candidate = idx.checked_sub(1)?;
+        let range = self.ranges.get(candidate)?;
+        range.region.contains(addr).then_some(candidate)
     }
 }
 
@@ -269,11 +275,8 @@ impl MemoryView for UserDump {
     fn shared_bytes(&self, addr: u64, len: usize) -> Option<(SharedOwner, Range<usize>)> {
         // A full-memory dump splits an image into several ranges (one per protection) that
         // follow each other in the file too: lend the run while both stay contiguous.
-        let idx = self.ranges.partition_point(|r| r.region.base <= addr);
-        let first = self.ranges.get(idx.checked_sub(1)?)?;
-        if !first.region.contains(addr) {
-            return None;
-        }
+        let index = self.range_index(addr)?;
+        let first = self.ranges.get(index)?;
         let skip = usize::try_from(addr - first.region.base).ok()?;
         let start = first.file_offset.checked_add(skip)?;
         let end = start.checked_add(len)?;
@@ -281,7 +284,7 @@ impl MemoryView for UserDump {
             .file_offset
             .checked_add(usize::try_from(first.region.size).ok()?)?;
         let mut next_base = first.region.base.checked_add(first.region.size)?;
-        for r in self.ranges.get(idx..)? {
+        for r in self.ranges.get(index + 1..)? {
             if covered >= end {
                 break;
             }
