@@ -184,11 +184,7 @@ pub fn faulting_instruction(
     session: &Session,
     event: &ExceptionEvent,
 ) -> Option<FaultingInstruction> {
-    let bitness = match session.arch() {
-        Arch::X86 => Bitness::Bits32,
-        Arch::X64 => Bitness::Bits64,
-        _ => return None,
-    };
+    let bitness = Bitness::of_arch(session.arch())?;
     let code = session.read_code(event.address, 16)?;
     let (text, used, memory) = instruction_registers(bitness, &code, event.address)?;
     let ctx = event.context.as_ref();

@@ -7,7 +7,7 @@ use ntdbg_targets::ExceptionEvent;
 use std::fmt::Write;
 
 /// Zero-padded hex without prefix at the target's pointer width (`00007ff7a13110d9`).
-fn ptr_hex(v: u64, pointer_size: usize) -> String {
+pub fn ptr_hex(v: u64, pointer_size: usize) -> String {
     if pointer_size == 4 {
         format!("{:08x}", v & 0xffff_ffff)
     } else {

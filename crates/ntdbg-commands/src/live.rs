@@ -21,18 +21,19 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
         ));
     }
     let resumes = matches!(spec.effect, Effect::Run | Effect::Step);
-    if resumes && live.state() == RunState::Running {
-        return Err(CommandError::new(
-            "target_running",
-            format!(
-                "'{}' is refused: the target is already running",
-                spec.names[0]
-            ),
-        )
-        .with_hint("break_in stops it; wait_for_event waits for the next stop"));
-    }
-    if let RunState::Exited(why) = live.state() {
-        if spec.needs == Needs::Halted {
+    let needs_halted = spec.needs == Needs::Halted;
+    match live.state() {
+        RunState::Running if resumes => {
+            return Err(CommandError::new(
+                "target_running",
+                format!(
+                    "'{}' is refused: the target is already running",
+                    spec.names[0]
+                ),
+            )
+            .with_hint("break_in stops it; wait_for_event waits for the next stop"));
+        }
+        RunState::Exited(why) if needs_halted => {
             return Err(CommandError::new(
                 "target_gone",
                 format!(
@@ -42,14 +43,15 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
             )
             .with_hint("close the session; attach again to debug a new process"));
         }
+        RunState::Detached if needs_halted => {
+            return Err(CommandError::new(
+                "target_gone",
+                "the debugger detached from the target",
+            ));
+        }
+        _ => {}
     }
-    if live.state() == RunState::Detached && spec.needs == Needs::Halted {
-        return Err(CommandError::new(
-            "target_gone",
-            "the debugger detached from the target",
-        ));
-    }
-    if spec.needs == Needs::Halted && !session.wait_until_halted()? {
+    if needs_halted && !session.wait_until_halted()? {
         return Err(CommandError::new(
             "target_running",
             format!(

@@ -63,13 +63,11 @@ impl Session {
     /// then `_NT_SYMBOL_PATH`.
     pub fn open_dump(path: &Path, symbol_path: Option<&str>) -> Result<Session, EngineError> {
         let target = ntdbg_targets::open(path)?;
-        let path_text = match symbol_path {
-            Some(p) => p.to_string(),
-            None => default_symbol_path(path),
-        };
-        let sympath =
-            SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
-        Ok(Session::new(target, SymbolStore::new(sympath)))
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        Ok(Session::new(target, symbol_store(symbol_path, folder)?))
     }
 
     /// A session over any target, starting on the event thread when there is one.
@@ -362,17 +360,25 @@ fn event_thread_index(target: &dyn Target) -> Option<usize> {
         .position(|t| t.id == event.thread_id)
 }
 
-/// The dump's own folder, then `_NT_SYMBOL_PATH`.
-pub(crate) fn default_symbol_path(dump: &Path) -> String {
-    let folder = dump
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut parts = vec![folder.display().to_string()];
-    if let Ok(env) = std::env::var("_NT_SYMBOL_PATH") {
-        if !env.trim().is_empty() {
-            parts.push(env);
+/// The store for `symbol_path`; without one, `folder` (the dump's own) then
+/// `_NT_SYMBOL_PATH`.
+pub(crate) fn symbol_store(
+    symbol_path: Option<&str>,
+    folder: &Path,
+) -> Result<SymbolStore, EngineError> {
+    let path_text = match symbol_path {
+        Some(p) => p.to_string(),
+        None => {
+            let mut parts = vec![folder.display().to_string()];
+            if let Ok(env) = std::env::var("_NT_SYMBOL_PATH") {
+                if !env.trim().is_empty() {
+                    parts.push(env);
+                }
+            }
+            parts.join(";")
         }
-    }
-    parts.join(";")
+    };
+    let sympath =
+        SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
+    Ok(SymbolStore::new(sympath))
 }

@@ -6,7 +6,6 @@ use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory, Instruction};
 use ntdbg_engine::expr::{parse_range, Extent};
 use ntdbg_engine::Session;
-use ntdbg_targets::Arch;
 
 /// Instructions `u` and `ub` show by default.
 const DEFAULT_COUNT: u64 = 8;
@@ -71,14 +70,13 @@ impl AddressNamer for SessionCode<'_> {
 }
 
 fn bitness(session: &Session) -> Result<Bitness, CommandError> {
-    match session.arch() {
-        Arch::X86 => Ok(Bitness::Bits32),
-        Arch::X64 => Ok(Bitness::Bits64),
-        other => Err(CommandError::new(
+    let arch = session.arch();
+    Bitness::of_arch(arch).ok_or_else(|| {
+        CommandError::new(
             "unsupported_arch",
-            format!("Disassembly of {} code is not supported yet", other.name()),
-        )),
-    }
+            format!("Disassembly of {} code is not supported yet", arch.name()),
+        )
+    })
 }
 
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {

@@ -154,8 +154,7 @@ fn ecxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
 fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let arg = inv.args.trim();
     if arg.is_empty() {
-        session.reset_scope();
-        return Ok(CommandOutput::text("Resetting default scope\n"));
+        return Ok(super::reset_scope(session));
     }
     let addr = eval(session, arg)?;
     session.select_context_record(addr)?;

@@ -35,8 +35,7 @@ const TRAP_NOTE: &str =
 fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let arg = inv.args.trim();
     if arg.is_empty() {
-        session.reset_scope();
-        return Ok(CommandOutput::text("Resetting default scope\n"));
+        return Ok(super::reset_scope(session));
     }
     let address = eval(session, arg)?;
     let arch = session.arch();

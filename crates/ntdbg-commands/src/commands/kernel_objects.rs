@@ -97,7 +97,7 @@ fn dot_process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOut
 
 fn dot_thread(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     if inv.args.trim().is_empty() {
-        return Ok(reset_thread(session));
+        return Ok(super::reset_scope(session));
     }
     let layout = layout_from_pdb(session, ".thread")?;
     dot_thread_with(session, &layout, inv.args)
@@ -148,11 +148,7 @@ fn layout_from_pdb(session: &Session, command: &str) -> Result<KernelLayout, Com
 
 /// Hex as `!process` and `!thread` print pointers: pointer-sized, no backtick.
 fn ptr(layout: &KernelLayout, value: u64) -> String {
-    if layout.pointer_size == 4 {
-        format!("{:08x}", value & 0xffff_ffff)
-    } else {
-        format!("{value:016x}")
-    }
+    ntdbg_analysis::render::ptr_hex(value, layout.pointer_size.into())
 }
 
 fn object_error(e: impl std::fmt::Display) -> CommandError {
@@ -456,19 +452,13 @@ fn reset_process(session: &mut Session) -> Result<CommandOutput, CommandError> {
     )))
 }
 
-/// `.thread` alone: back to the current thread's own registers.
-fn reset_thread(session: &mut Session) -> CommandOutput {
-    session.reset_scope();
-    CommandOutput::text("Resetting default scope\n")
-}
-
 fn dot_thread_with(
     session: &mut Session,
     layout: &KernelLayout,
     args: &str,
 ) -> Result<CommandOutput, CommandError> {
     if args.trim().is_empty() {
-        return Ok(reset_thread(session));
+        return Ok(super::reset_scope(session));
     }
     kernel_dump(session, ".thread")?;
     let address = one_address(session, ".thread", args)?;

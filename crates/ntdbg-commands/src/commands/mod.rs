@@ -17,7 +17,14 @@ pub(crate) mod threads;
 pub(crate) mod types;
 
 use crate::error::CommandError;
+use crate::output::CommandOutput;
 use ntdbg_engine::Session;
+
+/// `.cxr`, `.trap` and `.thread` alone: back to the current thread's own registers.
+pub(crate) fn reset_scope(session: &mut Session) -> CommandOutput {
+    session.reset_scope();
+    CommandOutput::text("Resetting default scope\n")
+}
 
 /// Evaluates an address expression, mapping errors to WinDbg's wording.
 pub(crate) fn eval(session: &Session, text: &str) -> Result<u64, CommandError> {

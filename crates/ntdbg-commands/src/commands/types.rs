@@ -144,27 +144,29 @@ fn not_found(spec: &str) -> CommandError {
         .with_hint("`dt MOD!*` lists a module's types; types come from the module's PDB")
 }
 
-/// The modules to search: the named one, or all (in address order).
+/// The modules to search: the named one, or all (in address order), their symbols loaded
+/// (in parallel when they may be downloaded).
 fn candidates(
     session: &Session,
     module: Option<&str>,
 ) -> Result<Vec<MinidumpModule>, CommandError> {
-    match module {
+    let modules = match module {
         Some(m) => session
             .module_by_name(m)
             .map(|m| vec![m.clone()])
             .ok_or_else(|| {
                 CommandError::new("no_such_module", format!("Module '{m}' not found"))
                     .with_hint("`lm` lists every module")
-            }),
-        None => Ok(session.target().modules().by_addr().cloned().collect()),
-    }
+            })?,
+        None => session.target().modules().by_addr().cloned().collect(),
+    };
+    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
+    Ok(modules)
 }
 
 fn find_type(session: &Session, module: Option<&str>, name: &str) -> Result<Found, CommandError> {
     let mut reasons = Vec::new();
     let modules = candidates(session, module)?;
-    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
     for m in modules {
         let symbols = session.module_symbols(&m);
         match symbols.types() {
@@ -196,7 +198,6 @@ fn list(
 ) -> Result<CommandOutput, CommandError> {
     let mut text = String::new();
     let modules = candidates(session, module)?;
-    session.preload_symbols(&modules.iter().collect::<Vec<_>>());
     for m in modules {
         let symbols = session.module_symbols(&m);
         let Ok(types) = symbols.types() else { continue };

@@ -78,6 +78,15 @@ pub enum Bitness {
 }
 
 impl Bitness {
+    /// The mode of `arch`'s code; `None` for architectures the disassembler does not decode.
+    pub fn of_arch(arch: ntdbg_targets::Arch) -> Option<Bitness> {
+        match arch {
+            ntdbg_targets::Arch::X86 => Some(Bitness::Bits32),
+            ntdbg_targets::Arch::X64 => Some(Bitness::Bits64),
+            _ => None,
+        }
+    }
+
     /// The decoder bitness for iced-x86.
     pub(crate) fn bits(self) -> u32 {
         match self {

@@ -4,7 +4,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ntdbg_gdbremote::ClientOptions;
-use ntdbg_symbols::{SymbolPath, SymbolStore};
 use ntdbg_targets::GdbTarget;
 
 use super::control::{LiveControl, RunState};
@@ -62,13 +61,9 @@ impl Session {
         };
         let gdb = GdbTarget::connect(addr, client_opts)?;
         let control = LiveControl::new(gdb.shared_client(), gdb.layout().clone(), opts.read_only)?;
-        let path_text = match symbol_path {
-            Some(p) => p.to_string(),
-            None => crate::session::default_symbol_path(std::path::Path::new("./live")),
-        };
-        let sympath =
-            SymbolPath::parse(&path_text).map_err(|e| EngineError::SymbolPath(e.to_string()))?;
-        let mut session = Session::new(Box::new(gdb), SymbolStore::new(sympath));
+        // Without a symbol path: the current folder, then `_NT_SYMBOL_PATH`.
+        let symbols = crate::session::symbol_store(symbol_path, std::path::Path::new("."))?;
+        let mut session = Session::new(Box::new(gdb), symbols);
         session.live = Some(control);
         session.sync_live()?;
         Ok(session)
@@ -137,10 +132,7 @@ impl Session {
                 let Some(ip) = self.instruction_pointer().or(h.pc) else {
                     return format!("[target halted @ ~{}]", self.current_thread_index());
                 };
-                let bits = match self.arch() {
-                    ntdbg_targets::Arch::X86 => Bitness::Bits32,
-                    _ => Bitness::Bits64,
-                };
+                let bits = Bitness::of_arch(self.arch()).unwrap_or(Bitness::Bits64);
                 let sym = self.symbolize(ip);
                 let name = if sym.module.is_some() {
                     format!(" {}", sym.display())

@@ -5,6 +5,7 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl};
 
 use super::breakpoints::BreakKind;
 use super::control::{LiveControl, Resume};
+use crate::disasm::Bitness;
 use crate::{EngineError, Session};
 use std::sync::Arc;
 
@@ -39,10 +40,9 @@ impl Session {
         let Some(pc) = self.instruction_pointer() else {
             return self.step_into();
         };
-        let bits = match self.arch() {
-            ntdbg_targets::Arch::X86 => 32,
-            _ => 64,
-        };
+        let bits = Bitness::of_arch(self.arch())
+            .unwrap_or(Bitness::Bits64)
+            .bits();
         let bytes = self
             .read_code(pc, 16)
             .map(|b| b.into_owned())
