@@ -56,11 +56,8 @@ pub struct NtdbgServer {
 
 impl NtdbgServer {
     /// Live sessions refuse run control, breakpoints and writes (`ntdbg mcp --read-only`).
-    pub fn read_only(mut self, read_only: bool) -> NtdbgServer {
-        if let Some(state) = Arc::get_mut(&mut self.state) {
-            state.read_only = read_only;
-        }
-        self
+    pub fn read_only(self, read_only: bool) -> NtdbgServer {
+        self.configure(|state| state.read_only = read_only)
     }
 
     /// A server limited to `allowed` directories, with no sessions open.

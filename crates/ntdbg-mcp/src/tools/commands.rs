@@ -77,15 +77,15 @@ pub async fn run_command(
     let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
+        // Over MCP a command may not choose which host files are read (`.sympath DIR`).
+        let policy = ntdbg_commands::Policy {
+            refuse_host_effects: true,
+        };
         for (i, cmd) in engine_commands.iter().enumerate() {
             if stop_engine.load(Ordering::Relaxed) {
                 break;
             }
             let thread = session.current_thread_index();
-            // Over MCP a command may not choose which host files are read (`.sympath DIR`).
-            let policy = ntdbg_commands::Policy {
-                refuse_host_effects: true,
-            };
             let outcome = ntdbg_commands::run_command_with(&mut session, cmd, policy);
             let failed = outcome.is_err();
             if tx.send((i, thread, outcome)).is_err() || failed {
@@ -251,19 +251,15 @@ impl<'a> BatchBuilder<'a> {
         let prompt = format!("0:{thread:03}> {command}\n");
         let (status, output, typed, error) = match outcome {
             Ok(out) => (CommandStatus::Succeeded, out.text, out.typed, None),
-            // A command that needs a halted target while it still runs was not run.
-            Err(e) if e.code == "target_running" => {
-                let error = ToolError::from(e);
-                (
-                    CommandStatus::NotExecuted,
-                    error.render(),
-                    None,
-                    Some(error),
-                )
-            }
             Err(e) => {
+                // A command that needs a halted target while it still runs was not run.
+                let status = if e.code == "target_running" {
+                    CommandStatus::NotExecuted
+                } else {
+                    CommandStatus::Failed
+                };
                 let error = ToolError::from(e);
-                (CommandStatus::Failed, error.render(), None, Some(error))
+                (status, error.render(), None, Some(error))
             }
         };
         let entry = self

@@ -46,7 +46,7 @@ pub async fn attach(
     };
     let symbols = p.symbols_path.clone();
     let t = target.clone();
-    let (session, stop, trailer) = blocking("attaching", move || {
+    let (session, stop, trailer, threads) = blocking("attaching", move || {
         let session = Session::attach(&t, symbols.as_deref(), &opts).map_err(|e| {
             ToolError::from(e).with_hint(
                 "give gdb:HOST:PORT of a running stub (gdbserver, winedbg --gdb, QEMU -s); \
@@ -59,29 +59,23 @@ pub async fn attach(
             None => String::new(),
         };
         let trailer = session.trailer();
-        Ok((session, stop, trailer))
+        let threads = session.target().threads().len();
+        Ok((session, stop, trailer, threads))
     })
     .await?;
-    let result = AttachResult {
-        session_id: String::new(),
-        target: target.clone(),
-        kind: session.target().kind().name().to_string(),
-        arch: session.arch().name().to_string(),
-        run_state: session
-            .live()
-            .map_or("dump", |l| l.state().name())
-            .to_string(),
-        threads: session.target().threads().len(),
-        stop,
-        trailer,
-    };
     let slot = state
         .sessions
         .insert(session, PathBuf::from(&target), p.symbols_path);
     tracing::info!(session = %slot.id, target = %target, "attached");
     let result = AttachResult {
         session_id: slot.id.clone(),
-        ..result
+        target,
+        kind: slot.kind.clone(),
+        arch: slot.arch.clone(),
+        run_state: slot.run_state().to_string(),
+        threads,
+        stop,
+        trailer,
     };
     let mut text = format!(
         "{}\nattached to {} ({} {}, {} thread(s)), {}\n",

@@ -2,7 +2,9 @@
 //! (kernel) prefix, and the errors that name the right tool when the kinds do not match.
 
 use crate::error::ToolError;
+use crate::sessions::SessionSlot;
 use crate::state::State;
+use std::sync::Arc;
 
 /// User mode (cdb) or kernel (kd): the two families of mcp-windbg tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +71,16 @@ pub(super) fn profile_id(mode: Mode, raw: &str) -> String {
     format!("{}{raw}", mode.prefix())
 }
 
+/// The session behind a `cdb-…` or `kd-…` id, of either kind, with the kind its prefix names.
+pub(super) fn lookup(state: &State, id: &str) -> Result<(Mode, Arc<SessionSlot>), ToolError> {
+    let (mode, raw) = split_id(id)?;
+    let slot = state
+        .sessions
+        .get(raw)
+        .map_err(|e| profile_ids(e, id, state))?;
+    Ok((mode, slot))
+}
+
 /// The ntdbg session behind a profile id, checked to be of `expected` kind; `tool` is the
 /// tool asking, for the error.
 pub(super) fn resolve(
@@ -77,11 +89,7 @@ pub(super) fn resolve(
     expected: Mode,
     tool: &str,
 ) -> Result<String, ToolError> {
-    let (mode, raw) = split_id(id)?;
-    let slot = state
-        .sessions
-        .get(raw)
-        .map_err(|e| profile_ids(e, id, state))?;
+    let (mode, slot) = lookup(state, id)?;
     let actual = Mode::of_kind(&slot.kind);
     if mode != expected || actual != expected {
         return Err(ToolError::new(

@@ -15,7 +15,7 @@ mod prompts;
 use args::{
     CloseKdArgs, ListDumpsArgs, OpenDumpArgs, OpenRemoteArgs, RunArgs, SessionArgs, WaitArgs,
 };
-use ids::{profile_id, profile_ids, resolve, split_id, Mode};
+use ids::{lookup, profile_id, resolve, Mode};
 
 use crate::dto::{
     CloseSessionParams, ListDumpsParams, ListDumpsResult, OpenDumpParams, OutputFormat,
@@ -422,13 +422,7 @@ impl NtdbgServer {
 
     /// The ntdbg session behind a `cdb-` or `kd-` id, of either kind.
     fn any_session(&self, id: &str) -> Result<String, ToolError> {
-        let (_, raw) = split_id(id)?;
-        let slot = self
-            .state()
-            .sessions
-            .get(raw)
-            .map_err(|e| profile_ids(e, id, self.state()))?;
-        Ok(slot.id.clone())
+        Ok(lookup(self.state(), id)?.1.id.clone())
     }
 }
 

@@ -208,25 +208,26 @@ impl NtdbgServer {
             }
             Err(e) => return Err(e),
         };
-        let listing = tools::sessions::list_sessions(self.state());
-        let info = listing
-            .value
+        // Looked up without counting as a use, as `list_sessions` does.
+        let slot = self
+            .state()
             .sessions
-            .iter()
-            .find(|s| s.session_id == id)
+            .list()
+            .into_iter()
+            .find(|s| s.id == id)
             .ok_or_else(|| {
                 ToolError::new("not_attached", "the target's session is no longer open")
                     .with_hint("restart the server to open the target again")
             })?;
-        let live = info.kind == "live";
+        let live = slot.kind == "live";
         Ok(WmReply::ok(json!({
             "attached": true,
             "target_kind": if live { "live" } else { "dump" },
-            "dump_kind": info.kind,
-            "target": info.target,
-            "arch": info.arch,
-            "exec_status": if info.run_state == "running" { "GO" } else { "BREAK" },
-            "session_id": info.session_id,
+            "dump_kind": slot.kind,
+            "target": slot.path.display().to_string(),
+            "arch": slot.arch,
+            "exec_status": if slot.run_state() == "running" { "GO" } else { "BREAK" },
+            "session_id": slot.id,
         })))
     }
 
@@ -456,16 +457,13 @@ impl NtdbgServer {
 
     /// Closes session `id` for `wm_detach` / `wm_shutdown`.
     async fn release(&self, id: &str, semantic: &str) -> Result<Value, ToolError> {
-        let live = self
-            .state()
-            .sessions
-            .get(id)
-            .is_ok_and(|s| s.kind == "live");
         let params = CloseSessionParams {
             session_id: id.to_string(),
             resume: None,
         };
-        tools::sessions::close_session(self.state(), params).await?;
+        let closed = tools::sessions::close_session(self.state(), params).await?;
+        // Only a live session has a detach to report.
+        let live = closed.value.detach.is_some();
         Ok(json!({
             "ok": true,
             "semantic": semantic,
