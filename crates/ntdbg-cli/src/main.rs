@@ -210,11 +210,10 @@ impl args::TargetArgs {
                     read_only: self.read_only,
                     ..Default::default()
                 };
-                let session = Session::attach(target, symbols, &opts)?;
-                if offline {
-                    session.symbols().set_offline(true);
-                }
-                Ok(session)
+                Ok(offline_if(
+                    Session::attach(target, symbols, &opts)?,
+                    offline,
+                ))
             }
             (None, Some(dump)) => open(dump, symbols, offline),
             (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT"),
@@ -233,11 +232,15 @@ fn detach(session: &Session) {
 
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.
 fn open(dump: &std::path::Path, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
-    let session = Session::open_dump(dump, symbols)?;
+    Ok(offline_if(Session::open_dump(dump, symbols)?, offline))
+}
+
+/// `session`, kept off symbol servers when `offline`.
+fn offline_if(session: Session, offline: bool) -> Session {
     if offline {
         session.symbols().set_offline(true);
     }
-    Ok(session)
+    session
 }
 
 /// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a

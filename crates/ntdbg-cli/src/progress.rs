@@ -8,7 +8,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -41,21 +41,21 @@ enum Drawer {
 
 /// Receives the store's progress (on its loading threads).
 struct Observer {
-    latest: Mutex<Latest>,
+    /// Shared with the drawing thread.
+    latest: Arc<Mutex<Latest>>,
     drawer: Mutex<Drawer>,
-    /// Itself, for the drawing thread it starts.
-    me: Weak<Observer>,
 }
 
 impl Observer {
     /// Starts the drawing thread unless it runs or has been stopped.
     fn start_drawing(&self) {
         let mut drawer = self.drawer.lock().unwrap_or_else(|e| e.into_inner());
-        let (Drawer::NotStarted, Some(me)) = (&*drawer, self.me.upgrade()) else {
+        if !matches!(*drawer, Drawer::NotStarted) {
             return;
-        };
+        }
+        let latest = self.latest.clone();
         let (stop, stopped) = mpsc::channel();
-        let thread = std::thread::spawn(move || draw(&me, &stopped));
+        let thread = std::thread::spawn(move || draw(&latest, &stopped));
         *drawer = Drawer::Running { stop, thread };
     }
 }
@@ -85,10 +85,9 @@ pub struct Indicator {
 impl Indicator {
     /// Starts following `store`'s downloads.
     pub fn install(store: &SymbolStore) -> Indicator {
-        let observer = Arc::new_cyclic(|me| Observer {
-            latest: Mutex::default(),
+        let observer = Arc::new(Observer {
+            latest: Arc::default(),
             drawer: Mutex::new(Drawer::NotStarted),
-            me: me.clone(),
         });
         store.set_download_observer(Some(observer.clone()));
         Indicator { observer }
@@ -115,13 +114,13 @@ impl Drop for Indicator {
 }
 
 /// The drawing loop: every [`TICK`] until `stopped` disconnects, shows the line when due.
-fn draw(observer: &Observer, stopped: &Receiver<()>) {
+fn draw(latest: &Mutex<Latest>, stopped: &Receiver<()>) {
     let terminal = std::io::stderr().is_terminal();
     let mut shown = false;
     let mut last_log: Option<Instant> = None;
     while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
         let line = {
-            let latest = observer.latest.lock().unwrap_or_else(|e| e.into_inner());
+            let latest = latest.lock().unwrap_or_else(|e| e.into_inner());
             latest
                 .busy_since
                 .filter(|since| since.elapsed() >= SHOW_AFTER)
