@@ -180,8 +180,11 @@ async def test_winedbg_flow_over_http(tmp_path: Path, scratch: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
-    symbols = str(tmp_path) + (f";{WINE_PE_DIR}" if WINE_PE_DIR.is_dir() else "")
+    # The symbol folders must be allowed directories, as for open_dump.
+    symbol_dirs = [tmp_path, *([WINE_PE_DIR] if WINE_PE_DIR.is_dir() else [])]
+    allow = [arg for d in symbol_dirs for arg in ("--allow-dir", str(d))]
+    server = start_http([*mcp_args(scratch), *allow, "--http", "127.0.0.1:0"])
+    symbols = ";".join(str(d) for d in symbol_dirs)
     timings: dict[str, float] = {}
     try:
         async with Client(server.url, mode=MODES[0]) as client:

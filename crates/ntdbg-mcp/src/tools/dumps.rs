@@ -183,7 +183,7 @@ pub async fn open_dump(
 }
 
 /// Every local folder of a client's symbol path must lie inside the allowed directories.
-fn check_symbol_path(text: &str, allowed: &AllowedDirs) -> Result<(), ToolError> {
+pub(crate) fn check_symbol_path(text: &str, allowed: &AllowedDirs) -> Result<(), ToolError> {
     let path = ntdbg_symbols::SymbolPath::parse(text).map_err(|e| {
         ToolError::new("bad_symbol_path", format!("bad symbol path: {e}"))
             .with_hint("use folders separated by ';' (cache*DIR and srv*CACHE*URL are accepted)")

@@ -44,7 +44,11 @@ pub async fn attach(
         timeout: Duration::from_secs(secs),
         read_only: state.read_only,
     };
-    let symbols = p.symbols_path.clone();
+    let symbols = p.symbols_path.clone().filter(|s| !s.trim().is_empty());
+    if let Some(s) = &symbols {
+        crate::tools::dumps::check_symbol_path(s, &state.allowed)?;
+    }
+    let offline = state.offline;
     let t = target.clone();
     let (session, stop, trailer, threads) = blocking("attaching", move || {
         let session = Session::attach(&t, symbols.as_deref(), &opts).map_err(|e| {
@@ -53,6 +57,9 @@ pub async fn attach(
                  raise timeout_seconds for a slow one",
             )
         })?;
+        if offline {
+            session.symbols().set_offline(true);
+        }
         let stop = match session.live().map(|l| l.state()) {
             Some(RunState::Halted(h)) => h.reason.unwrap_or_default(),
             Some(other) => other.name().to_string(),

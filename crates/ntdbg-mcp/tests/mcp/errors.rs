@@ -252,6 +252,15 @@ async fn live_tools_give_clear_errors_without_a_live_target() {
     assert_eq!(err(&r)["code"], "connect_failed", "{r:?}");
     let r = call(&client, "attach", json!({ "target": "tcp:nowhere" })).await;
     assert_eq!(err(&r)["code"], "unsupported_target");
+    // A symbol folder outside the allowed directories is refused before connecting, as for
+    // open_dump.
+    let r = call(
+        &client,
+        "attach",
+        json!({ "target": format!("gdb:127.0.0.1:{port}"), "symbols_path": "/etc" }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "path_not_allowed", "{r:?}");
     for (tool, args) in [
         ("break_in", json!({ "session_id": "s1-0000" })),
         (
