@@ -33,7 +33,11 @@ const COMMANDS: &[&[&str]] = &[
     &["run", "-c", "u @$ip L8"],
     &["run", "-c", "x *!*main*"],
     &["run", "-c", "x /t *!*g_*; x /t *!*crash*"],
-    &["run", "-c", "dt -r1 _EXCEPTION_POINTERS @$csp; dt -v -a2 _EXCEPTION_RECORD @$ip"],
+    &[
+        "run",
+        "-c",
+        "dt -r1 _EXCEPTION_POINTERS @$csp; dt -v -a2 _EXCEPTION_RECORD @$ip",
+    ],
 ];
 
 /// One dump to replay: its key in the expected file and its path.
@@ -95,7 +99,11 @@ fn dumps() -> (Vec<Dump>, bool) {
     if let Some(dir) = &shared {
         walk(dir, "shared", &mut out);
     }
-    walk(&ntdbg_testutil::repo_root().join("testdata"), "repo", &mut out);
+    walk(
+        &ntdbg_testutil::repo_root().join("testdata"),
+        "repo",
+        &mut out,
+    );
     out.sort_by(|a, b| a.key.cmp(&b.key));
     (out, shared.is_some())
 }
@@ -216,7 +224,11 @@ fn fixed_commands_give_the_saved_output_on_every_dump() {
 
     if std::env::var_os("NTDBG_REPLAY_BLESS").is_some() {
         write_expected(&rows);
-        eprintln!("wrote {} hashes to {}", rows.len(), expected_file().display());
+        eprintln!(
+            "wrote {} hashes to {}",
+            rows.len(),
+            expected_file().display()
+        );
         return;
     }
 

@@ -24,6 +24,16 @@ pub fn unreadable_address(pointer_size: usize) -> &'static str {
     }
 }
 
+/// The `--------` (or `--------`--------`) WinDbg prints in an address column that has no
+/// address (an inline frame's Child-SP).
+pub fn no_address(pointer_size: usize) -> &'static str {
+    if pointer_size == 4 {
+        "--------"
+    } else {
+        "--------`--------"
+    }
+}
+
 /// An address with a `0x` prefix, as `dt` shows pointer values: `0x00000001`40002134`,
 /// `0x00401ef3`.
 pub fn prefixed_address(value: u64, pointer_size: usize) -> String {
@@ -103,6 +113,7 @@ mod tests {
         assert_eq!(prefixed_address(0x1_4000_2134, 8), "0x00000001`40002134");
         assert_eq!(unreadable_address(8), "????????`????????");
         assert_eq!(unreadable_address(4), "????????");
+        assert_eq!(no_address(8), "--------`--------");
         assert_eq!(pointer_hex(0x7ff7_a131_10d9, 8), "00007ff7a13110d9");
         assert_eq!(pointer_hex(0x1_0040_1ef3, 4), "00401ef3");
         assert_eq!(prefixed_pointer_hex(0, 4), "0x00000000");
