@@ -2,6 +2,7 @@
 //! description for people.
 
 use crate::ntstatus::{exception_name, fast_fail_name};
+use ntdbg_engine::text::prefixed_pointer_hex;
 use ntdbg_targets::ExceptionEvent;
 
 /// The kind of memory access an access violation (or in-page error) reports.
@@ -87,7 +88,7 @@ pub struct DecodedException {
 /// Decodes an exception event. `pointer_size` decides how addresses print.
 pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
     let p = |i: usize| event.parameters.get(i).copied();
-    let addr = |a: u64| format_hex_address(a, pointer_size);
+    let addr = |a: u64| prefixed_pointer_hex(a, pointer_size);
     let (name, short) = match exception_name(event.code) {
         Some((n, s)) => (n.to_string(), s.to_string()),
         None => (
@@ -182,15 +183,6 @@ pub fn decode(event: &ExceptionEvent, pointer_size: usize) -> DecodedException {
         short,
         description,
         kind,
-    }
-}
-
-/// `0x` and zero-padded hex for the pointer size (`0x0000000000000000` / `0x00000000`).
-pub fn format_hex_address(addr: u64, pointer_size: usize) -> String {
-    if pointer_size == 4 {
-        format!("0x{addr:08x}")
-    } else {
-        format!("0x{addr:016x}")
     }
 }
 

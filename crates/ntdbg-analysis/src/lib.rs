@@ -10,6 +10,7 @@
 //! and threads with field offsets from the kernel's PDB.
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod analyze;
 pub mod bugcheck;
 pub mod cxx;
 pub mod exception;
@@ -23,7 +24,7 @@ mod report;
 pub mod signature;
 pub mod triage;
 
+pub use analyze::{analyze, analyze_with};
 pub use report::{
-    analyze, analyze_with, DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry,
-    REPORT_FRAMES,
+    DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry, REPORT_FRAMES,
 };

@@ -2,18 +2,10 @@
 
 use crate::exception::{decode, Access, ExceptionKind};
 use crate::report::Report;
+use ntdbg_engine::text::pointer_hex;
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;
 use std::fmt::Write;
-
-/// Zero-padded hex without prefix at the target's pointer width (`00007ff7a13110d9`).
-pub fn ptr_hex(v: u64, pointer_size: usize) -> String {
-    if pointer_size == 4 {
-        format!("{:08x}", v & 0xffff_ffff)
-    } else {
-        format!("{v:016x}")
-    }
-}
 
 /// An exception record as WinDbg's `.exr -1` prints it.
 pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> String {
@@ -25,11 +17,11 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
         (Some(m), Some(f)) => format!(
             " ({m}!{}+0x{})",
             ntdbg_symbols::strip_parameters(f),
-            ptr_hex(sym.function_offset.unwrap_or(0), ptr)
+            pointer_hex(sym.function_offset.unwrap_or(0), ptr)
         ),
         (Some(m), None) => format!(
             " ({m}+0x{})",
-            ptr_hex(
+            pointer_hex(
                 event.address.wrapping_sub(sym.module_base.unwrap_or(0)),
                 ptr
             )
@@ -39,13 +31,13 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
     let _ = writeln!(
         out,
         "ExceptionAddress: {}{location}",
-        ptr_hex(event.address, ptr)
+        pointer_hex(event.address, ptr)
     );
     let _ = writeln!(out, "   ExceptionCode: {:08x} ({})", event.code, d.short);
     let _ = writeln!(out, "  ExceptionFlags: {:08x}", event.flags);
     let _ = writeln!(out, "NumberParameters: {}", event.parameters.len());
     for (i, p) in event.parameters.iter().enumerate() {
-        let _ = writeln!(out, "   Parameter[{i}]: {}", ptr_hex(*p, ptr));
+        let _ = writeln!(out, "   Parameter[{i}]: {}", pointer_hex(*p, ptr));
     }
     match d.kind {
         ExceptionKind::AccessViolation {
@@ -58,7 +50,7 @@ pub fn render_exception_record(session: &Session, event: &ExceptionEvent) -> Str
                 Access::Write => "write to",
                 Access::Execute => "execute",
             };
-            let _ = writeln!(out, "Attempt to {verb} address {}", ptr_hex(addr, ptr));
+            let _ = writeln!(out, "Attempt to {verb} address {}", pointer_hex(addr, ptr));
         }
         ExceptionKind::FastFail { code: Some(code) } => {
             let name = crate::ntstatus::fast_fail_name(code).unwrap_or("unknown");

@@ -1,11 +1,10 @@
-//! The analysis report (`ntdbg analyze --json`, MCP `analyze_crash`): its stable keys and how it
-//! is built from a session.
+//! The analysis report (`ntdbg analyze --json`, MCP `analyze_crash`): its stable keys, and the
+//! facts about modules and frames that both the exception and the bugcheck analyses put in it.
 
-use crate::exception::{decode, format_hex_address, ExceptionKind};
-use crate::signature::{bucket_signature, is_system_module, kind_tag, SignatureConfig};
+use crate::signature::is_system_module;
 use ntdbg_engine::module_info::{file_name_of, file_version};
 use ntdbg_engine::stack::Frame;
-use ntdbg_engine::{module_name, Session};
+use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use serde::Serialize;
 
@@ -113,132 +112,6 @@ pub struct Inference {
     pub text: String,
     /// The facts behind it.
     pub basis: String,
-}
-
-/// Analyses the session's last event. Never fails: what cannot be known becomes a limitation.
-/// When symbols may be downloaded, the event stack's modules load in parallel first, so every
-/// front end (CLI, `!analyze`, MCP) gets overlapping downloads.
-pub fn analyze(session: &Session) -> Report {
-    analyze_with(session, &SignatureConfig::default())
-}
-
-/// [`analyze`] with a chosen signature configuration (which modules count as system).
-pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
-    session.preload_event_stack_symbols();
-    let target = session.target();
-    let ptr = target.arch().pointer_size();
-    let hex = |v: u64| format!("{v:#x}");
-    let mut limitations = Vec::new();
-
-    let dump = DumpFacts {
-        path: target.origin().to_string(),
-        kind: target.kind().name().to_string(),
-        arch: target.arch().name().to_string(),
-        os_build: target.system().os_version.clone(),
-        modules: target.modules().iter().count(),
-        threads: target.threads().len(),
-    };
-
-    if let Some(bugcheck) = target.bugcheck() {
-        return crate::bugcheck::bugcheck_report(session, bugcheck, dump, config);
-    }
-
-    let (event, decoded) = match target.event() {
-        Some(e) => {
-            let d = decode(e, ptr);
-            let facts = EventFacts {
-                kind: "exception".into(),
-                code: Some(format!("{:#010x}", e.code)),
-                name: Some(d.name.clone()),
-                address: Some(format_hex_address(e.address, ptr)),
-                thread_id: Some(hex(u64::from(e.thread_id))),
-                parameters: e.parameters.iter().map(|p| hex(*p)).collect(),
-                description: d.description.clone(),
-            };
-            (facts, Some((e, d)))
-        }
-        None => {
-            limitations.push("the dump has no exception stream: no crash event to analyse".into());
-            let facts = EventFacts {
-                kind: "none".into(),
-                code: None,
-                name: None,
-                address: None,
-                thread_id: None,
-                parameters: Vec::new(),
-                description: "no exception recorded in the dump".into(),
-            };
-            (facts, None)
-        }
-    };
-
-    let faulting_module = decoded
-        .as_ref()
-        .and_then(|(e, _)| session.module_at(e.address))
-        .map(module_facts);
-
-    let frames: Vec<Frame> = match session.event_stack() {
-        Ok(stack) => {
-            if let Some(note) = &stack.note {
-                limitations.push(note.clone());
-            }
-            stack.frames
-        }
-        Err(err) => match session.current_thread().map(|_| session.stack()) {
-            Some(Ok(stack)) => {
-                limitations.push(format!("{err}; showing the current thread's own stack"));
-                stack.frames
-            }
-            _ => {
-                limitations.push(err.to_string());
-                Vec::new()
-            }
-        },
-    };
-    limitations.extend(frame_limitations(session, &frames));
-
-    let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
-    let tag = decoded
-        .as_ref()
-        .map(|(e, d)| kind_tag(&d.kind, e.code))
-        .unwrap_or_else(|| "NO_EXCEPTION".into());
-    let signature = bucket_signature(&tag, &frames, config);
-    let inferences = decoded
-        .as_ref()
-        .map(|(e, d)| crate::inference::infer(session, e, d, &frames))
-        .unwrap_or_default();
-    let mut next_commands = vec![".ecxr".to_string(), "kb".to_string()];
-    if let Some(m) = &faulting_module {
-        next_commands.push(format!("lmv m {}", module_name(&m.name)));
-    }
-    if let Some((e, _)) = &decoded {
-        next_commands.push(format!("u {:#x}", e.address));
-        match decode(e, ptr).kind {
-            ExceptionKind::StackOverflow => next_commands.push("kn 100".into()),
-            ExceptionKind::AccessViolation { .. } => {
-                next_commands.push("r".into());
-                if crate::fault::faulting_instruction(session, e).is_some() {
-                    next_commands.push(format!("ub {:#x} L8", e.address));
-                }
-            }
-            ExceptionKind::CppException if e.parameters.len() > 1 => {
-                next_commands.push(format!("dps {:#x} L4", e.parameters[1]));
-            }
-            _ => {}
-        }
-    }
-    next_commands.push("~*k".into());
-
-    Report {
-        dump,
-        event,
-        faulting_module,
-        stack,
-        signature,
-        inferences,
-        limitations,
-        next_commands,
-    }
 }
 
 pub(crate) fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {

@@ -2,6 +2,7 @@
 
 use crate::exception::ExceptionKind;
 use ntdbg_engine::stack::Frame;
+use ntdbg_engine::text::module_offset;
 use ntdbg_symbols::strip_parameters;
 
 /// Modules whose frames never make a signature: the OS, loader and C/C++ runtimes.
@@ -121,7 +122,7 @@ pub fn crash_signature(frames: &[Frame], kind: Option<&ExceptionKind>) -> String
         let module = f.module.as_ref()?;
         Some(match &f.function {
             Some(function) => format!("{module}!{}", strip_parameters(function)),
-            None => format!("{module}+{:#x}", f.instruction.wrapping_sub(f.module_base?)),
+            None => module_offset(module, f.instruction.wrapping_sub(f.module_base?)),
         })
     };
     let app_frame = frames
@@ -164,7 +165,7 @@ pub fn signature_frames(frames: &[Frame], config: &SignatureConfig) -> Vec<Strin
                 format!("{module}!{bare}")
             }
             None if out.is_empty() => match f.module_base {
-                Some(base) => format!("{module}+{:#x}", f.instruction.wrapping_sub(base)),
+                Some(base) => module_offset(module, f.instruction.wrapping_sub(base)),
                 None => continue,
             },
             None => break,
@@ -185,7 +186,7 @@ pub fn signature_frames(frames: &[Frame], config: &SignatureConfig) -> Vec<Strin
             let module = f.module.as_deref().unwrap_or_default();
             out.push(match (&f.function, f.module_base) {
                 (Some(function), _) => format!("{module}!{}", strip_parameters(function)),
-                (None, Some(base)) => format!("{module}+{:#x}", f.instruction.wrapping_sub(base)),
+                (None, Some(base)) => module_offset(module, f.instruction.wrapping_sub(base)),
                 (None, None) => module.to_string(),
             });
         }

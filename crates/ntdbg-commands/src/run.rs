@@ -211,10 +211,10 @@ fn run_parsed(
             return Err(CommandError::syntax("~s needs exactly one thread"));
         };
         session.set_current_thread(index)?;
-        return commands::registers::show_current(session);
+        return crate::render::registers::show_current(session);
     }
     if line.name == "~" && line.args.is_empty() {
-        return commands::threads::list(session, Some(&threads));
+        return crate::render::threads::list(session, Some(&threads));
     }
     let saved = session.current_thread_index();
     let mut text = String::new();
@@ -222,7 +222,7 @@ fn run_parsed(
     for index in threads.iter().copied() {
         session.set_current_thread(index)?;
         if threads.len() > 1 {
-            text.push_str(&commands::threads::header_line(session, index));
+            text.push_str(&crate::render::threads::header_line(session, index));
             text.push('\n');
         }
         let result = dispatch(session, line.name, line.args);

@@ -29,6 +29,7 @@ pub mod registers;
 mod session;
 pub mod stack;
 pub mod symbolize;
+pub mod text;
 
 pub use error::EngineError;
 pub use session::{RegisterScope, Session};

@@ -53,17 +53,13 @@ pub fn call_site_name(
     function_offset: Option<u64>,
     address: u64,
 ) -> String {
-    match (module, function, module_base) {
-        (Some(m), Some(f), _) => {
-            let f = strip_parameters(f);
-            match function_offset {
-                Some(0) | None => format!("{m}!{f}"),
-                Some(off) => format!("{m}!{f}+{off:#x}"),
-            }
-        }
-        (Some(m), None, Some(base)) => format!("{m}+{:#x}", address.wrapping_sub(base)),
-        _ => format!("{address:#x}"),
-    }
+    crate::text::call_site_name(
+        module,
+        module_base,
+        function.map(strip_parameters),
+        function_offset,
+        address,
+    )
 }
 
 /// The WinDbg module name for a module path: the file name without its extension

@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::compressed::{compressed_name, decompress_cab};
 use crate::locate::path_ci;
 use crate::progress::{CountingReader, Progress};
 use crate::SymbolPath;
@@ -465,63 +466,12 @@ fn encode(s: &str) -> String {
     out
 }
 
-/// The compressed store name: the last character replaced by `_` (`crashy.pdb` → `crashy.pd_`).
-pub(crate) fn compressed_name(name: &str) -> String {
-    let mut s = name.to_string();
-    s.pop();
-    s.push('_');
-    s
-}
-
-/// Expands the file `name` (or the cabinet's only file) from the CAB at `cab` into `target`.
-pub(crate) fn decompress_cab(cab: &Path, name: &str, target: &Path) -> std::io::Result<u64> {
-    let file = std::fs::File::open(cab)?;
-    let mut cabinet = cab::Cabinet::new(std::io::BufReader::new(file))?;
-    let entries: Vec<String> = cabinet
-        .folder_entries()
-        .flat_map(|f| {
-            f.file_entries()
-                .map(|e| e.name().to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    let inner = entries
-        .iter()
-        .find(|e| e.eq_ignore_ascii_case(name))
-        .or_else(|| entries.first().filter(|_| entries.len() == 1))
-        .cloned()
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("the cabinet does not hold {name}"),
-            )
-        })?;
-    let mut reader = cabinet.read_file(&inner)?;
-    if let Some(parent) = target.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    let temp = target.with_extension("ntdbg-expand");
-    let result = std::fs::File::create(&temp).and_then(|mut out| {
-        let n = std::io::copy(&mut (&mut reader).take(MAX_DOWNLOAD), &mut out)?;
-        out.flush()?;
-        Ok(n)
-    });
-    match result {
-        Ok(n) => std::fs::rename(&temp, target).map(|()| n),
-        Err(e) => {
-            let _ = std::fs::remove_file(&temp);
-            Err(e)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn names_and_encoding() {
-        assert_eq!(compressed_name("crashy.pdb"), "crashy.pd_");
         assert_eq!(encode("a b+c.pdb"), "a%20b%2Bc.pdb");
         assert!(!safe_component("../x"));
         assert!(!safe_component(".."));

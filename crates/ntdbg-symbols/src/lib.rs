@@ -10,7 +10,7 @@
 //!   CAB-compressed `name.pd_` and `file.ptr`), verified, with a per-module time budget, a
 //!   per-session negative cache and an offline switch. [`SymbolStore::preload`] loads many
 //!   modules at once ([`PARALLEL_LOADS`]); a [`DownloadObserver`] follows the progress.
-//! - [`TypeDb`]: a PDB's types, rendered as WinDbg's `dt` shows them.
+//! - [`TypeDb`]: a PDB's types (records, sizes, members, enumerators) for `dt` and `x /t`.
 //! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
 //!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
 //!   `minidump-unwind` symbol provider needs ([`ModuleSymbols::fill_symbol`],
@@ -36,6 +36,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod compressed;
 mod demangle;
 mod download;
 mod error;
@@ -62,7 +63,9 @@ pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
-pub use types::{DtOptions, FieldInfo, ReadMemory, SymbolType, TypeDb, MAX_RECURSION};
+pub use types::{
+    Enumerator, FieldInfo, PointerTarget, Primitive, SymbolType, TypeDb, TypeId, TypeRecord,
+};
 pub use wildcard::wildcard_match;
 
 /// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions

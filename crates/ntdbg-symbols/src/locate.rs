@@ -8,6 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use ntdbg_formats::store::store_components;
 
+use crate::compressed::{compressed_name, decompress_cab};
+
 /// Where a candidate was looked for, for the `tried` list.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Layout {
@@ -176,9 +178,7 @@ pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Vec<PathBuf>, 
             Err(e) => notes.push(format!("{}: {e}", ptr.display())),
         }
     }
-    let mut compressed = name.to_string();
-    compressed.pop();
-    compressed.push('_');
+    let compressed = compressed_name(name);
     let mut found: Vec<PathBuf> = redirected.into_iter().collect();
     if let Some(cab) = child_ci(&key_dir, &compressed).filter(|p| p.is_file()) {
         let target = crate::path::default_cache_dir()
@@ -188,7 +188,7 @@ pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Vec<PathBuf>, 
         if target.is_file() {
             found.push(target);
         } else {
-            match crate::download::decompress_cab(&cab, name, &target) {
+            match decompress_cab(&cab, name, &target) {
                 Ok(size) => {
                     notes.push(format!(
                         "{}: CAB expanded ({size} bytes) to {}",

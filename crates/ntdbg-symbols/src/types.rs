@@ -1,18 +1,10 @@
-//! Types from a PDB's type stream (TPI), for WinDbg's `dt`.
+//! Types from a PDB's type stream (TPI), as data for WinDbg's `dt` and `x /t`.
 //!
-//! [`TypeDb::open`] reads every type record once into an owned table; [`TypeDb::layout`]
-//! renders a structure, union or enum in WinDbg's `dt` shape:
-//!
-//! ```text
-//! crashy!_EXAMPLE
-//!    +0x000 Count            : Uint4B
-//!    +0x004 Flags            : Pos 0, 3 Bits
-//!    +0x008 Next             : Ptr64 _EXAMPLE
-//! ```
-//!
-//! and, given an address and a way to read memory, with each field's value (`??` for bytes
-//! the dump lacks). Counts and recursion are bounded: a damaged type stream gives fewer
-//! fields, never a panic or a loop.
+//! [`TypeDb::open`] reads every type record once into an owned table. It answers what a type
+//! is ([`TypeDb::record`], [`TypeDb::strip`]), its size, a structure's members with their
+//! offsets ([`TypeDb::members`]), an enum's enumerators, and the type of a global symbol; the
+//! command layer renders them in WinDbg's shapes. Counts and recursion are bounded: a damaged
+//! type stream gives fewer fields, never a panic or a loop.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,33 +16,108 @@ use pdb_addr2line::pdb::{
 use crate::wildcard::wildcard_match;
 use crate::SymbolError;
 
-mod dt;
 mod globals;
 
-pub use dt::DtOptions;
 pub use globals::SymbolType;
 
+/// The PDB's primitive index of a 64-bit pointer to `void` (a vtable pointer's type).
+const VOID_POINTER_64: u32 = 0x0603;
 /// Most type records read from one PDB.
 const MAX_TYPES: usize = 4_000_000;
 /// Most fields shown for one type (field lists chain through continuations).
 const MAX_FIELDS: usize = 10_000;
 /// Deepest chain of pointers, modifiers and arrays followed when naming a type.
 const MAX_DEPTH: usize = 32;
-/// Deepest `dt -r` recursion honoured.
-pub const MAX_RECURSION: usize = 16;
-/// Largest `dt` text produced (recursion into wide nested types multiplies lines).
-const MAX_OUTPUT: usize = 1 << 22;
+/// The index of a type record in a [`TypeDb`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TypeId(u32);
 
 /// A primitive type, as WinDbg names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Primitive {
-    name: &'static str,
+pub struct Primitive {
+    /// WinDbg's name (`Uint4B`, `Ptr64`'s target `Void`, `Wchar`).
+    pub name: &'static str,
     /// The C name (`int`, `unsigned long`), for prototypes and `x /t`.
-    c: &'static str,
-    size: u8,
-    signed: bool,
-    float: bool,
-    character: bool,
+    pub c_name: &'static str,
+    /// Its size in bytes (0 for `void`).
+    pub size: u8,
+    /// Whether it is a signed integer (or a float).
+    pub signed: bool,
+    /// Whether it is a floating-point type.
+    pub float: bool,
+    /// Whether it holds a character (`char`, `wchar_t`, `unsigned char`).
+    pub character: bool,
+}
+
+/// What a pointer points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointerTarget {
+    /// A type record.
+    Type(TypeId),
+    /// A primitive type (the PDB's primitive pointer indices).
+    Primitive(Primitive),
+}
+
+/// One type record, as [`TypeDb::record`] describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeRecord<'a> {
+    /// A primitive type.
+    Primitive(Primitive),
+    /// A pointer of `size` bytes.
+    Pointer {
+        /// What it points to.
+        to: PointerTarget,
+        /// The pointer's size in bytes.
+        size: u8,
+    },
+    /// `const`/`volatile` on another type.
+    Modifier(TypeId),
+    /// An array of `size` bytes.
+    Array {
+        /// The element type.
+        element: TypeId,
+        /// The array's size in bytes.
+        size: u64,
+    },
+    /// A bit field.
+    Bitfield {
+        /// The underlying integer type.
+        of: TypeId,
+        /// Its width in bits.
+        length: u8,
+        /// Its first bit.
+        position: u8,
+    },
+    /// A structure, class or union.
+    Udt {
+        /// `struct`, `class` or `union`.
+        kind: &'static str,
+        /// Its name.
+        name: &'a str,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// An enumeration.
+    Enum {
+        /// Its name.
+        name: &'a str,
+        /// The underlying integer type.
+        underlying: TypeId,
+    },
+    /// A function or member function type.
+    Procedure {
+        /// The return type (`None`: `void`).
+        returns: Option<TypeId>,
+    },
+}
+
+/// One named value of an enumeration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Enumerator {
+    /// The name.
+    pub name: String,
+    /// The value.
+    pub value: i128,
 }
 
 /// One type record, owned.
@@ -128,26 +195,23 @@ pub struct TypeDb {
     pointer_size: u8,
 }
 
-/// A field's place and type, as [`TypeDb::fields`] lists them.
+/// A data member's name, offset and type, as [`TypeDb::members`] lists them (a base class
+/// as `__BaseClass`, a vtable pointer as `__VFN_table`, as WinDbg shows them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldInfo {
     /// The field's name.
     pub name: String,
     /// Its offset in the structure.
     pub offset: u64,
-    /// The type as `dt` shows it (`Uint4B`, `Ptr64 _LIST_ENTRY`, `Pos 0, 3 Bits`).
-    pub type_name: String,
+    /// Its type.
+    pub ty: TypeId,
 }
 
-/// Reads `len` bytes of target memory at an address: one entry per byte, `None` for each
-/// byte the dump lacks.
-pub type ReadMemory<'a> = &'a dyn Fn(u64, usize) -> Vec<Option<u8>>;
-
 fn primitive(kind: PrimitiveKind) -> Primitive {
-    let c = c_primitive(kind);
+    let c_name = c_primitive(kind);
     let p = |name, size, signed, float, character| Primitive {
         name,
-        c,
+        c_name,
         size,
         signed,
         float,
@@ -320,7 +384,7 @@ impl TypeDb {
             // Primitive indices (below 0x1000) are not records: describe those referred to.
             let finder = info.finder();
             let mut primitives: Vec<u32> = types.values().flat_map(references).collect();
-            primitives.extend([0x0603u32, 0x0003]);
+            primitives.extend([VOID_POINTER_64, 0x0003]);
             primitives.retain(|&i| i < 0x1000);
             primitives.sort_unstable();
             primitives.dedup();
@@ -399,20 +463,26 @@ impl TypeDb {
             .collect()
     }
 
-    /// Whether a structure, class, union or enum of this name exists (case-insensitive).
+    /// Whether a structure, class, union, enum or typedef of this name exists
+    /// (case-insensitive).
     pub fn contains(&self, name: &str) -> bool {
         let key = name.to_lowercase();
         self.by_name.contains_key(&key) || self.typedefs.contains_key(&key)
     }
 
-    /// The type a typedef names.
-    fn typedef(&self, name: &str) -> Option<u32> {
-        self.typedefs.get(&name.to_lowercase()).copied()
+    /// The structure, class, union or enum of this name (case-insensitive): its definition,
+    /// or a forward reference when the PDB has no definition.
+    pub fn lookup(&self, name: &str) -> Option<TypeId> {
+        self.by_name
+            .get(&name.to_lowercase())
+            .map(|&index| TypeId(index))
     }
 
-    fn lookup(&self, name: &str) -> Option<(u32, &Ty)> {
-        let index = *self.by_name.get(&name.to_lowercase())?;
-        Some((index, self.types.get(&index)?))
+    /// The type a typedef (the PDB's global `S_UDT` records) names.
+    pub fn typedef(&self, name: &str) -> Option<TypeId> {
+        self.typedefs
+            .get(&name.to_lowercase())
+            .map(|&index| TypeId(index))
     }
 
     /// The definition of a forward reference (by name), else the type itself.
@@ -436,8 +506,20 @@ impl TypeDb {
         }
     }
 
-    /// The type behind modifiers (`const`, `volatile`) and forward references.
-    fn strip(&self, mut index: u32) -> (u32, Option<&Ty>) {
+    /// What a type is, a forward reference replaced by its definition; `None` when the PDB
+    /// has no such type record.
+    pub fn record(&self, ty: TypeId) -> Option<TypeRecord<'_>> {
+        self.get(self.resolve(ty.0)).and_then(Ty::record)
+    }
+
+    /// The type behind modifiers (`const`, `volatile`) and forward references, with its
+    /// record.
+    pub fn strip(&self, ty: TypeId) -> (TypeId, Option<TypeRecord<'_>>) {
+        let (index, record) = self.strip_index(ty.0);
+        (TypeId(index), record.and_then(Ty::record))
+    }
+
+    fn strip_index(&self, mut index: u32) -> (u32, Option<&Ty>) {
         for _ in 0..MAX_DEPTH {
             index = self.resolve(index);
             match self.get(index) {
@@ -452,100 +534,25 @@ impl TypeDb {
         self.types.get(&index)
     }
 
-    fn ty(&self, index: u32) -> Option<Ty> {
-        self.get(index).cloned()
+    /// The size in bytes of a type, when known.
+    pub fn size_of(&self, ty: TypeId) -> Option<u64> {
+        self.size_of_index(ty.0, 0)
     }
 
-    /// The size in bytes of a type, when known.
-    fn size_of(&self, index: u32, depth: usize) -> Option<u64> {
+    fn size_of_index(&self, index: u32, depth: usize) -> Option<u64> {
         if depth > MAX_DEPTH {
             return None;
         }
         let index = self.resolve(index);
-        match self.ty(index)? {
+        match self.get(index)? {
             Ty::Primitive(p) => Some(p.size.into()),
-            Ty::Pointer { size, .. } => Some(size.into()),
-            Ty::Modifier(to) => self.size_of(to, depth + 1),
-            Ty::Array { size, .. } => Some(size),
-            Ty::Bitfield { of, .. } => self.size_of(of, depth + 1),
-            Ty::Udt { size, .. } => Some(size),
-            Ty::Enum { underlying, .. } => self.size_of(underlying, depth + 1),
+            Ty::Pointer { size, .. } => Some(u64::from(*size)),
+            Ty::Modifier(to) => self.size_of_index(*to, depth + 1),
+            Ty::Array { size, .. } => Some(*size),
+            Ty::Bitfield { of, .. } => self.size_of_index(*of, depth + 1),
+            Ty::Udt { size, .. } => Some(*size),
+            Ty::Enum { underlying, .. } => self.size_of_index(*underlying, depth + 1),
             _ => None,
-        }
-    }
-
-    fn pointer_prefix(size: u8) -> &'static str {
-        match size {
-            8 => "Ptr64",
-            2 => "Ptr16",
-            16 => "Ptr128",
-            _ => "Ptr32",
-        }
-    }
-
-    /// A type's name as `dt` shows it in a field line.
-    fn type_name(&self, index: u32, depth: usize) -> String {
-        if depth > MAX_DEPTH {
-            return "<too deep>".to_string();
-        }
-        let index = self.resolve(index);
-        match self.ty(index) {
-            Some(Ty::Primitive(p)) => p.name.to_string(),
-            Some(Ty::Pointer { to, size }) => {
-                let inner = match to {
-                    Target::Primitive(p) => p.name.to_string(),
-                    Target::Index(i) => self.type_name(i, depth + 1),
-                };
-                if inner.starts_with("    ") {
-                    // Function pointers: WinDbg's `Ptr64     void `.
-                    format!("{}{inner}", Self::pointer_prefix(size))
-                } else {
-                    format!("{} {inner}", Self::pointer_prefix(size))
-                }
-            }
-            Some(Ty::Modifier(to)) => self.type_name(to, depth + 1),
-            Some(Ty::Array { element, size }) => {
-                let elem_size = self.size_of(element, depth + 1).unwrap_or(0);
-                let count = size.checked_div(elem_size).unwrap_or(0);
-                format!("[{count}] {}", self.type_name(element, depth + 1))
-            }
-            Some(Ty::Bitfield {
-                length, position, ..
-            }) => format!(
-                "Pos {position}, {length} Bit{}",
-                if length == 1 { "" } else { "s" }
-            ),
-            Some(Ty::Udt { name, .. }) | Some(Ty::Enum { name, .. }) => name,
-            Some(Ty::Procedure { ret }) => {
-                let ret = ret.map_or_else(|| "void".to_string(), |r| self.c_name(r, depth + 1));
-                format!("     {ret} ")
-            }
-            _ => "<unknown type>".to_string(),
-        }
-    }
-
-    /// A C-like name, for prototypes and `x /t` (`void`, `int`, `struct _FOO *`).
-    fn c_name(&self, index: u32, depth: usize) -> String {
-        if depth > MAX_DEPTH {
-            return "?".to_string();
-        }
-        let index = self.resolve(index);
-        match self.ty(index) {
-            Some(Ty::Primitive(p)) => p.c.to_string(),
-            Some(Ty::Pointer { to, .. }) => match to {
-                Target::Primitive(p) => format!("{} *", p.c),
-                Target::Index(i) => format!("{} *", self.c_name(i, depth + 1)),
-            },
-            Some(Ty::Modifier(to)) => self.c_name(to, depth + 1),
-            Some(Ty::Udt { kind, name, .. }) => format!("{kind} {name}"),
-            Some(Ty::Enum { name, .. }) => format!("enum {name}"),
-            Some(Ty::Array { element, size }) => {
-                let count = size
-                    .checked_div(self.size_of(element, depth + 1).unwrap_or(0))
-                    .unwrap_or(0);
-                format!("{} [{count}]", self.c_name(element, depth + 1))
-            }
-            _ => "?".to_string(),
         }
     }
 
@@ -572,52 +579,104 @@ impl TypeDb {
         out
     }
 
-    /// The data members of a structure/union (base classes' members first, at their offsets),
-    /// as `dt` lists them. `None` when there is no such type.
+    /// The data members of the structure/union (or typedef of one) of this name, as
+    /// [`TypeDb::members`] lists them. `None` when there is no such type.
     pub fn fields(&self, name: &str) -> Option<Vec<FieldInfo>> {
-        let index = self
-            .lookup(name)
-            .map(|(index, _)| index)
-            .or_else(|| self.typedef(name))?;
-        Some(
-            self.members(index, 0)
-                .into_iter()
-                .map(|(name, offset, ty)| FieldInfo {
-                    name,
-                    offset,
-                    type_name: self.type_name(ty, 0),
-                })
-                .collect(),
-        )
+        let ty = self.lookup(name).or_else(|| self.typedef(name))?;
+        Some(self.members(ty))
     }
 
-    /// (name, offset, type) of each data member, base classes flattened as WinDbg shows a
-    /// base (`+0x000 __BaseClass Base`), vtable pointers as `__VFN_table`.
-    fn members(&self, index: u32, depth: usize) -> Vec<(String, u64, u32)> {
-        let (_, ty) = self.strip(index);
-        let fields = match ty {
+    /// The data members of a structure/union in declaration order: base classes as
+    /// `__BaseClass` at their offsets, vtable pointers as `__VFN_table`. Empty for other types.
+    pub fn members(&self, ty: TypeId) -> Vec<FieldInfo> {
+        let fields = match self.strip_index(ty.0).1 {
             Some(Ty::Udt {
                 fields: Some(f), ..
             }) => *f,
             _ => return Vec::new(),
         };
+        let field = |name: String, offset: u64, ty: u32| FieldInfo {
+            name,
+            offset,
+            ty: TypeId(ty),
+        };
         let mut out = Vec::new();
         for f in self.field_list(fields) {
             match f {
-                Field::Member { name, ty, offset } => out.push((name, offset, ty)),
-                Field::Base { ty, offset } if depth < MAX_DEPTH => {
-                    out.push(("__BaseClass".to_string(), offset, ty));
-                }
-                Field::VfPtr => out.push(("__VFN_table".to_string(), 0, 0x0603)),
-                _ => {}
+                Field::Member { name, ty, offset } => out.push(field(name, offset, ty)),
+                Field::Base { ty, offset } => out.push(field("__BaseClass".into(), offset, ty)),
+                Field::VfPtr => out.push(field("__VFN_table".into(), 0, VOID_POINTER_64)),
+                Field::Enumerate { .. } => {}
             }
         }
         out
     }
 
+    /// The named values of an enumeration, in declaration order (empty for other types).
+    pub fn enumerators(&self, ty: TypeId) -> Vec<Enumerator> {
+        let Some(Ty::Enum { fields, .. }) = self.strip_index(ty.0).1 else {
+            return Vec::new();
+        };
+        self.field_list(*fields)
+            .into_iter()
+            .filter_map(|f| match f {
+                Field::Enumerate { name, value } => Some(Enumerator { name, value }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The pointer size of the PDB's machine (4 or 8).
     pub fn pointer_size(&self) -> u8 {
         self.pointer_size
+    }
+}
+
+impl Ty {
+    /// The public description of a record; `None` for records that are no type (field lists,
+    /// kinds not read).
+    fn record(&self) -> Option<TypeRecord<'_>> {
+        Some(match self {
+            Ty::Primitive(p) => TypeRecord::Primitive(*p),
+            Ty::Pointer { to, size } => TypeRecord::Pointer {
+                to: match to {
+                    Target::Index(i) => PointerTarget::Type(TypeId(*i)),
+                    Target::Primitive(p) => PointerTarget::Primitive(*p),
+                },
+                size: *size,
+            },
+            Ty::Modifier(to) => TypeRecord::Modifier(TypeId(*to)),
+            Ty::Array { element, size } => TypeRecord::Array {
+                element: TypeId(*element),
+                size: *size,
+            },
+            Ty::Bitfield {
+                of,
+                length,
+                position,
+            } => TypeRecord::Bitfield {
+                of: TypeId(*of),
+                length: *length,
+                position: *position,
+            },
+            Ty::Udt {
+                kind, name, size, ..
+            } => TypeRecord::Udt {
+                kind,
+                name,
+                size: *size,
+            },
+            Ty::Enum {
+                name, underlying, ..
+            } => TypeRecord::Enum {
+                name,
+                underlying: TypeId(*underlying),
+            },
+            Ty::Procedure { ret } => TypeRecord::Procedure {
+                returns: ret.map(TypeId),
+            },
+            Ty::FieldList { .. } | Ty::Other => return None,
+        })
     }
 }
 
@@ -678,100 +737,4 @@ fn is_forward(types: &HashMap<u32, Ty>, index: u32) -> bool {
         types.get(&index),
         Some(Ty::Udt { forward: true, .. }) | Some(Ty::Enum { forward: true, .. })
     )
-}
-
-/// `size` bytes at `addr` as a little-endian integer (sign-extended when `signed`); `None`
-/// when any byte is missing.
-fn read_int(read: ReadMemory<'_>, addr: u64, size: usize, signed: bool) -> Option<i128> {
-    if size == 0 || size > 16 {
-        return None;
-    }
-    let bytes = read(addr, size);
-    if bytes.len() != size {
-        return None;
-    }
-    let mut v: u128 = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        v |= u128::from((*b)?) << (8 * i);
-    }
-    if signed && size < 16 && v >> (size * 8 - 1) & 1 == 1 {
-        v |= u128::MAX << (size * 8);
-    }
-    Some(v as i128)
-}
-
-fn pointer_text(v: u64, size: u8) -> String {
-    if size == 8 {
-        format!("0x{:08x}`{:08x}", v >> 32, v & 0xffff_ffff)
-    } else {
-        format!("0x{:08x}", v & 0xffff_ffff)
-    }
-}
-
-fn primitive_value(p: Primitive, addr: u64, read: ReadMemory<'_>) -> String {
-    let size = usize::from(p.size);
-    if size == 0 {
-        return p.name.to_string();
-    }
-    if p.float {
-        let bytes: Option<Vec<u8>> = read(addr, size).into_iter().collect();
-        return match (bytes, size) {
-            (Some(b), 4) if b.len() == 4 => {
-                format!("{}", f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            }
-            (Some(b), 8) if b.len() == 8 => {
-                let mut a = [0u8; 8];
-                a.copy_from_slice(&b);
-                format!("{}", f64::from_le_bytes(a))
-            }
-            (Some(_), _) => p.name.to_string(),
-            (None, _) => "??".to_string(),
-        };
-    }
-    let Some(v) = read_int(read, addr, size, p.signed) else {
-        return "??".to_string();
-    };
-    let unsigned = if size >= 16 {
-        v as u128
-    } else {
-        (v as u128) & ((1u128 << (size * 8)) - 1)
-    };
-    let text = if p.signed {
-        format!("0n{v}")
-    } else {
-        format!("{unsigned:#x}")
-    };
-    if p.character {
-        let c = char::from_u32(unsigned as u32).filter(|c| !c.is_control());
-        match c {
-            Some(c) => format!("{text} '{c}'"),
-            None => format!("{text} ''"),
-        }
-    } else {
-        text
-    }
-}
-
-/// A NUL-terminated string of `unit`-byte characters at `addr`, at most 64 characters.
-fn read_string(read: ReadMemory<'_>, addr: u64, unit: usize) -> String {
-    let bytes = read(addr, 64 * unit);
-    let mut out = String::new();
-    for chunk in bytes.chunks(unit) {
-        let Some(v) = chunk
-            .iter()
-            .enumerate()
-            .try_fold(0u32, |acc, (i, b)| b.map(|b| acc | u32::from(b) << (8 * i)))
-        else {
-            out.push_str("??");
-            break;
-        };
-        if v == 0 {
-            break;
-        }
-        match char::from_u32(v).filter(|c| !c.is_control()) {
-            Some(c) => out.push(c),
-            None => out.push('.'),
-        }
-    }
-    out
 }

@@ -11,8 +11,8 @@ pub use crate::listing::{list_dumps, summarize_dump, DumpSummary, Headline};
 pub use html::render_html;
 
 use crate::listing::{collect_files, has_dump_name, looks_like_dump};
-use crate::report::{analyze_with, Report};
 use crate::signature::SignatureConfig;
+use crate::{analyze_with, Report};
 use ntdbg_engine::Session;
 use rayon::prelude::*;
 use serde::Serialize;

@@ -2,8 +2,9 @@
 
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
+use crate::render::code::{bitness, SessionCode};
 use crate::spec::{CommandSpec, Invocation};
-use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory, Instruction};
+use ntdbg_engine::disasm::{self, Instruction};
 use ntdbg_engine::expr::{parse_range, Extent};
 use ntdbg_engine::Session;
 
@@ -39,45 +40,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         u,
     ),
 ];
-
-/// The session's memory and symbols, as the disassembler reads them.
-pub(crate) struct SessionCode<'a>(pub(crate) &'a Session);
-
-impl CodeMemory for SessionCode<'_> {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> usize {
-        match self.0.read_code(addr, buf.len()) {
-            Some(chunk) => {
-                buf[..chunk.len()].copy_from_slice(&chunk);
-                chunk.len()
-            }
-            None => 0,
-        }
-    }
-}
-
-impl AddressNamer for SessionCode<'_> {
-    fn name(&self, addr: u64) -> Option<String> {
-        let s = self.0.symbolize(addr);
-        s.module.as_ref()?;
-        Some(s.display())
-    }
-    fn function_range(&self, addr: u64) -> Option<(u64, u64)> {
-        let module = self.0.module_at(addr)?;
-        let base = module.raw.base_of_image;
-        let (start, size) = self.0.module_symbols(module).function_range(addr - base)?;
-        Some((base + start, base + start + size))
-    }
-}
-
-fn bitness(session: &Session) -> Result<Bitness, CommandError> {
-    let arch = session.arch();
-    Bitness::of_arch(arch).ok_or_else(|| {
-        CommandError::new(
-            "unsupported_arch",
-            format!("Disassembly of {} code is not supported yet", arch.name()),
-        )
-    })
-}
 
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let bits = bitness(session)?;
@@ -130,18 +92,4 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             instructions: lines,
         },
     ))
-}
-
-/// The symbol line and the instruction at `ip`, as `r` shows them under the registers.
-pub(crate) fn current_instruction(session: &Session, ip: u64) -> String {
-    let Ok(bits) = bitness(session) else {
-        return format!("{}\n", session.symbolize(ip).display());
-    };
-    let code = SessionCode(session);
-    let lines = disasm::disassemble_forward(bits, &code, &code, ip, 1);
-    let mut text = disasm::render(&lines);
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text
 }

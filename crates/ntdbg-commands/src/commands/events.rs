@@ -148,7 +148,7 @@ fn ecxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
     session.select_exception_context().map_err(|e| {
         CommandError::from(e).with_hint("this dump has no exception; use `~` and `k` on threads")
     })?;
-    super::registers::show_current(session)
+    crate::render::registers::show_current(session)
 }
 
 fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -158,7 +158,7 @@ fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     }
     let addr = eval(session, arg)?;
     session.select_context_record(addr)?;
-    super::registers::show_current(session)
+    crate::render::registers::show_current(session)
 }
 
 fn analyze(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {

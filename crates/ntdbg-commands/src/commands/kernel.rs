@@ -64,14 +64,9 @@ fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
     let context = context_from_trap_frame(arch, &bytes)
         .ok_or_else(|| CommandError::new("bad_trap_frame", format!("No trap frame at {shown}")))?;
     session.select_context(context, format!("trap frame @ {shown}"));
-    let mut out = super::registers::show_current(session)?;
+    let mut out = crate::render::registers::show_current(session)?;
     out.text.insert_str(0, TRAP_NOTE);
     Ok(out)
-}
-
-/// A 64-bit value as WinDbg prints pointers: `fffff804`8b58334c`.
-fn windbg_u64(v: u64) -> String {
-    format!("{:08x}`{:08x}", v >> 32, v & 0xffff_ffff)
 }
 
 fn bugcheck(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -84,14 +79,11 @@ fn bugcheck(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput
         .with_hint("`.lastevent` shows the last event of a user-mode dump"));
     };
     let ptr = session.arch().pointer_size();
-    let arg = |v: u64| {
-        if ptr == 8 {
-            windbg_u64(v)
-        } else {
-            format!("{:08x}", v & 0xffff_ffff)
-        }
-    };
-    let args: Vec<String> = bc.parameters.iter().map(|p| arg(*p)).collect();
+    let args: Vec<String> = bc
+        .parameters
+        .iter()
+        .map(|p| ntdbg_engine::text::address(*p, ptr))
+        .collect();
     let text = format!(
         "Bugcheck code {:08X}\nArguments {}\n",
         bc.code,

@@ -148,7 +148,7 @@ fn layout_from_pdb(session: &Session, command: &str) -> Result<KernelLayout, Com
 
 /// Hex as `!process` and `!thread` print pointers: pointer-sized, no backtick.
 fn ptr(layout: &KernelLayout, value: u64) -> String {
-    ntdbg_analysis::render::ptr_hex(value, layout.pointer_size.into())
+    ntdbg_engine::text::pointer_hex(value, layout.pointer_size.into())
 }
 
 fn object_error(e: impl std::fmt::Display) -> CommandError {
@@ -382,7 +382,7 @@ fn render_thread(
                 t.tid as u32,
                 &context,
             );
-            for line in super::stack::render_plain(session, &walked).lines() {
+            for line in crate::render::stack::render_plain(session, &walked).lines() {
                 out.push_str(&inner);
                 out.push_str(line);
                 out.push('\n');

@@ -6,6 +6,7 @@ use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::expr::{parse_range, Extent};
+use ntdbg_engine::text::{address, unreadable_address, UNREADABLE};
 use ntdbg_engine::Session;
 
 /// Largest display without `L?` (WinDbg refuses large ranges the same way).
@@ -237,7 +238,7 @@ fn render_bytes(session: &Session, start: u64, data: &[Option<u8>]) -> String {
             }
             match line.get(i) {
                 Some(Some(b)) => out.push_str(&format!("{b:02x}")),
-                Some(None) => out.push_str("??"),
+                Some(None) => out.push_str(UNREADABLE),
                 None => out.push_str("  "),
             }
         }
@@ -277,9 +278,9 @@ fn render_values(
         for chunk in line.chunks(unit) {
             out.push(' ');
             out.push_str(&match value_of(chunk) {
-                Some(v) if unit == 8 => format!("{:08x}`{:08x}", v >> 32, v & 0xffff_ffff),
+                Some(v) if unit == 8 => address(v, unit),
                 Some(v) => format!("{v:0w$x}", w = unit * 2),
-                None if unit == 8 => "????????`????????".to_string(),
+                None if unit == 8 => unreadable_address(unit).to_string(),
                 None => "?".repeat(unit * 2),
             });
         }
@@ -301,14 +302,14 @@ fn render_symbols(session: &Session, start: u64, data: &[Option<u8>], unit: usiz
         out.push_str("  ");
         match value_of(chunk) {
             Some(v) => {
-                out.push_str(&crate::render::addr_for(unit, v));
+                out.push_str(&address(v, unit));
                 let sym = session.symbolize(v);
                 if sym.module.is_some() {
                     out.push(' ');
                     out.push_str(&sym.display());
                 }
             }
-            None => out.push_str(crate::render::unreadable_addr(unit)),
+            None => out.push_str(unreadable_address(unit)),
         }
         out.push('\n');
     }

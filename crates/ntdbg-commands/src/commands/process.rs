@@ -5,6 +5,7 @@ use crate::error::CommandError;
 use crate::output::CommandOutput;
 use crate::render::{addr, windbg_duration, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
+use ntdbg_engine::text::UNREADABLE;
 use ntdbg_engine::Session;
 use ntdbg_targets::Arch;
 
@@ -133,9 +134,12 @@ fn peb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     let yes_no = |v: Option<u64>| match v {
         Some(0) => "No".to_string(),
         Some(_) => "Yes".to_string(),
-        None => "??".to_string(),
+        None => UNREADABLE.to_string(),
     };
-    let show = |v: Option<u64>| v.map(|v| addr(session, v)).unwrap_or_else(|| "??".into());
+    let show = |v: Option<u64>| {
+        v.map(|v| addr(session, v))
+            .unwrap_or_else(|| UNREADABLE.into())
+    };
     let mut out = format!("PEB at {}\n", addr(session, peb));
     out.push_str(&format!(
         "    InheritedAddressSpace:    {}\n",
@@ -199,7 +203,7 @@ fn teb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     let show = |at: u64| {
         read_ptr(session, at)
             .map(|v| addr(session, v))
-            .unwrap_or_else(|| "??".into())
+            .unwrap_or_else(|| UNREADABLE.into())
     };
     let fields = [
         ("ExceptionList:       ", 0),
@@ -229,7 +233,7 @@ fn teb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
         "    LastErrorValue:       {}\n",
         last_error
             .map(|v| v.to_string())
-            .unwrap_or_else(|| "??".into())
+            .unwrap_or_else(|| UNREADABLE.into())
     ));
     Ok(CommandOutput::text(out))
 }

@@ -5,10 +5,10 @@
 //! instruction. When the target is still running, the output is empty and the trailer says
 //! `[target running]`; the stop is shown at the head of the next command.
 
-use super::disasm::current_instruction;
 use super::eval;
 use crate::error::CommandError;
 use crate::output::CommandOutput;
+use crate::render::code::current_instruction;
 use crate::spec::{CommandSpec, Effect, Invocation};
 use ntdbg_engine::live::{Resume, RunState};
 use ntdbg_engine::Session;

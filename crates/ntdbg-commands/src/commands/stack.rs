@@ -3,9 +3,8 @@
 use super::eval;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
-use crate::render::addr;
+use crate::render::stack::{render_stack, Style};
 use crate::spec::{CommandSpec, Invocation};
-use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::Session;
 
 /// WinDbg's default number of frames shown.
@@ -61,14 +60,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-#[derive(Debug, Clone, Copy)]
-struct Style {
-    numbers: bool,
-    args: bool,
-    params: bool,
-    clean: bool,
-}
-
 fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let lower = inv.name.to_ascii_lowercase();
     let style = Style {
@@ -93,105 +84,4 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         .truncate(usize::try_from(count).unwrap_or(usize::MAX));
     let text = render_stack(session, &stack, style);
     Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
-}
-
-/// A stack in `k`'s plain layout (Child-SP, RetAddr, Call Site), for commands that show one.
-pub(crate) fn render_plain(session: &Session, stack: &Stack) -> String {
-    let style = Style {
-        numbers: false,
-        args: false,
-        params: false,
-        clean: false,
-    };
-    render_stack(session, stack, style)
-}
-
-fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
-    let ptr = session.arch().pointer_size();
-    let x86 = ptr == 4;
-    let mut out = String::new();
-    if !style.clean {
-        let num = if style.numbers { " # " } else { "" };
-        let header = match (x86, style.args) {
-            (true, false) => "ChildEBP RetAddr  ".to_string(),
-            (true, true) => format!("ChildEBP RetAddr  {:<27}", "Args to Child"),
-            (false, false) => format!("{:<17} {:<22}", "Child-SP", "RetAddr"),
-            (false, true) => format!(
-                "{:<17} {:<17} : {:<71} : ",
-                "Child-SP", "RetAddr", "Args to Child"
-            ),
-        };
-        out.push_str(&format!("{num}{header}Call Site\n"));
-    } else {
-        out.push_str("Call Site\n");
-    }
-    for f in &stack.frames {
-        if style.clean {
-            out.push_str(&call_site(f, style.params));
-            out.push('\n');
-            continue;
-        }
-        if style.numbers {
-            out.push_str(&format!("{:02x} ", f.index));
-        }
-        if f.inline {
-            let dashes = if x86 { "--------" } else { "--------`--------" };
-            out.push_str(&format!("(Inline Function) {dashes}"));
-            if style.args {
-                out.push_str(if x86 { " " } else { " : " });
-                out.push_str(&vec![dashes; if x86 { 3 } else { 4 }].join(" "));
-                out.push_str(if x86 { " " } else { " : " });
-            } else {
-                out.push_str(if x86 { " " } else { "     " });
-            }
-        } else {
-            let child = if x86 {
-                f.frame_pointer.unwrap_or(f.stack_pointer)
-            } else {
-                f.stack_pointer
-            };
-            let ret = f
-                .return_address
-                .map(|r| addr(session, r))
-                .unwrap_or_else(|| addr(session, 0));
-            out.push_str(&format!("{} {ret}", addr(session, child)));
-            if style.args {
-                let words: Vec<String> = (0..if x86 { 3 } else { 4 })
-                    .map(|i| match f.args.get(i) {
-                        Some(v) => addr(session, *v),
-                        None => crate::render::unreadable_addr(ptr).to_string(),
-                    })
-                    .collect();
-                if x86 {
-                    out.push_str(&format!(" {} ", words.join(" ")));
-                } else {
-                    out.push_str(&format!(" : {} : ", words.join(" ")));
-                }
-            } else {
-                out.push_str(if x86 { " " } else { "     " });
-            }
-        }
-        out.push_str(&call_site(f, style.params));
-        if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
-            out.push_str(&format!(" [{file} @ {line}]"));
-        }
-        out.push('\n');
-    }
-    if let Some(note) = &stack.note {
-        out.push_str(&format!("WARNING: {note}\n"));
-    }
-    out
-}
-
-fn call_site(f: &Frame, params: bool) -> String {
-    if params {
-        if let (Some(m), Some(func)) = (&f.module, &f.function) {
-            let off = match f.function_offset {
-                Some(o) if o != 0 && !f.inline => format!("+{o:#x}"),
-                _ => String::new(),
-            };
-            return format!("{m}!{func}{off}");
-        }
-    }
-    f.call_site()
 }

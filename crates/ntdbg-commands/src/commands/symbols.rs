@@ -4,7 +4,7 @@
 use super::eval;
 use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, TypedResult};
-use crate::render::addr;
+use crate::render::{addr, dt};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::{module_name, Session, Symbolized};
 use ntdbg_symbols::{strip_parameters, wildcard_match, SymbolEntry, SymbolType, TypeDb};
@@ -152,7 +152,7 @@ fn x_line(
 ) -> String {
     let bare = strip_parameters(&entry.name);
     let params = entry.name[bare.len()..].trim();
-    let typed = types.and_then(|t| t.symbol_type(bare));
+    let typed = types.and_then(|t| Some((t, t.symbol_type(bare)?)));
     let prefix = |type_name: &str| {
         if with_types {
             format!("{type_name} ")
@@ -161,21 +161,19 @@ fn x_line(
         }
     };
     match typed {
-        Some(SymbolType::Data { type_name }) => {
+        Some((db, SymbolType::Data { ty })) => {
             let read = |a: u64, len: usize| session.read_virtual(a, len);
             let value = if read(at, 1).first().copied().flatten().is_none() {
                 // WinDbg's words for a variable the dump did not capture.
                 "<Memory access error>".to_string()
             } else {
-                types
-                    .and_then(|t| t.symbol_value(bare, at, &read))
-                    .unwrap_or_else(|| "??".to_string())
+                dt::value(db, ty, at, &read)
             };
-            format!("{}{module}!{bare} = {value}", prefix(&type_name))
+            format!("{}{module}!{bare} = {value}", prefix(&dt::c_name(db, ty)))
         }
-        Some(SymbolType::Function { returns }) => format!(
+        Some((db, SymbolType::Function { returns })) => format!(
             "{}{module}!{bare} {}",
-            prefix(&returns),
+            prefix(&returns.map_or_else(|| "void".to_string(), |r| dt::c_name(db, r))),
             windbg_parameters(params)
         ),
         None if entry.is_function && !params.is_empty() => format!(

@@ -2,8 +2,8 @@
 
 use super::no_args;
 use crate::error::CommandError;
-use crate::output::{CommandOutput, ThreadRow, TypedResult};
-use crate::render::addr;
+use crate::output::CommandOutput;
+use crate::render::threads::list;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::Session;
 
@@ -22,66 +22,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 fn tilde(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     no_args(inv.name, inv.args)?;
     list(session, None)
-}
-
-/// The `~` listing, of all threads or of the selected ones.
-pub(crate) fn list(
-    session: &Session,
-    only: Option<&[usize]>,
-) -> Result<CommandOutput, CommandError> {
-    let count = session.target().threads().len();
-    let indices: Vec<usize> = match only {
-        Some(sel) => sel.to_vec(),
-        None => (0..count).collect(),
-    };
-    let mut text = String::new();
-    let mut rows = Vec::new();
-    for i in indices {
-        text.push_str(&header_line(session, i));
-        text.push('\n');
-        let t = &session.target().threads()[i];
-        rows.push(ThreadRow {
-            index: i,
-            id: format!("{:#x}", t.id),
-            name: t.name.clone(),
-            teb: format!("{:#x}", t.teb),
-            current: i == session.current_thread_index(),
-            event: Some(i) == session.event_thread_index(),
-        });
-    }
-    if count == 0 {
-        text.push_str("The dump has no thread list.\n");
-    }
-    Ok(CommandOutput::with(
-        text,
-        TypedResult::Threads { threads: rows },
-    ))
-}
-
-/// One `~` line: `.  0  Id: 1a8.36 Suspend: 0 Teb: 00000000`7ffde000 Unfrozen "name"`.
-pub(crate) fn header_line(session: &Session, index: usize) -> String {
-    let Some(t) = session.target().threads().get(index) else {
-        return String::new();
-    };
-    let marker = if index == session.current_thread_index() {
-        '.'
-    } else if Some(index) == session.event_thread_index() {
-        '#'
-    } else {
-        ' '
-    };
-    let pid = session.target().system().process_id.unwrap_or(0);
-    let name = t
-        .name
-        .as_ref()
-        .map(|n| format!(" \"{n}\""))
-        .unwrap_or_default();
-    format!(
-        "{marker}{index:>3}  Id: {pid:x}.{:x} Suspend: {} Teb: {} Unfrozen{name}",
-        t.id,
-        t.suspend_count,
-        addr(session, t.teb)
-    )
 }
 
 fn process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use crate::error::CommandError;
 use crate::output::CommandOutput;
+use crate::render::dt::{layout, DtOptions, ReadMemory, MAX_RECURSION};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
 use ntdbg_engine::{module_name, Session};
-use ntdbg_symbols::{DtOptions, TypeDb, MAX_RECURSION};
+use ntdbg_symbols::TypeDb;
 
 /// The usage line.
 const USAGE: &str = "dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]";
@@ -121,15 +122,14 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         verbose,
         array_elements,
     };
-    let text = found
-        .types
-        .layout_with(
-            &found.module,
-            name,
-            address.map(|a| (a, &read as ntdbg_symbols::ReadMemory<'_>)),
-            &options,
-        )
-        .ok_or_else(|| not_found(spec))?;
+    let text = layout(
+        &found.types,
+        &found.module,
+        name,
+        address.map(|a| (a, &read as ReadMemory<'_>)),
+        &options,
+    )
+    .ok_or_else(|| not_found(spec))?;
     if !fields.is_empty() && text.lines().count() <= 1 {
         return Err(CommandError::new(
             "no_such_field",

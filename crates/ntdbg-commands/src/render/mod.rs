@@ -1,30 +1,20 @@
-//! WinDbg text shapes shared by every command: addresses with the backtick, pointer-width
-//! values, and `module!function+0x1a` call sites.
+//! WinDbg text shapes shared by several command families. The primitives (addresses with the
+//! backtick, pointer-width hex, `??`, `module!function+0x1a`) are [`ntdbg_engine::text`]; this
+//! module adds the shapes built on them that need a session, dates and durations, and `dt`'s
+//! type layouts ([`dt`]).
 
 use ntdbg_engine::Session;
 
-/// A pointer-width value as WinDbg prints addresses: `00000001`40002134` on 64-bit targets,
-/// `00401ef3` on 32-bit ones.
+pub(crate) mod code;
+pub mod dt;
+pub(crate) mod registers;
+pub(crate) mod stack;
+pub(crate) mod threads;
+
+/// A pointer-width value as WinDbg prints addresses on the session's target:
+/// `00000001`40002134` on 64-bit targets, `00401ef3` on 32-bit ones.
 pub fn addr(session: &Session, value: u64) -> String {
-    addr_for(session.arch().pointer_size(), value)
-}
-
-/// [`addr`] for an explicit pointer size.
-pub fn addr_for(pointer_size: usize, value: u64) -> String {
-    if pointer_size == 4 {
-        format!("{:08x}", value & 0xffff_ffff)
-    } else {
-        format!("{:08x}`{:08x}", value >> 32, value & 0xffff_ffff)
-    }
-}
-
-/// The `????????` (or `????????`????????`) that WinDbg prints for an unreadable pointer.
-pub fn unreadable_addr(pointer_size: usize) -> &'static str {
-    if pointer_size == 4 {
-        "????????"
-    } else {
-        "????????`????????"
-    }
+    ntdbg_engine::text::address(value, session.arch().pointer_size())
 }
 
 /// Time in WinDbg's form: `Mon Nov 30 02:02:06.000 2026 (UTC + 0:00)`.
@@ -59,12 +49,6 @@ pub fn windbg_duration(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn addresses() {
-        assert_eq!(addr_for(8, 0x1_4000_2134), "00000001`40002134");
-        assert_eq!(addr_for(4, 0x401ef3), "00401ef3");
-    }
 
     #[test]
     fn times() {

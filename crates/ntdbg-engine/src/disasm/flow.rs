@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::forward::with_source_line;
 use super::line::{decode_at, Decoded, Flow};
-use super::text::{format_address, has_offset, strip_offset};
 use super::types::{AddressNamer, Bitness, CodeMemory, DisasmError, Instruction};
+use crate::text::{has_offset, strip_offset};
 
 /// Most instructions followed when no function range is known.
 pub const MAX_FLOW_INSTRUCTIONS: usize = 2000;
@@ -110,7 +110,7 @@ pub fn disassemble_function(
             if block_starts.contains(&line.address) {
                 let name = namer
                     .name(line.address)
-                    .unwrap_or_else(|| format_address(line.address, bitness));
+                    .unwrap_or_else(|| bitness.address(line.address));
                 line.label = Some(with_source_line(namer, line.address, name));
             }
             line

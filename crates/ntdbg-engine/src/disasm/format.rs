@@ -17,7 +17,7 @@ use iced_x86::{
     MasmFormatter, MemorySizeOptions, Mnemonic, OpKind, Register, SymbolResolver, SymbolResult,
 };
 
-use super::text::{format_address, masm_hex_fixed};
+use super::text::masm_hex_fixed;
 use super::types::{AddressNamer, Bitness};
 
 /// The text parts of one formatted instruction.
@@ -104,12 +104,12 @@ impl SymbolResolver for OperandSymbols {
 fn named(bitness: Bitness, namer: &dyn AddressNamer, addr: u64) -> Option<String> {
     namer
         .name(addr)
-        .map(|name| format!("{name} ({})", format_address(addr, bitness)))
+        .map(|name| format!("{name} ({})", bitness.address(addr)))
 }
 
 /// `name (address)`, or the bare WinDbg address.
 fn named_or_address(bitness: Bitness, namer: &dyn AddressNamer, addr: u64) -> String {
-    named(bitness, namer, addr).unwrap_or_else(|| format_address(addr, bitness))
+    named(bitness, namer, addr).unwrap_or_else(|| bitness.address(addr))
 }
 
 fn operand_symbols(

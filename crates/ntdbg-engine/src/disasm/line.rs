@@ -6,8 +6,9 @@
 use iced_x86::{Code, Decoder, DecoderError, DecoderOptions, FlowControl, OpKind};
 
 use super::format::format_instruction;
-use super::text::{format_address, hex_bytes, layout_line};
+use super::text::{hex_bytes, layout_line};
 use super::types::{AddressNamer, Bitness, CodeMemory, Instruction};
+use crate::text::UNREADABLE;
 
 /// The longest x86 instruction.
 pub(crate) const MAX_INSTRUCTION_LEN: usize = 15;
@@ -64,7 +65,7 @@ pub(crate) fn decode_at(
     let formatted = format_instruction(bitness, &instr, namer);
     let bytes = hex_bytes(&bytes[..len]);
     let text = layout_line(
-        &format_address(addr, bitness),
+        &bitness.address(addr),
         &bytes,
         &formatted.mnemonic,
         &formatted.operands,
@@ -93,8 +94,8 @@ fn failed(bitness: Bitness, addr: u64, bytes: &[u8], readable: bool) -> Decoded 
     } else {
         String::new()
     };
-    let shown = if readable { hex.as_str() } else { "??" };
-    let text = layout_line(&format_address(addr, bitness), shown, "???", "");
+    let shown = if readable { hex.as_str() } else { UNREADABLE };
+    let text = layout_line(&bitness.address(addr), shown, "???", "");
     Decoded {
         line: Instruction {
             address: addr,

@@ -10,8 +10,8 @@
 //! module decodes with iced-x86 and formats in WinDbg's MASM dialect (see `format.rs` for where
 //! that differs from iced's defaults). [`disassemble_forward`] is `u`, [`disassemble_backward`]
 //! is `ub` (heuristic, see `backward.rs`), [`disassemble_function`] is `uf`, [`render`] prints
-//! any of them. [`format_address`] and [`instruction_registers`] are shared with other
-//! commands and crash analysis.
+//! any of them. [`instruction_registers`] is shared with other commands and crash
+//! analysis; addresses print through [`Bitness::address`] ([`crate::text`]).
 
 mod backward;
 mod flow;
@@ -31,7 +31,6 @@ pub use flow::{disassemble_function, MAX_FLOW_INSTRUCTIONS};
 pub use forward::{disassemble_forward, DEFAULT_COUNT};
 pub use registers::instruction_registers;
 pub use render::render;
-pub use text::format_address;
 pub use types::{
     AddressNamer, Bitness, CodeMemory, DisasmError, Instruction, MemoryOperand, NoSymbols,
     SliceMemory,

@@ -1,43 +1,12 @@
-//! Small text helpers shared by the disassembler and other commands: WinDbg address format,
-//! MASM hex numbers, byte columns and the `u` line layout.
+//! The disassembler's own text helpers: MASM hex numbers, byte columns and the `u` line layout
+//! (addresses and names come from [`crate::text`]).
 
 use std::fmt::Write as _;
-
-use super::types::Bitness;
 
 /// Column (relative to the start of the bytes) where the mnemonic starts when the bytes fit.
 const MNEMONIC_COLUMN: usize = 16;
 /// Column (relative to the start of the bytes) where the operands start when the bytes fit.
 const OPERANDS_COLUMN: usize = 24;
-
-/// An address as WinDbg prints it: `00000001`40002134` on x64, `00401ef3` on x86.
-pub fn format_address(addr: u64, bitness: Bitness) -> String {
-    match bitness {
-        Bitness::Bits64 => format!("{:08x}`{:08x}", addr >> 32, addr & 0xffff_ffff),
-        Bitness::Bits32 => format!("{:08x}", addr & 0xffff_ffff),
-    }
-}
-
-/// Whether a WinDbg name points inside a symbol (`foo!bar+0x1a`, `foo+0x1a`) rather than at its
-/// start.
-pub(crate) fn has_offset(name: &str) -> bool {
-    match name.rfind("+0x") {
-        Some(pos) => {
-            let digits = &name[pos + 3..];
-            !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_hexdigit())
-        }
-        None => false,
-    }
-}
-
-/// The symbol part of a WinDbg name (`foo!bar+0x1a` -> `foo!bar`).
-pub(crate) fn strip_offset(name: &str) -> &str {
-    if has_offset(name) {
-        name.rfind("+0x").map_or(name, |pos| &name[..pos])
-    } else {
-        name
-    }
-}
 
 /// MASM hex with a fixed number of digits: `00000018h`, `0C0000000h` (leading `0` when the
 /// first digit is a letter).

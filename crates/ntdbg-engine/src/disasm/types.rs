@@ -87,6 +87,19 @@ impl Bitness {
         }
     }
 
+    /// The size of a pointer in this mode, in bytes.
+    pub fn pointer_size(self) -> usize {
+        match self {
+            Bitness::Bits32 => 4,
+            Bitness::Bits64 => 8,
+        }
+    }
+
+    /// An address as WinDbg prints it in this mode (see [`crate::text::address`]).
+    pub fn address(self, addr: u64) -> String {
+        crate::text::address(addr, self.pointer_size())
+    }
+
     /// The decoder bitness for iced-x86.
     pub(crate) fn bits(self) -> u32 {
         match self {

@@ -7,7 +7,7 @@ use ntdbg_gdbremote::ClientOptions;
 use ntdbg_targets::GdbTarget;
 
 use super::control::{LiveControl, RunState};
-use crate::disasm::{format_address, Bitness};
+use crate::disasm::Bitness;
 use crate::{EngineError, Session};
 
 /// How to attach.
@@ -142,7 +142,7 @@ impl Session {
                 format!(
                     "[target halted @ ~{} {}{name}]",
                     self.current_thread_index(),
-                    format_address(ip, bits)
+                    bits.address(ip)
                 )
             }
             RunState::Exited(why) => format!("[target exited: {why}]"),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use pdb_addr2line::pdb::{self, FallibleIterator, SymbolData, PDB};
 
-use super::{ReadMemory, Ty, TypeDb, MAX_TYPES};
+use super::{Ty, TypeDb, TypeId, MAX_TYPES};
 
 /// Most module streams read for procedure records.
 const MAX_MODULES: usize = 100_000;
@@ -25,18 +25,18 @@ pub(super) struct Globals {
     pub symbols: HashMap<String, Typed>,
 }
 
-/// The type of a function or variable, as `x /t` shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The type of a function or variable, for `x /t` and `x`'s values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SymbolType {
-    /// A function: its return type (`int`, `struct _FOO *`).
+    /// A function.
     Function {
-        /// The C name of the return type.
-        returns: String,
+        /// Its return type (`None`: `void`).
+        returns: Option<TypeId>,
     },
-    /// A variable: its type.
+    /// A variable.
     Data {
-        /// The C name of the type.
-        type_name: String,
+        /// Its type.
+        ty: TypeId,
     },
 }
 
@@ -119,23 +119,16 @@ impl TypeDb {
     pub fn symbol_type(&self, name: &str) -> Option<SymbolType> {
         let typed = self.symbols.get(&name.to_lowercase())?;
         if typed.function {
-            let returns = match self.strip(typed.index).1 {
-                Some(Ty::Procedure { ret: Some(ret) }) => self.c_name(*ret, 0),
-                Some(Ty::Procedure { ret: None }) => "void".to_string(),
-                _ => return None,
-            };
-            Some(SymbolType::Function { returns })
+            match self.strip_index(typed.index).1 {
+                Some(Ty::Procedure { ret }) => Some(SymbolType::Function {
+                    returns: ret.map(TypeId),
+                }),
+                _ => None,
+            }
         } else {
             Some(SymbolType::Data {
-                type_name: self.c_name(typed.index, 0),
+                ty: TypeId(typed.index),
             })
         }
-    }
-
-    /// The value of the variable `name` at `addr`, as `x` shows it (`0n5`, `0x00000001`40002000
-    /// Void`); `None` for functions and names without a type.
-    pub fn symbol_value(&self, name: &str, addr: u64, read: ReadMemory<'_>) -> Option<String> {
-        let typed = self.symbols.get(&name.to_lowercase())?;
-        (!typed.function).then(|| self.value(typed.index, addr, read))
     }
 }

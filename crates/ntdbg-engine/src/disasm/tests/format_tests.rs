@@ -2,9 +2,7 @@
 //! implicit accumulators, `moffs` operands, symbol placement, column overflow and labels.
 
 use super::support::{hex, SparseMemory, TableNamer};
-use crate::disasm::{
-    disassemble_forward, format_address, render, AddressNamer, Bitness, NoSymbols,
-};
+use crate::disasm::{disassemble_forward, render, AddressNamer, Bitness, NoSymbols};
 
 /// The line for `bytes` at `addr`.
 fn line(bitness: Bitness, addr: u64, bytes: &str, namer: &dyn AddressNamer) -> String {
@@ -31,17 +29,11 @@ fn asm(bitness: Bitness, bytes: &str) -> String {
 
 #[test]
 fn addresses() {
-    assert_eq!(
-        format_address(0x1_4000_2134, Bitness::Bits64),
-        "00000001`40002134"
-    );
-    assert_eq!(format_address(0, Bitness::Bits64), "00000000`00000000");
-    assert_eq!(
-        format_address(u64::MAX, Bitness::Bits64),
-        "ffffffff`ffffffff"
-    );
-    assert_eq!(format_address(0x40_1ef3, Bitness::Bits32), "00401ef3");
-    assert_eq!(format_address(0x1_0040_1ef3, Bitness::Bits32), "00401ef3");
+    assert_eq!(Bitness::Bits64.address(0x1_4000_2134), "00000001`40002134");
+    assert_eq!(Bitness::Bits64.address(0), "00000000`00000000");
+    assert_eq!(Bitness::Bits64.address(u64::MAX), "ffffffff`ffffffff");
+    assert_eq!(Bitness::Bits32.address(0x40_1ef3), "00401ef3");
+    assert_eq!(Bitness::Bits32.address(0x1_0040_1ef3), "00401ef3");
 }
 
 #[test]

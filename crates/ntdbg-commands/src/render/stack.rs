@@ -1,0 +1,122 @@
+//! Call stacks in `k`'s layouts, shared by `k` and the commands that show a stack
+//! (`!thread`, `!process`).
+
+use crate::render::addr;
+use ntdbg_engine::stack::{Frame, Stack};
+use ntdbg_engine::text::{no_address, unreadable_address};
+use ntdbg_engine::Session;
+
+/// Which columns a `k` variant shows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    /// `kn`: frame numbers.
+    pub(crate) numbers: bool,
+    /// `kb`/`kv`: the first stack words ("Args to Child").
+    pub(crate) args: bool,
+    /// `kp`: parameter lists.
+    pub(crate) params: bool,
+    /// `kc`: call sites only.
+    pub(crate) clean: bool,
+}
+
+/// A stack in `k`'s plain layout (Child-SP, RetAddr, Call Site), for commands that show one.
+pub(crate) fn render_plain(session: &Session, stack: &Stack) -> String {
+    let style = Style {
+        numbers: false,
+        args: false,
+        params: false,
+        clean: false,
+    };
+    render_stack(session, stack, style)
+}
+
+/// A stack in the layout of the `k` variant `style`.
+pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
+    let ptr = session.arch().pointer_size();
+    let x86 = ptr == 4;
+    let mut out = String::new();
+    if !style.clean {
+        let num = if style.numbers { " # " } else { "" };
+        let header = match (x86, style.args) {
+            (true, false) => "ChildEBP RetAddr  ".to_string(),
+            (true, true) => format!("ChildEBP RetAddr  {:<27}", "Args to Child"),
+            (false, false) => format!("{:<17} {:<22}", "Child-SP", "RetAddr"),
+            (false, true) => format!(
+                "{:<17} {:<17} : {:<71} : ",
+                "Child-SP", "RetAddr", "Args to Child"
+            ),
+        };
+        out.push_str(&format!("{num}{header}Call Site\n"));
+    } else {
+        out.push_str("Call Site\n");
+    }
+    for f in &stack.frames {
+        if style.clean {
+            out.push_str(&call_site(f, style.params));
+            out.push('\n');
+            continue;
+        }
+        if style.numbers {
+            out.push_str(&format!("{:02x} ", f.index));
+        }
+        if f.inline {
+            let dashes = no_address(ptr);
+            out.push_str(&format!("(Inline Function) {dashes}"));
+            if style.args {
+                out.push_str(if x86 { " " } else { " : " });
+                out.push_str(&vec![dashes; if x86 { 3 } else { 4 }].join(" "));
+                out.push_str(if x86 { " " } else { " : " });
+            } else {
+                out.push_str(if x86 { " " } else { "     " });
+            }
+        } else {
+            let child = if x86 {
+                f.frame_pointer.unwrap_or(f.stack_pointer)
+            } else {
+                f.stack_pointer
+            };
+            let ret = f
+                .return_address
+                .map(|r| addr(session, r))
+                .unwrap_or_else(|| addr(session, 0));
+            out.push_str(&format!("{} {ret}", addr(session, child)));
+            if style.args {
+                let words: Vec<String> = (0..if x86 { 3 } else { 4 })
+                    .map(|i| match f.args.get(i) {
+                        Some(v) => addr(session, *v),
+                        None => unreadable_address(ptr).to_string(),
+                    })
+                    .collect();
+                if x86 {
+                    out.push_str(&format!(" {} ", words.join(" ")));
+                } else {
+                    out.push_str(&format!(" : {} : ", words.join(" ")));
+                }
+            } else {
+                out.push_str(if x86 { " " } else { "     " });
+            }
+        }
+        out.push_str(&call_site(f, style.params));
+        if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
+            out.push_str(&format!(" [{file} @ {line}]"));
+        }
+        out.push('\n');
+    }
+    if let Some(note) = &stack.note {
+        out.push_str(&format!("WARNING: {note}\n"));
+    }
+    out
+}
+
+fn call_site(f: &Frame, params: bool) -> String {
+    if params {
+        if let (Some(m), Some(func)) = (&f.module, &f.function) {
+            let off = match f.function_offset {
+                Some(o) if o != 0 && !f.inline => format!("+{o:#x}"),
+                _ => String::new(),
+            };
+            return format!("{m}!{func}{off}");
+        }
+    }
+    f.call_site()
+}
