@@ -1,6 +1,6 @@
 //! Disassembly: `u`, `ub`, `uf` (x86 and x64, iced-x86 in WinDbg's MASM shape).
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory, Instruction};
@@ -73,7 +73,7 @@ fn bitness(session: &Session) -> Result<Bitness, CommandError> {
     let arch = session.arch();
     Bitness::of_arch(arch).ok_or_else(|| {
         CommandError::new(
-            "unsupported_arch",
+            ErrorCode::UnsupportedArch,
             format!("Disassembly of {} code is not supported yet", arch.name()),
         )
     })
@@ -94,7 +94,8 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     let code = SessionCode(session);
     let lines: Vec<Instruction> = if kind == "uf" {
         disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
-            CommandError::new("no_function_bounds", e.to_string()).with_hint("use `u ADDR L COUNT`")
+            CommandError::new(ErrorCode::NoFunctionBounds, e.to_string())
+                .with_hint("use `u ADDR L COUNT`")
         })?
     } else {
         let count = match range.extent {
@@ -104,7 +105,7 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         };
         if count > MAX_COUNT {
             return Err(CommandError::new(
-                "range_too_large",
+                ErrorCode::RangeTooLarge,
                 format!("Range error: {count} instructions (at most {MAX_COUNT})"),
             ));
         }

@@ -1,6 +1,6 @@
 //! Registers: `r`, `r NAME[, NAME…]`.
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::{MinidumpContext, MinidumpRawContext};
@@ -22,7 +22,7 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     }
     if args.contains('=') {
         return Err(CommandError::new(
-            "read_only",
+            ErrorCode::ReadOnly,
             "Cannot change registers: the target is a dump",
         )
         .with_hint("registers of a dump are read-only"));
@@ -68,7 +68,7 @@ fn padded(name: &str, value: u64, pointer_size: usize) -> String {
 fn current_context(session: &Session) -> Result<MinidumpContext, CommandError> {
     session.context().ok_or_else(|| {
         CommandError::new(
-            "no_context",
+            ErrorCode::NoContext,
             "No register context for the current thread in this dump",
         )
     })
