@@ -29,14 +29,14 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "ub [ADDR] [L COUNT]",
         "disassemble the instructions before ADDR",
         U_DETAILS,
-        u,
+        ub,
     ),
     CommandSpec::inspect(
         &["uf"],
         "uf ADDR",
         "disassemble the whole function containing ADDR",
         U_DETAILS,
-        u,
+        uf,
     ),
 ];
 
@@ -79,20 +79,58 @@ fn bitness(session: &Session) -> Result<Bitness, CommandError> {
     })
 }
 
+/// Which way `u`, `ub` and `uf` disassemble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// `u`: forward from the address (and the next `u` continues).
+    Forward,
+    /// `ub`: the instructions before the address.
+    Backward,
+    /// `uf`: the whole function holding the address.
+    Function,
+}
+
+impl Direction {
+    /// The command word.
+    fn word(self) -> &'static str {
+        match self {
+            Direction::Forward => "u",
+            Direction::Backward => "ub",
+            Direction::Function => "uf",
+        }
+    }
+}
+
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Forward)
+}
+
+fn ub(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Backward)
+}
+
+fn uf(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Function)
+}
+
+fn disassemble(
+    session: &mut Session,
+    args: &str,
+    direction: Direction,
+) -> Result<CommandOutput, CommandError> {
     let bits = bitness(session)?;
-    let kind = inv.name.to_ascii_lowercase();
-    let range = parse_range(inv.args, session)?;
+    let range = parse_range(args, session)?;
     let start = match range.start.or_else(|| session.disasm_cursor()) {
         Some(a) => a,
         None => session.instruction_pointer().ok_or_else(|| {
             CommandError::syntax(format!(
-                "{kind}: no address given and no current instruction"
+                "{}: no address given and no current instruction",
+                direction.word()
             ))
         })?,
     };
     let code = SessionCode(session);
-    let lines: Vec<Instruction> = if kind == "uf" {
+    let lines: Vec<Instruction> = if direction == Direction::Function {
         disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
             CommandError::new(ErrorCode::NoFunctionBounds, e.to_string())
                 .with_hint("use `u ADDR L COUNT`")
@@ -110,14 +148,14 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
             ));
         }
         let count = count as usize;
-        if kind == "ub" {
+        if direction == Direction::Backward {
             disasm::disassemble_backward(bits, &code, &code, start, count)
         } else {
             disasm::disassemble_forward(bits, &code, &code, start, count)
         }
     };
     let text = disasm::render(&lines);
-    if kind == "u" {
+    if direction == Direction::Forward {
         let next = lines
             .last()
             .map(|l| l.address + (l.bytes.len() as u64 / 2).max(1));
