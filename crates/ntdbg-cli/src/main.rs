@@ -5,6 +5,7 @@
 
 mod args;
 mod batch;
+mod hints;
 mod progress;
 mod repl;
 
@@ -246,8 +247,6 @@ fn offline_if(session: Session, offline: bool) -> Session {
 /// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a
 /// command failed.
 fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
-    let prompt = |s: &Session| format!("0:{:03}> ", s.current_thread_index());
-    let mut first_prompt = prompt(session);
     let indicator = progress::Indicator::install(session.symbols());
     let results = ntdbg_commands::run_batch(session, commands);
     drop(indicator);
@@ -275,17 +274,23 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
         writeln!(out)?;
     } else {
         for r in &results {
+            // The prompt each command was given at, as cdb shows it.
+            let prompt = format!("0:{:03}> ", r.thread);
             match r.status {
                 Status::Succeeded => {
-                    write!(out, "{first_prompt}{}\n{}", r.command, r.output)?;
+                    write!(out, "{prompt}{}\n{}", r.command, r.output)?;
                     if !r.output.is_empty() && !r.output.ends_with('\n') {
                         writeln!(out)?;
                     }
                 }
                 Status::Failed => {
-                    writeln!(out, "{first_prompt}{}", r.command)?;
+                    writeln!(out, "{prompt}{}", r.command)?;
                     out.flush()?;
-                    eprintln!("error: {}", r.output);
+                    let hint = r
+                        .error
+                        .as_ref()
+                        .map_or(String::new(), |e| hints::line(e.code));
+                    eprint!("error: {}\n{hint}", r.output);
                     failed = true;
                 }
                 Status::NotExecuted => {
@@ -296,7 +301,6 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
                     failed = true;
                 }
             }
-            first_prompt = prompt(session);
         }
     }
     Ok(if failed {

@@ -30,7 +30,13 @@ pub fn run(session: &mut Session) -> anyhow::Result<()> {
                     match r.status {
                         Status::Succeeded => write!(out, "{}", r.output)?,
                         Status::NotExecuted => writeln!(out, "(not executed: {})", r.command)?,
-                        _ => writeln!(out, "error: {}", r.output)?,
+                        _ => {
+                            let hint = r
+                                .error
+                                .as_ref()
+                                .map_or(String::new(), |e| crate::hints::line(e.code));
+                            write!(out, "error: {}\n{hint}", r.output)?;
+                        }
                     }
                 }
             }

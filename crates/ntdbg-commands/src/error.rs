@@ -1,12 +1,14 @@
 //! Command errors: a stable code, a message in WinDbg's words where it has them, and a hint.
 
 use ntdbg_engine::EngineError;
+pub use ntdbg_engine::ErrorCode;
 
 /// Why a command failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandError {
-    /// Stable snake_case key (`unknown_command`, `syntax_error`, `memory_unavailable`, …).
-    pub code: &'static str,
+    /// Stable key ([`ErrorCode::UnknownCommand`], [`ErrorCode::SyntaxError`],
+    /// [`ErrorCode::MemoryUnavailable`], …).
+    pub code: ErrorCode,
     /// What went wrong.
     pub message: String,
     /// What to do instead, when there is something to suggest.
@@ -14,10 +16,11 @@ pub struct CommandError {
 }
 
 impl CommandError {
-    /// An error with a code and message.
-    pub fn new(code: &'static str, message: impl Into<String>) -> CommandError {
+    /// An error with a code and message. `code` is an [`ErrorCode`] (or, for code written
+    /// against the string API, its snake_case key).
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> CommandError {
         CommandError {
-            code,
+            code: code.into(),
             message: message.into(),
             hint: None,
         }
@@ -31,7 +34,7 @@ impl CommandError {
 
     /// A syntax error in the arguments.
     pub fn syntax(message: impl Into<String>) -> CommandError {
-        CommandError::new("syntax_error", message)
+        CommandError::new(ErrorCode::SyntaxError, message)
     }
 }
 
@@ -64,6 +67,6 @@ impl From<EngineError> for CommandError {
 
 impl From<ntdbg_engine::expr::ExprError> for CommandError {
     fn from(e: ntdbg_engine::expr::ExprError) -> CommandError {
-        CommandError::new(e.code(), e.to_string())
+        CommandError::new(e.kind.error_code(), e.to_string())
     }
 }

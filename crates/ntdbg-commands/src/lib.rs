@@ -24,9 +24,9 @@ mod run;
 pub mod spec;
 pub mod table;
 
-pub use commands::kernel_objects::run_with_kernel_layout;
-pub use error::CommandError;
+pub use commands::kernel_objects::KernelLayoutOverride;
+pub use error::{CommandError, ErrorCode};
 pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow, TypedResult,
 };
-pub use run::{run_batch, run_command, run_command_with, CommandResult, Policy, Status};
+pub use run::{run_batch, run_command, Batch, CommandResult, Policy, Status};

@@ -1,7 +1,7 @@
 //! Live targets in the command layer. Read-only sessions refuse run control and
 //! breakpoints; a command that needs a halted target waits for a stop, or is not run.
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::spec::{CommandSpec, Effect, Needs};
 use ntdbg_engine::live::RunState;
 use ntdbg_engine::Session;
@@ -13,7 +13,7 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
     };
     if spec.effect != Effect::None && live.read_only() {
         return Err(CommandError::new(
-            "read_only",
+            ErrorCode::ReadOnly,
             format!(
                 "'{}' is refused: the session is read-only (no run control, breakpoints or writes)",
                 spec.names[0]
@@ -25,17 +25,16 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
     match live.state() {
         RunState::Running if resumes => {
             return Err(CommandError::new(
-                "target_running",
+                ErrorCode::TargetRunning,
                 format!(
                     "'{}' is refused: the target is already running",
                     spec.names[0]
                 ),
-            )
-            .with_hint("break_in stops it; wait_for_event waits for the next stop"));
+            ));
         }
         RunState::Exited(why) if needs_halted => {
             return Err(CommandError::new(
-                "target_gone",
+                ErrorCode::TargetGone,
                 format!(
                     "the target is gone ({why}): '{}' was not run",
                     spec.names[0]
@@ -45,7 +44,7 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
         }
         RunState::Detached if needs_halted => {
             return Err(CommandError::new(
-                "target_gone",
+                ErrorCode::TargetGone,
                 "the debugger detached from the target",
             ));
         }
@@ -53,14 +52,13 @@ pub(crate) fn gate(session: &mut Session, spec: &CommandSpec) -> Result<(), Comm
     }
     if needs_halted && !session.wait_until_halted()? {
         return Err(CommandError::new(
-            "target_running",
+            ErrorCode::TargetRunning,
             format!(
                 "the target is still running after {} ms: '{}' was not run",
                 live.command_wait().as_millis(),
                 spec.names[0]
             ),
-        )
-        .with_hint("break_in stops it; wait_for_event waits for the next stop"));
+        ));
     }
     Ok(())
 }

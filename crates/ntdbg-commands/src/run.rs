@@ -1,14 +1,21 @@
-//! Running command lines: batches, thread prefixes (`~3 k`, `~*k`, `~2s`), and per-command
-//! status. The one entry point every front end uses.
+//! Running command lines: the one pipeline every front end (CLI, REPL, MCP, the drop-in
+//! profiles) uses.
+//!
+//! A line is split into commands ([`Batch::split`]); each command is parsed once, resolved to
+//! its table entry once, admitted once (the front end's [`Policy`] and, on a live target, the
+//! run-state gate, both decided by the entry's metadata), then executed, with its `~` thread
+//! prefix, into a [`CommandOutput`]. [`Batch::run`] runs the commands in order and asks a
+//! callback after each one whether to go on.
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
-use crate::parse::{self, ThreadSelector};
-use crate::spec::{Effect, Invocation};
+use crate::parse::{self, CommandLine, ThreadSelector};
+use crate::spec::{CommandSpec, Effect, Invocation};
 use crate::{commands, live, table};
 use ntdbg_engine::live::ThreadId;
 use ntdbg_engine::Session;
 use serde::Serialize;
+use std::ops::ControlFlow;
 
 /// Longest command line accepted.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
@@ -46,6 +53,9 @@ pub struct CommandResult {
     pub index: usize,
     /// The command text.
     pub command: String,
+    /// The `~` number of the current thread when the command was given (the prompt's
+    /// `0:00N>`).
+    pub thread: usize,
     /// What happened.
     pub status: Status,
     /// The output text (or the error message).
@@ -56,64 +66,8 @@ pub struct CommandResult {
     pub error: Option<CommandError>,
 }
 
-/// Runs a batch: commands separated by `;` or newlines. The first failure stops the rest,
-/// which are reported as not executed.
-pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>, CommandError> {
-    if line.len() > MAX_LINE_BYTES {
-        return Err(CommandError::new(
-            "line_too_long",
-            format!(
-                "Command line of {} bytes is too long (at most {MAX_LINE_BYTES})",
-                line.len()
-            ),
-        )
-        .with_hint("split the work into several commands"));
-    }
-    let commands = parse::split_commands(line).map_err(|e| CommandError::syntax(e.to_string()))?;
-    let mut results = Vec::with_capacity(commands.len());
-    let mut failed = false;
-    for (index, cmd) in commands.iter().enumerate() {
-        let text = cmd.value.to_string();
-        if failed {
-            results.push(CommandResult {
-                index,
-                command: text,
-                status: Status::NotExecuted,
-                output: String::new(),
-                typed: None,
-                error: None,
-            });
-            continue;
-        }
-        match run_command(session, &text) {
-            Ok(out) => results.push(CommandResult {
-                index,
-                command: text,
-                status: Status::Succeeded,
-                output: out.text,
-                typed: out.typed,
-                error: None,
-            }),
-            Err(err) => {
-                failed = true;
-                results.push(CommandResult {
-                    index,
-                    command: text,
-                    status: Status::Failed,
-                    output: err.to_string(),
-                    typed: None,
-                    error: Some(err),
-                });
-            }
-        }
-    }
-    Ok(results)
-}
-
 /// What a front end lets commands do, read from each command's [`CommandSpec`] metadata
 /// (never from its name, so aliases cannot slip past).
-///
-/// [`CommandSpec`]: crate::spec::CommandSpec
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Policy {
     /// Refuse commands that act on the host (choose which files or servers are read, start
@@ -121,42 +75,123 @@ pub struct Policy {
     pub refuse_host_effects: bool,
 }
 
-/// [`run_command`] under a front end's [`Policy`].
-pub fn run_command_with(
+/// A command line split into its commands (on top-level `;` and newlines; quotes and `{}`
+/// blocks kept whole), ready to run.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    commands: Vec<String>,
+}
+
+impl Batch {
+    /// Splits `line`. A line over [`MAX_LINE_BYTES`], an unterminated quote or block, or a
+    /// stray `}` is an error; blank commands are dropped.
+    pub fn split(line: &str) -> Result<Batch, CommandError> {
+        if line.len() > MAX_LINE_BYTES {
+            return Err(CommandError::new(
+                ErrorCode::LineTooLong,
+                format!(
+                    "Command line of {} bytes is too long (at most {MAX_LINE_BYTES})",
+                    line.len()
+                ),
+            )
+            .with_hint("split the work into several commands"));
+        }
+        let parts =
+            parse::split_commands(line).map_err(|e| CommandError::syntax(e.render(line)))?;
+        Ok(Batch {
+            commands: parts.iter().map(|c| c.value.to_string()).collect(),
+        })
+    }
+
+    /// The commands, in order.
+    pub fn commands(&self) -> &[String] {
+        &self.commands
+    }
+
+    /// Runs the commands in order under `policy`, calling `each` with every result as soon
+    /// as its command ends. A failure, or `each` answering [`ControlFlow::Break`], stops the
+    /// batch: the later commands are reported [`Status::NotExecuted`].
+    pub fn run(
+        &self,
+        session: &mut Session,
+        policy: Policy,
+        mut each: impl FnMut(&CommandResult) -> ControlFlow<()>,
+    ) -> Vec<CommandResult> {
+        let mut results = Vec::with_capacity(self.commands.len());
+        let mut go_on = true;
+        for (index, text) in self.commands.iter().enumerate() {
+            let thread = session.current_thread_index();
+            let mut result = CommandResult {
+                index,
+                command: text.clone(),
+                thread,
+                status: Status::NotExecuted,
+                output: String::new(),
+                typed: None,
+                error: None,
+            };
+            if go_on {
+                match run_with(session, text, policy) {
+                    Ok(out) => {
+                        result.status = Status::Succeeded;
+                        result.output = out.text;
+                        result.typed = out.typed;
+                    }
+                    Err(err) => {
+                        result.status = Status::Failed;
+                        result.output = err.to_string();
+                        result.error = Some(err);
+                    }
+                }
+                let flow = each(&result);
+                go_on = result.status == Status::Succeeded && flow.is_continue();
+            }
+            results.push(result);
+        }
+        results
+    }
+}
+
+/// Runs a batch: commands separated by `;` or newlines, with no front-end policy. The first
+/// failure stops the rest, which are reported as not executed.
+pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>, CommandError> {
+    let batch = Batch::split(line)?;
+    Ok(batch.run(session, Policy::default(), |_| ControlFlow::Continue(())))
+}
+
+/// Runs one command (no `;` splitting) with no front-end policy, honouring a thread prefix.
+/// On a live target a stop that happened since the last command is shown first; a command
+/// that needs a halted target waits for a stop (up to the session's command wait) or is not
+/// run.
+pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, CommandError> {
+    run_with(session, text, Policy::default())
+}
+
+/// What a parsed command resolved to.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    /// `~Ns`: make the selected thread current.
+    SwitchThread,
+    /// A command of the table.
+    Command(&'static CommandSpec),
+}
+
+/// One command through the pipeline: parse, resolve, admit, execute.
+fn run_with(
     session: &mut Session,
     text: &str,
     policy: Policy,
 ) -> Result<CommandOutput, CommandError> {
-    if policy.refuse_host_effects {
-        let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
-        let acts = table::lookup(line.name).is_some_and(|spec| spec.host_effect);
-        if acts && !line.args.trim().is_empty() {
-            return Err(CommandError::new(
-                "host_effect_refused",
-                format!(
-                    "'{}' with arguments acts on the host and is refused here",
-                    excerpt(line.name)
-                ),
-            )
-            .with_hint("give the symbol path when opening the dump (open_dump symbols_path)"));
-        }
-    }
-    run_command(session, text)
-}
-
-/// Runs one command (no `;` splitting), honouring a thread prefix. On a live target a stop
-/// that happened since the last command is shown first; a command that needs a halted
-/// target waits for a stop (up to the session's command wait) or is not run.
-pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, CommandError> {
     let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
-    if session.live().is_none() {
-        return run_parsed(session, &line);
+    let action = resolve(&line);
+    if let Ok(Action::Command(spec)) = action {
+        admit(session, spec, &line, policy)?;
     }
-    if let Some(spec) = table::lookup(line.name) {
-        live::gate(session, spec)?;
+    if session.live().is_none() {
+        return action.and_then(|a| execute(session, &line, a));
     }
     let banner = commands::run_control::shown_stop(session)?.text;
-    match run_parsed(session, &line) {
+    match action.and_then(|a| execute(session, &line, a)) {
         Ok(mut out) => {
             out.text.insert_str(0, &banner);
             Ok(out)
@@ -168,107 +203,156 @@ pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, C
     }
 }
 
-/// `~N g`, `~*g`, `~N p`: run control with a thread prefix resumes (or steps) only that
-/// thread, or all of them; `None` for every other command.
-fn run_on_threads(
-    session: &mut Session,
-    line: &parse::CommandLine<'_>,
-    selector: &ThreadSelector,
-    threads: &[usize],
-) -> Result<Option<CommandOutput>, CommandError> {
-    let runs =
-        table::lookup(line.name).is_some_and(|s| matches!(s.effect, Effect::Run | Effect::Step));
-    let Some(live) = session.live().cloned().filter(|_| runs) else {
-        return Ok(None);
-    };
-    if !matches!(selector, ThreadSelector::All) {
-        let [index] = threads[..] else {
-            return Err(CommandError::syntax("run control takes one thread or ~*"));
-        };
-        session.set_current_thread(index)?;
-        let tid = session.target().threads()[index].id;
-        live.pin_thread(Some(ThreadId::new(u64::from(tid))));
+/// Looks the command word up in the table, once.
+fn resolve(line: &CommandLine<'_>) -> Result<Action, CommandError> {
+    if line.thread.is_some() && line.name.eq_ignore_ascii_case("s") && line.args.is_empty() {
+        return Ok(Action::SwitchThread);
     }
-    let out = dispatch(session, line.name, line.args);
-    live.pin_thread(None);
-    out.map(Some)
+    table::lookup(line.name)
+        .map(Action::Command)
+        .ok_or_else(|| {
+            CommandError::new(
+                ErrorCode::UnknownCommand,
+                format!("Unknown command '{}'", excerpt(line.name)),
+            )
+            .with_hint("run `help` for the list of supported commands")
+        })
 }
 
-fn run_parsed(
+/// Whether `spec` may run now: the front end's policy, then (on a live target) the run
+/// state, waiting for a stop when the command needs one.
+fn admit(
     session: &mut Session,
-    line: &parse::CommandLine<'_>,
+    spec: &CommandSpec,
+    line: &CommandLine<'_>,
+    policy: Policy,
+) -> Result<(), CommandError> {
+    if policy.refuse_host_effects && spec.host_effect && !line.args.trim().is_empty() {
+        return Err(CommandError::new(
+            ErrorCode::HostEffectRefused,
+            format!(
+                "'{}' with arguments acts on the host and is refused here",
+                excerpt(line.name)
+            ),
+        ));
+    }
+    live::gate(session, spec)
+}
+
+/// Runs a resolved command, on the threads its `~` prefix selects.
+fn execute(
+    session: &mut Session,
+    line: &CommandLine<'_>,
+    action: Action,
 ) -> Result<CommandOutput, CommandError> {
+    let spec = match action {
+        Action::SwitchThread => {
+            let selector = line.thread.as_ref().unwrap_or(&ThreadSelector::Current);
+            let [index] = select_threads(session, selector)?[..] else {
+                return Err(CommandError::syntax("~s needs exactly one thread"));
+            };
+            session.set_current_thread(index)?;
+            return crate::render::registers::show_current(session);
+        }
+        Action::Command(spec) => spec,
+    };
+    if spec.no_args && !line.args.is_empty() {
+        return Err(CommandError::syntax(format!(
+            "Syntax error: '{}' takes no arguments, got '{}'",
+            line.name, line.args
+        )));
+    }
+    let invocation = Invocation {
+        name: line.name,
+        args: line.args,
+        spec,
+    };
     let Some(selector) = &line.thread else {
-        return dispatch(session, line.name, line.args);
+        return (spec.handler)(session, &invocation);
     };
     let threads = select_threads(session, selector)?;
-    if let Some(out) = run_on_threads(session, line, selector, &threads)? {
-        return Ok(out);
+    let resumes = matches!(spec.effect, Effect::Run | Effect::Step);
+    if let Some(live) = session.live().cloned().filter(|_| resumes) {
+        // `~N g`, `~*g`, `~N p`: run control resumes (or steps) only that thread, or all.
+        if !matches!(selector, ThreadSelector::All) {
+            let [index] = threads[..] else {
+                return Err(CommandError::syntax("run control takes one thread or ~*"));
+            };
+            session.set_current_thread(index)?;
+            let tid = session.target().threads()[index].id;
+            live.pin_thread(Some(ThreadId::new(u64::from(tid))));
+        }
+        let out = (spec.handler)(session, &invocation);
+        live.pin_thread(None);
+        return out;
     }
-    // `~Ns` switches; `~N` / `~*` alone list; anything else runs on each selected thread.
-    if line.name.eq_ignore_ascii_case("s") && line.args.is_empty() {
-        let [index] = threads[..] else {
-            return Err(CommandError::syntax("~s needs exactly one thread"));
-        };
-        session.set_current_thread(index)?;
-        return crate::render::registers::show_current(session);
-    }
+    // `~N` / `~*` alone list the selected threads.
     if line.name == "~" && line.args.is_empty() {
         return crate::render::threads::list(session, Some(&threads));
     }
+    let headers = matches!(selector, ThreadSelector::All);
+    on_each_thread(session, &threads, headers, &invocation)
+}
+
+/// Runs a command on each of `threads` in turn, as `~*CMD` and `~N CMD` do. With `headers`
+/// (`~*`) each thread's block starts with its `~` line, marked as the listing marks it
+/// (`.` the current thread, `#` the event thread), and a thread whose command fails shows
+/// the error in its own block while the others still run; the current thread is the same
+/// afterwards.
+fn on_each_thread(
+    session: &mut Session,
+    threads: &[usize],
+    headers: bool,
+    invocation: &Invocation<'_>,
+) -> Result<CommandOutput, CommandError> {
     let saved = session.current_thread_index();
     let mut text = String::new();
     let mut typed = Vec::new();
-    for index in threads.iter().copied() {
-        session.set_current_thread(index)?;
-        if threads.len() > 1 {
+    for &index in threads {
+        if headers {
             text.push_str(&crate::render::threads::header_line(session, index));
             text.push('\n');
         }
-        let result = dispatch(session, line.name, line.args);
+        let switched = session
+            .set_current_thread(index)
+            .map(|_| ())
+            .map_err(CommandError::from);
+        let result = switched.and_then(|()| (invocation.spec.handler)(session, invocation));
+        // Back to the current thread before the next header, so its marks stay the listing's.
+        let _ = session.set_current_thread(saved);
         match result {
             Ok(out) => {
                 text.push_str(&out.text);
-                if threads.len() > 1 {
-                    text.push('\n');
-                }
                 typed.extend(out.typed);
             }
-            Err(e) => {
-                let _ = session.set_current_thread(saved);
-                return Err(e);
+            Err(e) if headers => {
+                text.push_str(&e.message);
+                text.push('\n');
             }
+            // `~N CMD` runs on one thread: its failure is the command's.
+            Err(e) => return Err(e),
+        }
+        if headers {
+            text.push('\n');
         }
     }
-    let _ = session.set_current_thread(saved);
     let typed = match typed.len() {
         0 => None,
-        1 => typed.pop(),
-        _ => {
-            let stacks: Vec<_> = typed
+        1 if !headers => typed.pop(),
+        _ => Some(TypedResult::Stacks {
+            stacks: typed
                 .into_iter()
                 .filter_map(|t| match t {
                     TypedResult::Stack(s) => Some(s),
                     _ => None,
                 })
-                .collect();
-            Some(TypedResult::Stacks { stacks })
-        }
+                .collect(),
+        }),
     };
     Ok(CommandOutput { text, typed })
 }
 
-fn dispatch(session: &mut Session, name: &str, args: &str) -> Result<CommandOutput, CommandError> {
-    let spec = table::lookup(name).ok_or_else(|| {
-        CommandError::new(
-            "unknown_command",
-            format!("Unknown command '{}'", excerpt(name)),
-        )
-        .with_hint("run `help` for the list of supported commands")
-    })?;
-    (spec.handler)(session, &Invocation { name, args })
-}
-
+/// The thread indexes a `~` selector names.
 fn select_threads(
     session: &Session,
     selector: &ThreadSelector,
@@ -276,7 +360,7 @@ fn select_threads(
     let threads = session.target().threads();
     let bad = |what: String| {
         CommandError::new(
-            "no_such_thread",
+            ErrorCode::NoSuchThread,
             format!("Illegal thread error in '{what}'"),
         )
         .with_hint("`~` lists the threads")
@@ -299,4 +383,34 @@ fn select_threads(
             .position(|t| t.id == *id)
             .ok_or_else(|| bad(format!("~~[{id:#x}]")))?],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(sample: &str) -> Session {
+        let path = ntdbg_testutil::sample(sample);
+        let dir = path.parent().map(|p| p.display().to_string());
+        match Session::open_dump(&path, dir.as_deref()) {
+            Ok(s) => s,
+            Err(e) => panic!("{sample}: {e}"),
+        }
+    }
+
+    #[test]
+    fn each_command_is_parsed_and_looked_up_once() {
+        let mut s = session("crashy-x64-thread.dmp");
+        let line = "kn 2; ~*k; ~0 r rip; lm; .lastevent; ~1s; ~; ~* r rip";
+        let batch = Batch::split(line).expect("splits");
+        table::LOOKUPS.with(|n| n.set(0));
+        let results = batch.run(&mut s, Policy::default(), |_| ControlFlow::Continue(()));
+        for r in &results {
+            assert_eq!(r.status, Status::Succeeded, "{}: {}", r.command, r.output);
+        }
+        // `~1s` switches without the table; every other command is one look-up, however
+        // many threads it runs on.
+        let lookups = table::LOOKUPS.with(|n| n.get());
+        assert_eq!(lookups, results.len() - 1);
+    }
 }

@@ -33,6 +33,8 @@ pub struct Invocation<'a> {
     pub name: &'a str,
     /// The rest of the command, trimmed.
     pub args: &'a str,
+    /// The table entry the command word resolved to (looked up once by the runner).
+    pub spec: &'static CommandSpec,
 }
 
 /// A command handler. Handlers never print: they return text and a typed result.
@@ -55,6 +57,8 @@ pub struct CommandSpec {
     pub effect: Effect,
     /// Whether it acts on the host (files, processes): refused over MCP on live targets.
     pub host_effect: bool,
+    /// Whether it takes no arguments: the runner refuses any before the handler runs.
+    pub no_args: bool,
     /// The handler.
     pub handler: Handler,
 }
@@ -89,7 +93,16 @@ impl CommandSpec {
             needs: Needs::Halted,
             effect,
             host_effect: false,
+            no_args: false,
             handler,
+        }
+    }
+
+    /// The same command, taking no arguments (the runner refuses any with a syntax error).
+    pub const fn no_args(self) -> CommandSpec {
+        CommandSpec {
+            no_args: true,
+            ..self
         }
     }
 }

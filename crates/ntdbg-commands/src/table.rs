@@ -26,8 +26,16 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     .flatten()
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many look-ups this thread made: the runner must make one per command.
+    pub(crate) static LOOKUPS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The command answering to `name` (case-insensitive, except that `kP` is its own command).
 pub fn lookup(name: &str) -> Option<&'static CommandSpec> {
+    #[cfg(test)]
+    LOOKUPS.with(|n| n.set(n.get() + 1));
     let exact = all().find(|c| c.names.contains(&name));
     exact.or_else(|| {
         let lower = name.to_ascii_lowercase();

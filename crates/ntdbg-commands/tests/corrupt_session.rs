@@ -237,7 +237,7 @@ fn run_one(
                 let mut len = 0;
                 for r in &results {
                     if let Some(e) = &r.error {
-                        if e.code.is_empty() || e.message.is_empty() {
+                        if e.code.name().is_empty() || e.message.is_empty() {
                             return Err((e.code.to_string(), e.message.clone()));
                         }
                     }

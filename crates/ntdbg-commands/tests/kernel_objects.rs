@@ -6,7 +6,7 @@
 use ntdbg_analysis::kernel_objects::{
     KernelLayout, ProcessLayout, SwitchFrameLayout, ThreadLayout,
 };
-use ntdbg_commands::{run_command, run_with_kernel_layout};
+use ntdbg_commands::{run_command, KernelLayoutOverride};
 use ntdbg_engine::Session;
 use ntdbg_testutil::kernel_synth::{
     KernelSynth, Layout, ObjectAddresses, ObjectOffsets, SynthProcess, SynthThread,
@@ -175,11 +175,11 @@ fn fixture_with(tag: &str, looping: bool, corrupt: Option<u64>) -> Fixture {
 }
 
 impl Fixture {
+    /// Runs `line` with the fixture's layout kept with the session (it stays set).
     fn with_layout(&mut self, line: &str) -> String {
-        match run_with_kernel_layout(&mut self.session, &self.layout, line) {
-            Ok(out) => out.text,
-            Err(e) => format!("ERROR {}: {}", e.code, e.message),
-        }
+        self.session
+            .set_extension(KernelLayoutOverride(self.layout.clone()));
+        self.run(line)
     }
 
     fn run(&mut self, line: &str) -> String {
@@ -258,12 +258,11 @@ fn process_with_threads_and_stacks() {
         assert!(text.contains(&want), "{want} missing from\n{text}");
     }
     // The typed result: processes with threads, stacks, or why there is none.
-    let typed =
-        run_with_kernel_layout(&mut f.session, &f.layout, &format!("!process {system:x} 7"))
-            .ok()
-            .and_then(|o| o.typed)
-            .map(|t| serde_json::to_value(&t).unwrap_or_default())
-            .unwrap_or_default();
+    let typed = run_command(&mut f.session, &format!("!process {system:x} 7"))
+        .ok()
+        .and_then(|o| o.typed)
+        .map(|t| serde_json::to_value(&t).unwrap_or_default())
+        .unwrap_or_default();
     assert_eq!(typed["kind"], "processes");
     let p = &typed["processes"][0];
     assert_eq!(

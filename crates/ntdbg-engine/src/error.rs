@@ -1,5 +1,6 @@
 //! Engine errors.
 
+use crate::ErrorCode;
 use ntdbg_targets::TargetError;
 
 /// An error from the engine. `code()` gives a stable key for machines.
@@ -27,24 +28,25 @@ pub enum EngineError {
     /// Run control or a live target failed (connection, timeout, wrong state, policy).
     #[error("{message}")]
     Live {
-        /// Stable key (`target_running`, `target_gone`, `read_only`, `timed_out`, …).
-        code: &'static str,
+        /// Stable key ([`ErrorCode::TargetRunning`], [`ErrorCode::TargetGone`],
+        /// [`ErrorCode::ReadOnly`], [`ErrorCode::TimedOut`], …).
+        code: ErrorCode,
         /// What went wrong.
         message: String,
     },
 }
 
 impl EngineError {
-    /// A stable snake_case key for this error.
-    pub fn code(&self) -> &'static str {
+    /// The stable key of this error.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            EngineError::Target(e) => e.code(),
-            EngineError::SymbolPath(_) => "bad_symbol_path",
-            EngineError::NoSuchThread(_) => "no_such_thread",
-            EngineError::NoExceptionContext => "no_exception_context",
-            EngineError::NoContext(_) => "no_context",
-            EngineError::BadContextRecord(_) => "bad_context_record",
-            EngineError::Live { code, .. } => code,
+            EngineError::Target(e) => ErrorCode::from_name(e.code()),
+            EngineError::SymbolPath(_) => ErrorCode::BadSymbolPath,
+            EngineError::NoSuchThread(_) => ErrorCode::NoSuchThread,
+            EngineError::NoExceptionContext => ErrorCode::NoExceptionContext,
+            EngineError::NoContext(_) => ErrorCode::NoContext,
+            EngineError::BadContextRecord(_) => ErrorCode::BadContextRecord,
+            EngineError::Live { code, .. } => *code,
         }
     }
 }

@@ -19,8 +19,10 @@
 
 pub mod disasm;
 mod error;
+mod error_code;
 pub mod expr;
 mod expr_env;
+mod extensions;
 pub mod live;
 pub mod module_info;
 mod prefetch;
@@ -32,5 +34,6 @@ pub mod symbolize;
 pub mod text;
 
 pub use error::EngineError;
+pub use error_code::ErrorCode;
 pub use session::{RegisterScope, Session};
 pub use symbolize::{module_name, Symbolized};

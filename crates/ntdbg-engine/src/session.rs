@@ -2,6 +2,7 @@
 //! register scope).
 
 use crate::error::EngineError;
+use crate::extensions::Extensions;
 use crate::provider::load_module_symbols;
 use crate::registers;
 use crate::stack::{self, Stack};
@@ -49,6 +50,8 @@ pub struct Session {
     pub(crate) live: Option<std::sync::Arc<crate::live::LiveControl>>,
     /// How many of the live target's stops this session has shown.
     pub(crate) shown_stops: u64,
+    /// State the layers above keep with the session.
+    extensions: Extensions,
 }
 
 /// Where argument-less `d*` and `u` commands continue.
@@ -81,7 +84,19 @@ impl Session {
             cursors: Cursors::default(),
             live: None,
             shown_stops: 0,
+            extensions: Extensions::default(),
         }
+    }
+
+    /// Keeps `value` with the session for the layers above the engine (one value per type,
+    /// replacing the last one of its type).
+    pub fn set_extension<T: std::any::Any + Send + Sync>(&mut self, value: T) {
+        self.extensions.set(value);
+    }
+
+    /// The value of type `T` kept with [`Session::set_extension`], if any.
+    pub fn extension<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.extensions.get()
     }
 
     /// The target.

@@ -6,6 +6,7 @@
 //! dropped is reported as expired, so an agent knows to run the command again.
 
 use crate::error::ToolError;
+use ntdbg_engine::ErrorCode;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -96,7 +97,7 @@ impl OutputCache {
                 }
                 if n < self.next {
                     return Err(ToolError::new(
-                        "output_expired",
+                        ErrorCode::OutputExpired,
                         format!(
                             "the output of {command_id} has expired: it was dropped from the bounded cache (the newest {} outputs, {} MiB at most, are kept) or its session was closed",
                             self.max_entries,
@@ -129,7 +130,7 @@ impl OutputCache {
 
 fn unknown(command_id: &str) -> ToolError {
     ToolError::new(
-        "unknown_output",
+        ErrorCode::UnknownOutput,
         format!("no output with id {command_id:?}"),
     )
     .with_hint("use a command_id from a run_command result of this server run")

@@ -5,7 +5,7 @@
 //! Library errors convert with `From`, keeping their own stable codes.
 
 use ntdbg_commands::CommandError;
-use ntdbg_engine::EngineError;
+use ntdbg_engine::{EngineError, ErrorCode};
 use ntdbg_targets::TargetError;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
@@ -15,7 +15,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ToolError {
     /// Stable snake_case key (`unknown_session`, `file_not_found`, `syntax_error`, …).
-    pub code: String,
+    #[schemars(with = "String")]
+    pub code: ErrorCode,
     /// What went wrong.
     pub message: String,
     /// What to do instead.
@@ -26,7 +27,7 @@ pub struct ToolError {
 
 impl ToolError {
     /// An error with a code and message, recoverable, without a hint.
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> ToolError {
+    pub fn new(code: impl Into<ErrorCode>, message: impl Into<String>) -> ToolError {
         ToolError {
             code: code.into(),
             message: message.into(),
@@ -50,7 +51,7 @@ impl ToolError {
     /// A path outside the directories the server may touch.
     pub fn path_not_allowed(path: &std::path::Path, allowed: &[String]) -> ToolError {
         ToolError::new(
-            "path_not_allowed",
+            ErrorCode::PathNotAllowed,
             format!("{} is outside the allowed directories", path.display()),
         )
         .with_hint(format!(
@@ -61,7 +62,7 @@ impl ToolError {
 
     /// Arguments that do not match the tool's input schema.
     pub fn invalid_arguments(message: impl Into<String>) -> ToolError {
-        ToolError::new("invalid_arguments", message)
+        ToolError::new(ErrorCode::InvalidArguments, message)
             .with_hint("check the tool's input schema: names, types and required fields")
     }
 
@@ -103,21 +104,20 @@ impl IntoCallToolResult for ToolError {
 
 impl From<TargetError> for ToolError {
     fn from(e: TargetError) -> ToolError {
-        let code = e.code();
-        let error = ToolError::new(code, e.to_string());
-        match code {
-            "file_not_found" => {
+        let error = ToolError::new(e.code(), e.to_string());
+        match error.code {
+            ErrorCode::FileNotFound => {
                 error.with_hint("check the path; list_dumps shows the dumps in a folder")
             }
-            "not_a_dump" => error
+            ErrorCode::NotADump => error
                 .with_hint(
                     "give a Windows minidump (MDMP) file; list_dumps shows which files are dumps",
                 )
                 .unrecoverable(),
-            "corrupt_dump" => error
+            ErrorCode::CorruptDump => error
                 .with_hint("the file is damaged or cut short: get a fresh copy of the dump")
                 .unrecoverable(),
-            "unsupported_dump" => error
+            ErrorCode::UnsupportedDump => error
                 .with_hint(
                     "this kind of dump cannot be opened yet; list_dumps still shows its header",
                 )
@@ -133,11 +133,14 @@ impl From<EngineError> for ToolError {
             EngineError::Target(t) => t.into(),
             other => {
                 let error = ToolError::new(other.code(), other.to_string());
-                match other.code() {
-                    "bad_symbol_path" => error.with_hint(
+                match error.code {
+                    ErrorCode::BadSymbolPath => error.with_hint(
                         "use folders separated by ';' (cache*DIR and srv*CACHE*URL are accepted)",
                     ),
-                    _ => error,
+                    code => match mcp_hint(code) {
+                        Some(hint) => error.with_hint(hint),
+                        None => error,
+                    },
                 }
             }
         }
@@ -145,19 +148,33 @@ impl From<EngineError> for ToolError {
 }
 
 impl From<CommandError> for ToolError {
+    /// Keeps the command's code, message and hint; adds the MCP hint for its code when the
+    /// command layer (which names no front end's tools) has none.
     fn from(e: CommandError) -> ToolError {
-        let hint = e.hint.clone().or_else(|| match e.code {
-            "unknown_command" => Some("run `help` for the list of supported commands".into()),
-            "syntax_error" => Some("check quotes, braces and arguments; `help` shows usage".into()),
-            _ => None,
-        });
+        let hint = e
+            .hint
+            .clone()
+            .or_else(|| mcp_hint(e.code).map(str::to_string));
         ToolError {
-            code: e.code.to_string(),
+            code: e.code,
             message: e.message,
             hint,
             recoverable: true,
         }
     }
+}
+
+/// What to do over MCP after a command error with `code`, naming this server's tools.
+fn mcp_hint(code: ErrorCode) -> Option<&'static str> {
+    Some(match code {
+        ErrorCode::UnknownCommand => "run `help` for the list of supported commands",
+        ErrorCode::SyntaxError => "check quotes, braces and arguments; `help` shows usage",
+        ErrorCode::HostEffectRefused => {
+            "give the symbol path when opening the dump (open_dump symbols_path)"
+        }
+        ErrorCode::TargetRunning => "break_in stops it; wait_for_event waits for the next stop",
+        _ => return None,
+    })
 }
 
 #[cfg(test)]
@@ -166,7 +183,7 @@ mod tests {
 
     #[test]
     fn structured_error_has_the_four_fields() {
-        let result = ToolError::new("unknown_session", "no session s9")
+        let result = ToolError::new(ErrorCode::UnknownSession, "no session s9")
             .with_hint("open one")
             .into_result();
         assert_eq!(result.is_error, Some(true));

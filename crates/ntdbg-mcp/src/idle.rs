@@ -7,10 +7,6 @@ use crate::state::State;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The default idle timeout: long enough for an agent (or its person) to think between
-/// calls, short enough that forgotten sessions do not pile up over a working day.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
-
 /// How often the sweeper looks: a quarter of the timeout, between 100 ms and a minute.
 fn sweep_interval(timeout: Duration) -> Duration {
     (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
@@ -62,6 +58,7 @@ pub(crate) fn spawn_sweeper(state: &Arc<State>) {
 mod tests {
     use super::*;
     use crate::paths::AllowedDirs;
+    use crate::state::DEFAULT_IDLE_TIMEOUT;
 
     fn sample_state() -> State {
         let allowed = AllowedDirs::new(&[ntdbg_testutil::repo_root().join("testdata")]).unwrap();

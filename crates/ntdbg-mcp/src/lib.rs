@@ -41,11 +41,11 @@ mod tools;
 
 pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
-pub use idle::DEFAULT_IDLE_TIMEOUT;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use profiles::{Profile, StartupTarget};
 pub use server::NtdbgServer;
+pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, MAX_LINE};
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.

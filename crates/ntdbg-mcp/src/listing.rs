@@ -10,6 +10,7 @@
 use crate::dto::{DumpSummary, ErrorBrief, ListDumpsResult};
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
+use ntdbg_engine::ErrorCode;
 use std::path::{Path, PathBuf};
 
 /// Most dumps listed in one call.
@@ -76,7 +77,7 @@ fn summarize(path: &Path, allowed: &AllowedDirs) -> DumpSummary {
                 headline: None,
                 code: None,
                 error: Some(ErrorBrief {
-                    code: e.code,
+                    code: e.code.name().into(),
                     message: e.message,
                 }),
             };
@@ -127,7 +128,7 @@ pub fn resolve_directory(
     };
     if !dir.is_dir() {
         return Err(ToolError::new(
-            "not_a_directory",
+            ErrorCode::NotADirectory,
             format!("{} is not a folder", dir.display()),
         )
         .with_hint("give a folder; open_dump opens a single file"));

@@ -8,6 +8,7 @@
 //! allowed directory, and on Windows merely opening one contacts another host.
 
 use crate::error::ToolError;
+use ntdbg_engine::ErrorCode;
 use std::path::{Component, Path, PathBuf};
 
 /// The canonical directories file access is limited to.
@@ -109,14 +110,14 @@ impl AllowedDirs {
                     return Err(ToolError::path_not_allowed(path, &self.describe()));
                 }
                 return Err(ToolError::new(
-                    "file_not_found",
+                    ErrorCode::FileNotFound,
                     format!("{} does not exist", path.display()),
                 )
                 .with_hint("check the path; list_dumps shows the dumps in an allowed folder"));
             }
             Err(e) => {
                 return Err(ToolError::new(
-                    "io_error",
+                    ErrorCode::IoError,
                     format!("cannot open {}: {e}", path.display()),
                 )
                 .with_hint("check the path and its permissions"))
@@ -160,7 +161,7 @@ impl AllowedDirs {
                     return Err(ToolError::path_not_allowed(path, &self.describe()));
                 }
                 return Err(ToolError::new(
-                    "file_not_found",
+                    ErrorCode::FileNotFound,
                     format!("folder {} does not exist", parent.display()),
                 )
                 .with_hint("write into an existing folder under an allowed directory"));

@@ -7,6 +7,7 @@
 
 use crate::error::ToolError;
 use ntdbg_engine::live::LiveControl;
+use ntdbg_engine::ErrorCode;
 use ntdbg_engine::Session;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -194,7 +195,7 @@ fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolErr
         format!("open sessions: {}", open.join(", "))
     };
     ToolError::new(
-        "unknown_session",
+        ErrorCode::UnknownSession,
         format!("no open session with id {id:?} (it was never opened, was closed, or expired after being idle)"),
     )
     .with_hint(hint)

@@ -5,8 +5,13 @@ use crate::cache::OutputCache;
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::sessions::SessionRegistry;
+use ntdbg_engine::ErrorCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The default idle timeout: long enough for an agent (or its person) to think between
+/// calls, short enough that forgotten sessions do not pile up over a working day.
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Server-wide state.
 #[derive(Debug)]
@@ -33,7 +38,7 @@ impl State {
             sessions: SessionRegistry::new(&tag),
             offline: false,
             read_only: false,
-            idle_timeout: Some(crate::idle::DEFAULT_IDLE_TIMEOUT),
+            idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }
@@ -71,7 +76,7 @@ where
 pub fn internal_error(what: &str, join: &tokio::task::JoinError) -> ToolError {
     tracing::error!(what, panic = join.is_panic(), "engine task failed");
     ToolError::new(
-        "internal_error",
+        ErrorCode::InternalError,
         format!("the engine failed unexpectedly while {what}"),
     )
     .with_hint("this is a bug in ntdbg: report it with the dump if you can")

@@ -1,7 +1,7 @@
 //! Breakpoints on live targets: `bp`, `bu`, `ba`, `bl`, `bc`, `bd`, `be`.
 
 use super::eval;
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
 use crate::render::addr;
 use crate::spec::{CommandSpec, Effect, Invocation, Needs};
@@ -31,7 +31,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
     CommandSpec {
         needs: Needs::Any,
-        ..CommandSpec::inspect(&["bl"], "bl", "list breakpoints", "", list)
+        ..CommandSpec::inspect(&["bl"], "bl", "list breakpoints", "", list).no_args()
     },
     CommandSpec::acting(
         &["bc"],
@@ -47,7 +47,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "disable breakpoints",
         IDS,
         Effect::Breakpoint,
-        enable,
+        disable,
     ),
     CommandSpec::acting(
         &["be"],
@@ -64,7 +64,7 @@ const IDS: &str = "IDS is a list of numbers and ranges (`0 2-4`, `1,3`) or `*` f
 fn control(session: &Session) -> Result<Arc<LiveControl>, CommandError> {
     session.live().cloned().ok_or_else(|| {
         CommandError::new(
-            "not_live",
+            ErrorCode::NotLive,
             "breakpoints need a live target (this is a dump)",
         )
     })
@@ -120,7 +120,7 @@ fn set_hardware(
     let address = eval(session, expr)?;
     if address % u64::from(size) != 0 {
         return Err(CommandError::new(
-            "bad_alignment",
+            ErrorCode::BadAlignment,
             format!("Data breakpoint must be aligned: {address:#x} is not a multiple of {size}"),
         ));
     }
@@ -128,8 +128,7 @@ fn set_hardware(
     Ok(CommandOutput::text(""))
 }
 
-fn list(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    super::no_args(inv.name, inv.args)?;
+fn list(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let live = control(session)?;
     let mut text = String::new();
     for b in live.breakpoints().iter().filter(|b| b.id.is_some()) {
@@ -174,8 +173,20 @@ fn clear(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
 }
 
 fn enable(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    set_enabled(session, inv, true)
+}
+
+fn disable(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    set_enabled(session, inv, false)
+}
+
+/// `be`/`bd`: turns the named breakpoints on or off.
+fn set_enabled(
+    session: &Session,
+    inv: &Invocation<'_>,
+    on: bool,
+) -> Result<CommandOutput, CommandError> {
     let live = control(session)?;
-    let on = inv.name.eq_ignore_ascii_case("be");
     for id in ids(&live, inv)? {
         live.set_enabled(id, on)?;
     }
@@ -210,7 +221,7 @@ fn ids(live: &LiveControl, inv: &Invocation<'_>) -> Result<Vec<u32>, CommandErro
         out.extend(existing.iter().copied().filter(|id| (lo..=hi).contains(id)));
         if lo == hi && !existing.contains(&lo) {
             return Err(CommandError::new(
-                "no_such_breakpoint",
+                ErrorCode::NoSuchBreakpoint,
                 format!("breakpoint {lo} does not exist (bl lists them)"),
             ));
         }

@@ -1,6 +1,6 @@
 //! Disassembly: `u`, `ub`, `uf` (x86 and x64, iced-x86 in WinDbg's MASM shape).
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::code::{bitness, SessionCode};
 use crate::spec::{CommandSpec, Invocation};
@@ -30,33 +30,50 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "ub [ADDR] [L COUNT]",
         "disassemble the instructions before ADDR",
         U_DETAILS,
-        u,
+        ub,
     ),
     CommandSpec::inspect(
         &["uf"],
         "uf ADDR",
         "disassemble the whole function containing ADDR",
         U_DETAILS,
-        u,
+        uf,
     ),
 ];
 
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Forward)
+}
+
+fn ub(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Backward)
+}
+
+fn uf(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    disassemble(session, inv.args, Direction::Function)
+}
+
+fn disassemble(
+    session: &mut Session,
+    args: &str,
+    direction: Direction,
+) -> Result<CommandOutput, CommandError> {
     let bits = bitness(session)?;
-    let kind = inv.name.to_ascii_lowercase();
-    let range = parse_range(inv.args, session)?;
+    let range = parse_range(args, session)?;
     let start = match range.start.or_else(|| session.disasm_cursor()) {
         Some(a) => a,
         None => session.instruction_pointer().ok_or_else(|| {
             CommandError::syntax(format!(
-                "{kind}: no address given and no current instruction"
+                "{}: no address given and no current instruction",
+                direction.word()
             ))
         })?,
     };
     let code = SessionCode(session);
-    let lines: Vec<Instruction> = if kind == "uf" {
+    let lines: Vec<Instruction> = if direction == Direction::Function {
         disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
-            CommandError::new("no_function_bounds", e.to_string()).with_hint("use `u ADDR L COUNT`")
+            CommandError::new(ErrorCode::NoFunctionBounds, e.to_string())
+                .with_hint("use `u ADDR L COUNT`")
         })?
     } else {
         let count = match range.extent {
@@ -66,19 +83,19 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         };
         if count > MAX_COUNT {
             return Err(CommandError::new(
-                "range_too_large",
+                ErrorCode::RangeTooLarge,
                 format!("Range error: {count} instructions (at most {MAX_COUNT})"),
             ));
         }
         let count = count as usize;
-        if kind == "ub" {
+        if direction == Direction::Backward {
             disasm::disassemble_backward(bits, &code, &code, start, count)
         } else {
             disasm::disassemble_forward(bits, &code, &code, start, count)
         }
     };
     let text = disasm::render(&lines);
-    if kind == "u" {
+    if direction == Direction::Forward {
         let next = lines
             .last()
             .map(|l| l.address + (l.bytes.len() as u64 / 2).max(1));

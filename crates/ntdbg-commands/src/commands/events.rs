@@ -1,7 +1,7 @@
 //! Events and exception context: `.lastevent`, `.exr`, `.ecxr`, `.cxr`, `!analyze`.
 
-use super::{eval, no_args};
-use crate::error::CommandError;
+use super::eval;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::exception::decode;
@@ -15,7 +15,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "show the last event (the exception that caused the dump)",
         "",
         lastevent,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &[".exr"],
         ".exr -1 | .exr ADDR",
@@ -29,7 +30,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "switch to the exception context of the last event and show its registers",
         "",
         ecxr,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &[".cxr"],
         ".cxr [ADDR]",
@@ -48,8 +50,11 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 
 fn event_required(session: &Session) -> Result<&ntdbg_targets::ExceptionEvent, CommandError> {
     session.target().event().ok_or_else(|| {
-        CommandError::new("no_exception", "There is no exception record in this dump")
-            .with_hint("`~*k` shows what every thread was doing")
+        CommandError::new(
+            ErrorCode::NoException,
+            "There is no exception record in this dump",
+        )
+        .with_hint("`~*k` shows what every thread was doing")
     })
 }
 
@@ -66,8 +71,7 @@ fn event_typed(session: &Session) -> Option<TypedResult> {
     })
 }
 
-fn lastevent(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn lastevent(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let e = event_required(session)?;
     let d = decode(e, session.arch().pointer_size());
     let pid = session.target().system().process_id.unwrap_or(0);
@@ -110,7 +114,7 @@ fn read_exception_record(
     let t = session.target();
     let unreadable = || {
         CommandError::new(
-            "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
             format!(
                 "Cannot read Exception record @ {}",
                 crate::render::addr(session, addr)
@@ -143,8 +147,7 @@ fn read_exception_record(
     })
 }
 
-fn ecxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn ecxr(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     session.select_exception_context().map_err(|e| {
         CommandError::from(e).with_hint("this dump has no exception; use `~` and `k` on threads")
     })?;

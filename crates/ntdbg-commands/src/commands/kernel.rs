@@ -1,7 +1,7 @@
 //! Kernel-dump commands: `.bugcheck`, `.trap`.
 
-use super::{eval, no_args};
-use crate::error::CommandError;
+use super::eval;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::bugcheck::decode_bugcheck;
@@ -16,7 +16,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "show the bugcheck code and its four arguments (kernel dumps)",
         "`!analyze -v` decodes what each argument means.",
         bugcheck,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &[".trap"],
         ".trap [ADDR]",
@@ -41,7 +42,7 @@ fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
     let arch = session.arch();
     if arch != Arch::X64 {
         return Err(CommandError::new(
-            "unsupported",
+            ErrorCode::Unsupported,
             format!(
                 ".trap reads x64 KTRAP_FRAMEs; this target is {}",
                 arch.name()
@@ -55,25 +56,25 @@ fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
         .read_exact(address, KTRAP_FRAME_AMD64_SIZE)
         .ok_or_else(|| {
             CommandError::new(
-                "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
                 format!(
                     "Unable to read trap frame at {shown}: the dump does not hold its {KTRAP_FRAME_AMD64_SIZE:#x} bytes"
                 ),
             )
         })?;
-    let context = context_from_trap_frame(arch, &bytes)
-        .ok_or_else(|| CommandError::new("bad_trap_frame", format!("No trap frame at {shown}")))?;
+    let context = context_from_trap_frame(arch, &bytes).ok_or_else(|| {
+        CommandError::new(ErrorCode::BadTrapFrame, format!("No trap frame at {shown}"))
+    })?;
     session.select_context(context, format!("trap frame @ {shown}"));
     let mut out = crate::render::registers::show_current(session)?;
     out.text.insert_str(0, TRAP_NOTE);
     Ok(out)
 }
 
-fn bugcheck(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(".bugcheck", inv.args)?;
+fn bugcheck(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let Some(bc) = session.target().bugcheck() else {
         return Err(CommandError::new(
-            "no_bugcheck",
+            ErrorCode::NoBugcheck,
             "There is no bugcheck in this target (it is not a kernel crash dump)",
         )
         .with_hint("`.lastevent` shows the last event of a user-mode dump"));

@@ -2,11 +2,11 @@
 //!
 //! Every structure is read with field offsets from the kernel's PDB (`ntkrnlmp.pdb` on the
 //! symbol path, see [`ntdbg_analysis::kernel_objects`]); without it these commands say which
-//! PDB they need instead of guessing a layout. [`run_with_kernel_layout`] runs them with
-//! offsets the caller supplies.
+//! PDB they need instead of guessing a layout. A [`KernelLayoutOverride`] kept with the
+//! session supplies the offsets instead.
 
 use super::eval;
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, KernelProcessRow, KernelThreadRow, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::kernel_objects::{
@@ -53,37 +53,20 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// Runs `!process`, `!thread`, `.process` or `.thread` with field offsets the caller
-/// supplies instead of the kernel's PDB: for a kernel whose PDB is unavailable but whose
-/// layout is known, and for synthetic dumps in tests.
-pub fn run_with_kernel_layout(
-    session: &mut Session,
-    layout: &KernelLayout,
-    text: &str,
-) -> Result<CommandOutput, CommandError> {
-    let line =
-        crate::parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
-    let args = line.args;
-    match line.name.to_ascii_lowercase().as_str() {
-        "!process" => process_with(session, layout, args),
-        "!thread" => thread_with(session, layout, args),
-        ".process" => dot_process_with(session, layout, args),
-        ".thread" => dot_thread_with(session, layout, args),
-        other => Err(CommandError::new(
-            "unknown_command",
-            format!("'{other}' does not read kernel structures"),
-        )
-        .with_hint("use !process, !thread, .process or .thread")),
-    }
-}
+/// A kernel structure layout to use instead of the one from the kernel's PDB: for a kernel
+/// whose PDB is unavailable but whose layout is known, and for synthetic dumps in tests. Kept
+/// with the session ([`Session::set_extension`]); `!process`, `!thread`, `.process` and
+/// `.thread` use it while it is set.
+#[derive(Debug, Clone)]
+pub struct KernelLayoutOverride(pub KernelLayout);
 
 fn process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let layout = layout_from_pdb(session, "!process")?;
+    let layout = layout_for(session, "!process")?;
     process_with(session, &layout, inv.args)
 }
 
 fn thread(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let layout = layout_from_pdb(session, "!thread")?;
+    let layout = layout_for(session, "!thread")?;
     thread_with(session, &layout, inv.args)
 }
 
@@ -91,7 +74,7 @@ fn dot_process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOut
     if inv.args.trim().is_empty() {
         return reset_process(session);
     }
-    let layout = layout_from_pdb(session, ".process")?;
+    let layout = layout_for(session, ".process")?;
     dot_process_with(session, &layout, inv.args)
 }
 
@@ -99,24 +82,28 @@ fn dot_thread(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutp
     if inv.args.trim().is_empty() {
         return Ok(super::reset_scope(session));
     }
-    let layout = layout_from_pdb(session, ".thread")?;
+    let layout = layout_for(session, ".thread")?;
     dot_thread_with(session, &layout, inv.args)
 }
 
 fn kernel_dump<'s>(session: &'s Session, command: &str) -> Result<&'s KernelDump, CommandError> {
     session.target().as_kernel_dump().ok_or_else(|| {
         CommandError::new(
-            "not_kernel_dump",
+            ErrorCode::NotKernelDump,
             format!("{command} reads kernel structures; this target is not a kernel dump"),
         )
         .with_hint("`~` and `!peb` show the threads and process of a user-mode dump")
     })
 }
 
-/// The layout from the kernel's PDB, or an error naming everything the answer needs: the PDB
-/// and, when the dump lacks it, the memory of the process list.
-fn layout_from_pdb(session: &Session, command: &str) -> Result<KernelLayout, CommandError> {
+/// The layout kept with the session ([`KernelLayoutOverride`]) or else from the kernel's PDB,
+/// or an error naming everything the answer needs: the PDB and, when the dump lacks it, the
+/// memory of the process list.
+fn layout_for(session: &Session, command: &str) -> Result<KernelLayout, CommandError> {
     let dump = kernel_dump(session, command)?;
+    if let Some(KernelLayoutOverride(layout)) = session.extension() {
+        return Ok(layout.clone());
+    }
     kernel_layout(session).map_err(|need| {
         let head = dump.header().ps_active_process_head;
         let mut message = format!("{command} needs {need}");
@@ -139,8 +126,8 @@ fn layout_from_pdb(session: &Session, command: &str) -> Result<KernelLayout, Com
                 target.kind().name()
             ));
         }
-        CommandError::new("kernel_symbols_missing", message).with_hint(
-            "put ntkrnlmp.pdb (matching GUID and age) on the symbol path (--symbols / .sympath); \
+        CommandError::new(ErrorCode::KernelSymbolsMissing, message).with_hint(
+            "put ntkrnlmp.pdb (matching GUID and age) on the symbol path (.sympath); \
              a small kernel dump never holds the process list: use a kernel or complete memory dump",
         )
     })
@@ -152,7 +139,7 @@ fn ptr(layout: &KernelLayout, value: u64) -> String {
 }
 
 fn object_error(e: impl std::fmt::Display) -> CommandError {
-    CommandError::new("memory_unavailable", e.to_string())
+    CommandError::new(ErrorCode::MemoryUnavailable, e.to_string())
 }
 
 fn process_list_head(session: &Session, dump: &KernelDump) -> Result<u64, CommandError> {
@@ -164,7 +151,7 @@ fn process_list_head(session: &Session, dump: &KernelDump) -> Result<u64, Comman
         .resolve_symbol("nt!PsActiveProcessHead")
         .ok_or_else(|| {
             CommandError::new(
-                "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
                 "the dump header gives no PsActiveProcessHead and the kernel's symbols do not name it",
             )
         })
@@ -185,7 +172,7 @@ fn current_process(
         .find(|p| p.directory_table_base & !0xfff == root)
         .ok_or_else(|| {
             CommandError::new(
-                "no_current_process",
+                ErrorCode::NoCurrentProcess,
                 format!("no process on the active list uses the page tables at {root:#x}"),
             )
             .with_hint("`!process 0 0` lists the processes")
@@ -466,7 +453,7 @@ fn dot_thread_with(
     let t = objects.thread(address).map_err(object_error)?;
     let (context, source) = objects
         .thread_context(session.arch(), &t)
-        .map_err(|why| CommandError::new("no_saved_context", why))?;
+        .map_err(|why| CommandError::new(ErrorCode::NoSavedContext, why))?;
     let shown = crate::render::addr(session, address);
     session.select_context(context, format!("thread {shown}"));
     let note = match source {

@@ -1,7 +1,7 @@
 //! Memory display: `db`, `dw`, `dd`, `dq`, `dp`, `dps`, `dds`, `dqs`, `da`, `du`, `dc`.
 //! Bytes the dump does not hold print as `??`, never as invented values.
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
@@ -164,14 +164,14 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         .filter(|&b| b <= MAX_BYTES)
         .ok_or_else(|| {
             CommandError::new(
-                "range_too_large",
+                ErrorCode::RangeTooLarge,
                 format!("Range error: {units:#x} units is too large"),
             )
             .with_hint(format!("at most {MAX_BYTES:#x} bytes per display"))
         })?;
     if bytes > MAX_PLAIN_BYTES && !range.no_size_limit {
         return Err(CommandError::new(
-            "range_too_large",
+            ErrorCode::RangeTooLarge,
             format!(
                 "Range error: {bytes:#x} bytes; use L? to display more than {MAX_PLAIN_BYTES:#x}"
             ),

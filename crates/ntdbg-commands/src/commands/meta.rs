@@ -1,6 +1,6 @@
 //! Debugger meta-commands: `?` (evaluate), `help`, `.sympath`, `.sympath+`, `.reload`.
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
@@ -32,7 +32,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
             ".sympath [PATH] | .sympath+ PATH",
             "show, replace or extend the symbol path (reloads symbols)",
             "PATH uses WinDbg syntax: directories, cache*DIR, srv*CACHE*URL, separated by `;`. \
-             Over MCP only showing the path is allowed: give symbols_path to open_dump instead.",
+             A front end may allow only showing it (the MCP server does: the symbol path is \
+             given when the dump is opened).",
             sympath,
         )
     },
@@ -72,7 +73,7 @@ fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
     if !topic.is_empty() {
         let spec = table::lookup(topic).ok_or_else(|| {
             CommandError::new(
-                "unknown_command",
+                ErrorCode::UnknownCommand,
                 format!("No help for '{topic}': unknown command"),
             )
         })?;
@@ -136,7 +137,7 @@ fn reload(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
             .collect();
         if modules.is_empty() {
             return Err(CommandError::new(
-                "no_such_module",
+                ErrorCode::NoSuchModule,
                 format!(".reload: no module named '{name}'"),
             )
             .with_hint("`lm` lists every module"));

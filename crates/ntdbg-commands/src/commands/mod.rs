@@ -4,7 +4,7 @@ pub(crate) mod breakpoints;
 pub(crate) mod disasm;
 pub(crate) mod events;
 pub(crate) mod kernel;
-pub mod kernel_objects;
+pub(crate) mod kernel_objects;
 pub(crate) mod memory;
 pub(crate) mod meta;
 pub(crate) mod modules;
@@ -29,16 +29,4 @@ pub(crate) fn reset_scope(session: &mut Session) -> CommandOutput {
 /// Evaluates an address expression, mapping errors to WinDbg's wording.
 pub(crate) fn eval(session: &Session, text: &str) -> Result<u64, CommandError> {
     session.evaluate(text).map_err(CommandError::from)
-}
-
-/// Rejects arguments for commands that take none.
-pub(crate) fn no_args(name: &str, args: &str) -> Result<(), CommandError> {
-    if args.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(CommandError::syntax(format!(
-            "Syntax error: '{name}' takes no arguments, got '{}'",
-            args.trim()
-        )))
-    }
 }

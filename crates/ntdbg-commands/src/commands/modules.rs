@@ -1,6 +1,6 @@
 //! Modules: `lm`, `lm m PATTERN`, `lmv`, `lmv m NAME` (also written `lmvm NAME`).
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, ModuleRow, TypedResult};
 use crate::render::{addr, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
@@ -144,7 +144,7 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     if rows.is_empty() {
         if let Some(p) = &pattern {
             return Err(CommandError::new(
-                "no_such_module",
+                ErrorCode::NoSuchModule,
                 format!("No module matches '{}'", excerpt(p)),
             )
             .with_hint("`lm` lists every module"));

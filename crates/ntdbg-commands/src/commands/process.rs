@@ -1,7 +1,6 @@
 //! Process and system facts: `!peb`, `!teb`, `vertarget`, `.time`.
 
-use super::no_args;
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
 use crate::render::{addr, windbg_duration, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
@@ -16,28 +15,32 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "the process environment block, when the dump holds it",
         "Read from memory with fixed Windows layouts (no ntdll symbols needed).",
         peb,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &["!teb"],
         "!teb",
         "the current thread's environment block, when the dump holds it",
         "",
         teb,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &["vertarget"],
         "vertarget",
         "the target's OS version, CPU and times",
         "",
         vertarget,
-    ),
+    )
+    .no_args(),
     CommandSpec::inspect(
         &[".time"],
         ".time",
         "dump time, process uptime and CPU times",
         "",
         dot_time,
-    ),
+    )
+    .no_args(),
 ];
 
 /// Field offsets that differ between 32- and 64-bit processes.
@@ -111,12 +114,11 @@ fn unicode_string(session: &Session, at: u64) -> Option<String> {
     Some(String::from_utf16_lossy(&units))
 }
 
-fn peb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let l = layout(session.arch());
     let Some(peb) = session.peb_address() else {
         return Err(CommandError::new(
-            "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
             "PEB address not available: the current thread's TEB is not in the dump",
         )
         .with_hint("minidumps written without MiniDumpWithProcessThreadData rarely hold the PEB"));
@@ -124,7 +126,7 @@ fn peb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     let t = session.target();
     let Some(being_debugged) = t.read_uint(peb + 2, 1) else {
         return Err(CommandError::new(
-            "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
             format!(
                 "PEB at {}: its memory is not in the dump",
                 addr(session, peb)
@@ -183,16 +185,15 @@ fn peb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     Ok(CommandOutput::text(out))
 }
 
-fn teb(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn teb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let l = layout(session.arch());
     let thread = session
         .current_thread()
-        .ok_or_else(|| CommandError::new("no_such_thread", "no current thread"))?;
+        .ok_or_else(|| CommandError::new(ErrorCode::NoSuchThread, "no current thread"))?;
     let teb = thread.teb;
     if session.target().read_uint(teb, 1).is_none() {
         return Err(CommandError::new(
-            "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
             format!(
                 "TEB at {}: its memory is not in the dump",
                 addr(session, teb)
@@ -251,8 +252,7 @@ fn os_name(build: u32, major: &str) -> String {
     }
 }
 
-fn vertarget(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn vertarget(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let s = session.target().system();
     let major: String = s
         .os_version
@@ -316,7 +316,6 @@ fn times(session: &Session) -> String {
     out
 }
 
-fn dot_time(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn dot_time(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     Ok(CommandOutput::text(times(session)))
 }

@@ -1,6 +1,6 @@
 //! Registers: `r`, `r NAME[, NAME…]`.
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use crate::render::registers::{current_context, show_current};
 use crate::spec::{CommandSpec, Invocation};
@@ -22,7 +22,7 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     }
     if args.contains('=') {
         return Err(CommandError::new(
-            "read_only",
+            ErrorCode::ReadOnly,
             "Cannot change registers: the target is a dump",
         )
         .with_hint("registers of a dump are read-only"));

@@ -16,9 +16,9 @@ use ntdbg_engine::Session;
 /// Most steps one `p COUNT` / `t COUNT` takes.
 const MAX_STEPS: u64 = 1000;
 
-const GO_DETAILS: &str = "Resumes a live target and waits up to timeout_ms for the next stop; if \
-none comes the trailer says [target running] and the stop is shown later (wait_for_event, or at \
-the head of the next command). A second `g` while running is refused. `g` and `gn` pass the \
+const GO_DETAILS: &str = "Resumes a live target and waits up to the front end's time limit for \
+the next stop; if none comes the trailer says [target running] and the stop is shown later (when \
+the front end waits for events, or at the head of the next command). A second `g` while running is refused. `g` and `gn` pass the \
 stop's exception to the program (like WinDbg's first-chance `g`); `gh` treats it as handled. \
 `~N g` runs only thread N. `g =START` is not supported.";
 
@@ -37,7 +37,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "go with the exception handled",
         GO_DETAILS,
         Effect::Run,
-        go,
+        go_handled,
     ),
     CommandSpec::acting(
         &["gu"],
@@ -46,7 +46,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "Sets a temporary breakpoint at the return address from the stack walk.",
         Effect::Run,
         go_up,
-    ),
+    )
+    .no_args(),
     CommandSpec::acting(
         &["p"],
         "p [COUNT]",
@@ -55,7 +56,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
          off. Calls and rep string instructions run to their end through a temporary \
          breakpoint after them.",
         Effect::Step,
-        step,
+        step_over,
     ),
     CommandSpec::acting(
         &["t"],
@@ -63,7 +64,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "trace: one instruction, into calls",
         "",
         Effect::Step,
-        step,
+        step_into,
     ),
     CommandSpec::acting(
         &["pa", "ta"],
@@ -77,7 +78,20 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn go(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let args = inv.args.trim();
+    resume(session, inv.args, true)
+}
+
+fn go_handled(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    resume(session, inv.args, false)
+}
+
+/// `g`/`gh`: resumes, passing the stop's exception to the program or not, until `args`.
+fn resume(
+    session: &mut Session,
+    args: &str,
+    pass_signal: bool,
+) -> Result<CommandOutput, CommandError> {
+    let args = args.trim();
     if args.starts_with('=') {
         return Err(CommandError::syntax("g =START is not supported")
             .with_hint("set the instruction pointer with r first, or use `g ADDR`"));
@@ -87,21 +101,27 @@ fn go(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     } else {
         Some(eval(session, args)?)
     };
-    let how = Resume::Go {
-        pass_signal: !inv.name.eq_ignore_ascii_case("gh"),
-    };
+    let how = Resume::Go { pass_signal };
     session.go(how, until)?;
     shown_stop(session)
 }
 
-fn go_up(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    super::no_args(inv.name, inv.args)?;
+fn go_up(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     session.step_out()?;
     shown_stop(session)
 }
 
-fn step(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let args = inv.args.trim();
+fn step_over(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    step(session, inv.args, true)
+}
+
+fn step_into(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    step(session, inv.args, false)
+}
+
+/// `p`/`t`: `args` steps (over calls or into them).
+fn step(session: &mut Session, args: &str, over: bool) -> Result<CommandOutput, CommandError> {
+    let args = args.trim();
     let count = if args.is_empty() {
         1
     } else {
@@ -112,7 +132,6 @@ fn step(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
             "step count must be 1 to {MAX_STEPS}"
         )));
     }
-    let over = inv.name.eq_ignore_ascii_case("p");
     let mut text = String::new();
     for _ in 0..count {
         let stopped = if over {

@@ -2,7 +2,7 @@
 //! variable values from the PDB).
 
 use super::eval;
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, dt};
 use crate::spec::{CommandSpec, Invocation};
@@ -106,7 +106,7 @@ fn x(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         .collect();
     if modules.is_empty() {
         return Err(CommandError::new(
-            "no_such_module",
+            ErrorCode::NoSuchModule,
             format!("No module matches '{}'", excerpt(module_pat)),
         ));
     }

@@ -1,6 +1,5 @@
 //! Threads and the process: `~` (list), `~Ns` (handled by the runner), `|`.
 
-use super::no_args;
 use crate::error::CommandError;
 use crate::output::CommandOutput;
 use crate::render::threads::list;
@@ -15,17 +14,17 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "`.` marks the current thread, `#` the thread of the last event. Thread names come from \
          the dump's ThreadNames stream when it has one.",
         tilde,
-    ),
-    CommandSpec::inspect(&["|"], "|", "show the process", "", process),
+    )
+    .no_args(),
+    CommandSpec::inspect(&["|"], "|", "show the process", "", process)
+    .no_args(),
 ];
 
-fn tilde(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn tilde(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     list(session, None)
 }
 
-fn process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    no_args(inv.name, inv.args)?;
+fn process(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let pid = session.target().system().process_id.unwrap_or(0);
     let image = session
         .target()

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
 use crate::render::dt::{layout, DtOptions, ReadMemory, MAX_RECURSION};
 use crate::spec::{CommandSpec, Invocation};
@@ -132,7 +132,7 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     .ok_or_else(|| not_found(spec))?;
     if !fields.is_empty() && text.lines().count() <= 1 {
         return Err(CommandError::new(
-            "no_such_field",
+            ErrorCode::NoSuchField,
             format!("Cannot find specified field members: {}", fields.join(" ")),
         ));
     }
@@ -140,7 +140,7 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
 }
 
 fn not_found(spec: &str) -> CommandError {
-    CommandError::new("no_such_type", format!("Symbol {spec} not found."))
+    CommandError::new(ErrorCode::NoSuchType, format!("Symbol {spec} not found."))
         .with_hint("`dt MOD!*` lists a module's types; types come from the module's PDB")
 }
 
@@ -155,7 +155,7 @@ fn candidates(
             .module_by_name(m)
             .map(|m| vec![m.clone()])
             .ok_or_else(|| {
-                CommandError::new("no_such_module", format!("Module '{m}' not found"))
+                CommandError::new(ErrorCode::NoSuchModule, format!("Module '{m}' not found"))
                     .with_hint("`lm` lists every module")
             })?,
         None => session.target().modules().by_addr().cloned().collect(),

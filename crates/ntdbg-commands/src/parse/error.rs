@@ -5,6 +5,7 @@ use std::fmt;
 use std::ops::Range;
 
 use ntdbg_engine::expr::caret_line;
+use ntdbg_engine::ErrorCode;
 
 /// What went wrong while splitting or parsing a command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,13 +28,18 @@ pub enum ParseErrorKind {
 impl ParseErrorKind {
     /// A stable, machine-readable key for this kind, e.g. `"unterminated_quote"`.
     pub fn code(self) -> &'static str {
+        self.error_code().name()
+    }
+
+    /// The [`ErrorCode`] of this kind.
+    pub fn error_code(self) -> ErrorCode {
         match self {
-            Self::UnterminatedQuote => "unterminated_quote",
-            Self::UnterminatedBlock => "unterminated_block",
-            Self::UnmatchedBrace => "unmatched_brace",
-            Self::EmptyCommand => "empty_command",
-            Self::BadThread => "bad_thread",
-            Self::Syntax => "syntax_error",
+            Self::UnterminatedQuote => ErrorCode::UnterminatedQuote,
+            Self::UnterminatedBlock => ErrorCode::UnterminatedBlock,
+            Self::UnmatchedBrace => ErrorCode::UnmatchedBrace,
+            Self::EmptyCommand => ErrorCode::EmptyCommand,
+            Self::BadThread => ErrorCode::BadThread,
+            Self::Syntax => ErrorCode::SyntaxError,
         }
     }
 }

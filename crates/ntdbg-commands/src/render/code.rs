@@ -1,7 +1,7 @@
 //! The session as the disassembler sees it (code bytes and names), and the current-instruction
 //! line that the register display and a stop end with.
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory};
 use ntdbg_engine::Session;
 
@@ -39,7 +39,7 @@ pub(crate) fn bitness(session: &Session) -> Result<Bitness, CommandError> {
     let arch = session.arch();
     Bitness::of_arch(arch).ok_or_else(|| {
         CommandError::new(
-            "unsupported_arch",
+            ErrorCode::UnsupportedArch,
             format!("Disassembly of {} code is not supported yet", arch.name()),
         )
     })

@@ -1,7 +1,7 @@
 //! The register display that `r`, `.ecxr`, `.cxr`, `.trap`, `~Ns` and a live stop print:
 //! WinDbg's `r` layout for the context's architecture, then the current instruction.
 
-use crate::error::CommandError;
+use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use minidump::{MinidumpContext, MinidumpRawContext};
 use ntdbg_engine::registers::{flags_text, general_registers, register};
@@ -32,7 +32,7 @@ pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, Comma
 pub(crate) fn current_context(session: &Session) -> Result<MinidumpContext, CommandError> {
     session.context().ok_or_else(|| {
         CommandError::new(
-            "no_context",
+            ErrorCode::NoContext,
             "No register context for the current thread in this dump",
         )
     })

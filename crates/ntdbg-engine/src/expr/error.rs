@@ -4,6 +4,8 @@
 use std::fmt;
 use std::ops::Range;
 
+use crate::ErrorCode;
+
 /// How many characters of the offending text a message quotes before eliding the rest.
 const QUOTE_LIMIT: usize = 64;
 
@@ -34,16 +36,21 @@ pub enum ExprErrorKind {
 impl ExprErrorKind {
     /// A stable, machine-readable key for this kind, e.g. `"unresolved"`.
     pub fn code(self) -> &'static str {
+        self.error_code().name()
+    }
+
+    /// The [`ErrorCode`] of this kind.
+    pub fn error_code(self) -> ErrorCode {
         match self {
-            Self::Syntax => "syntax_error",
-            Self::MissingExpression => "missing_expression",
-            Self::Unresolved => "unresolved",
-            Self::BadRegister => "bad_register",
-            Self::MemoryAccess => "memory_access",
-            Self::DivideByZero => "divide_by_zero",
-            Self::Overflow => "overflow",
-            Self::TooLong => "too_long",
-            Self::TooDeep => "too_deep",
+            Self::Syntax => ErrorCode::SyntaxError,
+            Self::MissingExpression => ErrorCode::MissingExpression,
+            Self::Unresolved => ErrorCode::Unresolved,
+            Self::BadRegister => ErrorCode::BadRegister,
+            Self::MemoryAccess => ErrorCode::MemoryAccess,
+            Self::DivideByZero => ErrorCode::DivideByZero,
+            Self::Overflow => ErrorCode::Overflow,
+            Self::TooLong => ErrorCode::TooLong,
+            Self::TooDeep => ErrorCode::TooDeep,
         }
     }
 }

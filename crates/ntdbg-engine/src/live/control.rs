@@ -17,7 +17,7 @@ use ntdbg_gdbremote::{
 
 use super::breakpoints::{BreakKind, Breakpoint, Breakpoints, MAX_BREAKPOINTS};
 use super::stop_text::{self, signal, StopCause};
-use crate::EngineError;
+use crate::{EngineError, ErrorCode};
 
 /// How long the waiter holds the client per read, so closing can take it in between.
 const POLL: Duration = Duration::from_millis(100);
@@ -47,6 +47,23 @@ impl RunState {
             RunState::Running => "running",
             RunState::Exited(_) => "exited",
             RunState::Detached => "detached",
+        }
+    }
+
+    /// The run-state trailer without the session's help (`[target running]`,
+    /// `[target halted @ 0x…]`), for when the session is busy; [`Session::trailer`] adds
+    /// the thread and the symbol of a halted target.
+    ///
+    /// [`Session::trailer`]: crate::Session::trailer
+    pub fn trailer(&self) -> String {
+        match self {
+            RunState::Running => "[target running]".into(),
+            RunState::Halted(h) => match h.pc {
+                Some(pc) => format!("[target halted @ {pc:#x}]"),
+                None => "[target halted]".into(),
+            },
+            RunState::Exited(why) => format!("[target exited: {why}]"),
+            RunState::Detached => "[target detached]".into(),
         }
     }
 }
@@ -149,7 +166,7 @@ pub struct LiveControl {
 
 fn live(e: GdbError) -> EngineError {
     EngineError::Live {
-        code: e.code(),
+        code: ErrorCode::from_name(e.code()),
         message: e.to_string(),
     }
 }
@@ -350,7 +367,7 @@ impl LiveControl {
             .name("ntdbg-live-wait".into())
             .spawn(move || me.wait_loop())
             .map_err(|e| EngineError::Live {
-                code: "internal_error",
+                code: ErrorCode::InternalError,
                 message: format!("cannot start the stop waiter: {e}"),
             })?;
         Ok(())
@@ -369,7 +386,7 @@ impl LiveControl {
         self.interrupt.interrupt().map_err(live)?;
         if !self.wait_for_stop(stops, timeout) {
             return Err(EngineError::Live {
-                code: "timed_out",
+                code: ErrorCode::TimedOut,
                 message: format!(
                     "the target did not stop within {} ms of the interrupt",
                     timeout.as_millis()
@@ -439,7 +456,7 @@ impl LiveControl {
         }
         if bps.list().len() >= MAX_BREAKPOINTS {
             return Err(EngineError::Live {
-                code: "too_many_breakpoints",
+                code: ErrorCode::TooManyBreakpoints,
                 message: format!("at most {MAX_BREAKPOINTS} breakpoints"),
             });
         }
@@ -491,7 +508,7 @@ impl LiveControl {
     fn check_writable(&self, what: &str) -> Result<(), EngineError> {
         if self.read_only {
             return Err(EngineError::Live {
-                code: "read_only",
+                code: ErrorCode::ReadOnly,
                 message: format!("{what} is refused: the session is read-only"),
             });
         }
@@ -692,17 +709,15 @@ impl LiveControl {
 fn not_halted(state: &RunState) -> EngineError {
     match state {
         RunState::Running => EngineError::Live {
-            code: "target_running",
-            message: "the target is running: break in (break_in) or wait for it to stop \
-                      (wait_for_event) first"
-                .into(),
+            code: ErrorCode::TargetRunning,
+            message: "the target is running: break in or wait for it to stop first".into(),
         },
         RunState::Exited(why) => EngineError::Live {
-            code: "target_gone",
+            code: ErrorCode::TargetGone,
             message: format!("the target is gone: {why}"),
         },
         _ => EngineError::Live {
-            code: "target_gone",
+            code: ErrorCode::TargetGone,
             message: "the debugger detached from the target".into(),
         },
     }
@@ -710,7 +725,7 @@ fn not_halted(state: &RunState) -> EngineError {
 
 fn no_breakpoint(id: u32) -> EngineError {
     EngineError::Live {
-        code: "no_such_breakpoint",
+        code: ErrorCode::NoSuchBreakpoint,
         message: format!("breakpoint {id} does not exist (bl lists them)"),
     }
 }

@@ -8,7 +8,7 @@ use ntdbg_targets::GdbTarget;
 
 use super::control::{LiveControl, RunState};
 use crate::disasm::Bitness;
-use crate::{EngineError, Session};
+use crate::{EngineError, ErrorCode, Session};
 
 /// How to attach.
 #[derive(Debug, Clone)]
@@ -40,7 +40,7 @@ impl Session {
             .trim()
             .strip_prefix("gdb:")
             .ok_or_else(|| EngineError::Live {
-                code: "unsupported_target",
+                code: ErrorCode::UnsupportedTarget,
                 message: format!(
                     "cannot attach to {target:?}: live targets are given as gdb:HOST:PORT"
                 ),
@@ -50,7 +50,7 @@ impl Session {
             .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
         {
             return Err(EngineError::Live {
-                code: "unsupported_target",
+                code: ErrorCode::UnsupportedTarget,
                 message: format!("{target:?} is not gdb:HOST:PORT"),
             });
         }
@@ -127,7 +127,6 @@ impl Session {
             return "[dump]".into();
         };
         match live.state() {
-            RunState::Running => "[target running]".into(),
             RunState::Halted(h) => {
                 let Some(ip) = self.instruction_pointer().or(h.pc) else {
                     return format!("[target halted @ ~{}]", self.current_thread_index());
@@ -145,8 +144,7 @@ impl Session {
                     bits.address(ip)
                 )
             }
-            RunState::Exited(why) => format!("[target exited: {why}]"),
-            RunState::Detached => "[target detached]".into(),
+            other => other.trailer(),
         }
     }
 }

@@ -6,13 +6,13 @@ use iced_x86::{Decoder, DecoderOptions, FlowControl};
 use super::breakpoints::BreakKind;
 use super::control::{LiveControl, Resume};
 use crate::disasm::Bitness;
-use crate::{EngineError, Session};
+use crate::{EngineError, ErrorCode, Session};
 use std::sync::Arc;
 
 impl Session {
     fn live_control(&self) -> Result<Arc<LiveControl>, EngineError> {
         self.live.clone().ok_or_else(|| EngineError::Live {
-            code: "not_live",
+            code: ErrorCode::NotLive,
             message: "run control needs a live target (this session is a dump)".into(),
         })
     }
@@ -76,7 +76,7 @@ impl Session {
         let ret = walked
             .or_else(|| self.frame_pointer_return())
             .ok_or_else(|| EngineError::Live {
-                code: "no_return_address",
+                code: ErrorCode::NoReturnAddress,
                 message: "gu: the return address of the current function is unknown".into(),
             })?;
         self.go(Resume::Go { pass_signal: false }, Some(ret))

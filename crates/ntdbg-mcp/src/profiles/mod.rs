@@ -13,8 +13,8 @@ mod windbg_mcp;
 
 pub use windbg_mcp::{ImplicitSession, StartupTarget};
 
-use crate::dto::RunCommandResult;
-use crate::state::State;
+use crate::dto::CommandStatus;
+use crate::tools::commands::BatchOutput;
 use std::fmt::Write as _;
 
 /// Which tool set the server exposes.
@@ -68,30 +68,30 @@ pub fn workflow(profile: Profile) -> Option<&'static str> {
     }
 }
 
-/// Most bytes of command output one profile answer carries (the outputs stay whole in the
-/// output cache; the profiles have no `read_output`).
+/// Most bytes of command output one profile answer carries (the profiles have no tool to
+/// page the rest).
 const MAX_TEXT: usize = 1 << 20;
 
-/// The whole text of a batch as a debugger console shows it: each command after the cdb or
-/// kd prompt, then its full output (not the preview) or its error; at most [`MAX_TEXT`] bytes.
-fn console_text(state: &State, batch: &RunCommandResult, kernel: bool) -> String {
-    let prompt = if kernel { "0: kd> " } else { "0:000> " };
+/// The whole text of a batch as a debugger console shows it: each command after the cdb
+/// prompt (`0:00N>`, N the thread it ran on) or the kd one, then its whole output (from the
+/// runner, never a preview) or its error; at most [`MAX_TEXT`] bytes.
+fn console_text(batch: &BatchOutput, kernel: bool) -> String {
     let mut text = String::new();
-    for r in &batch.results {
-        let _ = writeln!(text, "{prompt}{}", r.command);
-        let full = r
-            .command_id
-            .as_deref()
-            .and_then(|id| state.outputs().get(id).ok());
-        let body = match (&r.error, full) {
-            (Some(e), _) => e.render(),
-            (None, Some(entry)) => entry.text.clone(),
-            (None, None) if r.output.is_empty() => {
-                "(not executed: an earlier command failed or timed out)".to_string()
+    let mut thread = 0;
+    for (r, full) in batch.rendered.value.results.iter().zip(&batch.full) {
+        thread = full.thread.unwrap_or(thread);
+        if kernel {
+            let _ = writeln!(text, "0: kd> {}", r.command);
+        } else {
+            let _ = writeln!(text, "0:{thread:03}> {}", r.command);
+        }
+        let body = match r.status {
+            CommandStatus::NotExecuted if full.thread.is_none() => {
+                "(not executed: an earlier command failed or timed out)"
             }
-            (None, None) => r.output.clone(),
+            _ => full.text.as_str(),
         };
-        text.push_str(&body);
+        text.push_str(body);
         if !body.is_empty() && !body.ends_with('\n') {
             text.push('\n');
         }

@@ -1,9 +1,8 @@
 //! `run_command` and `read_output`.
 //!
-//! A batch is split with the command layer's own splitter (top-level `;` and newlines; quotes
-//! and `{}` blocks kept whole) and each command goes through `ntdbg_commands::run_command`, as
-//! `run_batch` does, but one at a time on the blocking pool so the time limit can stop the
-//! batch between commands: the command running when time runs out is reported `timed_out`
+//! A batch goes through the command layer's one pipeline ([`Batch`]) on the blocking pool;
+//! the runner's per-command callback hands each result to this side and stops the batch when
+//! the time limit ran out: the command running when time runs out is reported `timed_out`
 //! (the engine cannot be interrupted inside a command; the session stays busy until it ends),
 //! the rest `not_executed`.
 
@@ -15,11 +14,12 @@ use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{internal_error, State};
 use crate::text::{self, PREVIEW_THRESHOLD};
-use crate::tools::live::fallback_trailer;
 use crate::tools::sessions::busy;
-use ntdbg_commands::{CommandError, CommandOutput};
+use ntdbg_commands::{Batch, CommandResult, Policy, Status};
+use ntdbg_engine::ErrorCode;
 use std::fmt::Write as _;
 use std::io::Write as _;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,17 +40,37 @@ const MIN_PREVIEW: usize = 2 * 1024;
 /// `timeout_ms` for the stop, then the session reads the stopped target.
 const LIVE_GRACE: Duration = Duration::from_secs(3);
 
-/// One command's outcome from the engine thread: its index, the `~` number of the prompt it
-/// ran at, and its output or error.
-type Outcome = (usize, usize, Result<CommandOutput, CommandError>);
+/// The whole text one command of a batch printed.
+#[derive(Debug, Clone, Default)]
+pub struct CommandText {
+    /// The `~` number of the prompt it ran at; `None` when it did not run.
+    pub thread: Option<usize>,
+    /// Its whole output, or its error as rendered; empty when it did not run.
+    pub text: String,
+}
+
+/// A batch's answer (previews, as `run_command` returns it) and each command's whole text,
+/// for front ends that show whole outputs (the drop-in profiles).
+#[derive(Debug)]
+pub struct BatchOutput {
+    /// The `run_command` answer.
+    pub rendered: Rendered<RunCommandResult>,
+    /// The whole text of each command, by index.
+    pub full: Vec<CommandText>,
+}
 
 /// Runs a batch of WinDbg commands in a session.
 pub async fn run_command(
     state: &Arc<State>,
     p: RunCommandParams,
 ) -> Result<Rendered<RunCommandResult>, ToolError> {
+    Ok(run_batch(state, p).await?.rendered)
+}
+
+/// Runs a batch of WinDbg commands in a session, keeping each command's whole text.
+pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchOutput, ToolError> {
     let slot = state.sessions.get(&p.session_id)?;
-    let commands = split(&p.command)?;
+    let batch = split(&p.command)?;
     let output_path = match p.output_file.as_deref().filter(|f| !f.trim().is_empty()) {
         Some(f) => Some(check_output_file(state, f)?),
         None => None,
@@ -70,37 +90,35 @@ pub async fn run_command(
         .await
         .map_err(|_| busy(&slot.id))?;
 
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<CommandResult>();
     let stop = Arc::new(AtomicBool::new(false));
     let stop_engine = stop.clone();
-    let engine_commands = commands.clone();
+    let engine_batch = batch.clone();
     let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
         // Over MCP a command may not choose which host files are read (`.sympath DIR`).
-        let policy = ntdbg_commands::Policy {
+        let policy = Policy {
             refuse_host_effects: true,
         };
-        for (i, cmd) in engine_commands.iter().enumerate() {
-            if stop_engine.load(Ordering::Relaxed) {
-                break;
+        engine_batch.run(&mut session, policy, |result| {
+            let delivered = tx.send(result.clone()).is_ok();
+            if delivered && !stop_engine.load(Ordering::Relaxed) {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
             }
-            let thread = session.current_thread_index();
-            let outcome = ntdbg_commands::run_command_with(&mut session, cmd, policy);
-            let failed = outcome.is_err();
-            if tx.send((i, thread, outcome)).is_err() || failed {
-                break;
-            }
-        }
+        });
         let _ = trailer_tx.send(session.trailer());
     });
 
-    let mut outcomes: Vec<Outcome> = Vec::with_capacity(commands.len());
+    let commands = batch.commands();
+    let mut outcomes: Vec<CommandResult> = Vec::with_capacity(commands.len());
     let mut timed_out = false;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(outcome)) => {
-                let failed = outcome.2.is_err();
+                let failed = outcome.status != Status::Succeeded;
                 outcomes.push(outcome);
                 if failed {
                     break;
@@ -117,7 +135,11 @@ pub async fn run_command(
     // The engine thread ended without reporting every command and without a failure: it
     // panicked in the next one.
     let mut crashed = None;
-    if !timed_out && outcomes.len() < commands.len() && outcomes.last().is_none_or(|o| o.2.is_ok())
+    if !timed_out
+        && outcomes.len() < commands.len()
+        && outcomes
+            .last()
+            .is_none_or(|o| o.status == Status::Succeeded)
     {
         if let Err(join) = handle.await {
             crashed = Some(internal_error("running a command", &join));
@@ -126,8 +148,8 @@ pub async fn run_command(
 
     let format = p.format;
     let mut builder = BatchBuilder::new(state, &slot.id, format);
-    for (index, thread, outcome) in outcomes {
-        builder.executed(index, thread, &commands[index], outcome);
+    for outcome in outcomes {
+        builder.executed(outcome);
     }
     let next = builder.results.len();
     if let Some(command) = commands.get(next) {
@@ -149,40 +171,44 @@ pub async fn run_command(
     let trailer = match tokio::time::timeout_at(deadline, trailer_rx).await {
         Ok(Ok(t)) => t,
         _ => match &live {
-            Some(l) => fallback_trailer(&l.state()),
+            Some(l) => l.state().trailer(),
             None => "[dump]".to_string(),
         },
     };
     Ok(builder.finish(output_file, trailer))
 }
 
-/// Splits a batch, enforcing the command limit.
-fn split(line: &str) -> Result<Vec<String>, ToolError> {
-    let parts = ntdbg_commands::parse::split_commands(line).map_err(|e| {
-        ToolError::new("syntax_error", e.render(line))
-            .with_hint("close every quote and brace; separate commands with ';'")
+/// Splits a batch with the command layer's splitter, enforcing the command limit.
+fn split(line: &str) -> Result<Batch, ToolError> {
+    let batch = Batch::split(line).map_err(|e| {
+        let hinted = e.code == ErrorCode::SyntaxError;
+        let error = ToolError::from(e);
+        if hinted {
+            error.with_hint("close every quote and brace; separate commands with ';'")
+        } else {
+            error
+        }
     })?;
-    let commands: Vec<String> = parts.iter().map(|c| c.value.to_string()).collect();
-    if commands.is_empty() {
-        return Err(ToolError::new("empty_command", "the command line is empty")
-            .with_hint("give a WinDbg command such as kb, r or lm; `help` lists them"));
+    let count = batch.commands().len();
+    if count == 0 {
+        return Err(
+            ToolError::new(ErrorCode::EmptyCommand, "the command line is empty")
+                .with_hint("give a WinDbg command such as kb, r or lm; `help` lists them"),
+        );
     }
-    if commands.len() > MAX_COMMANDS {
+    if count > MAX_COMMANDS {
         return Err(ToolError::new(
-            "too_many_commands",
-            format!(
-                "{} commands in one batch; at most {MAX_COMMANDS} are allowed",
-                commands.len()
-            ),
+            ErrorCode::TooManyCommands,
+            format!("{count} commands in one batch; at most {MAX_COMMANDS} are allowed"),
         )
         .with_hint("split the batch over several run_command calls"));
     }
-    Ok(commands)
+    Ok(batch)
 }
 
 fn timeout_error(timeout_ms: u64) -> ToolError {
     ToolError::new(
-        "timed_out",
+        ErrorCode::TimedOut,
         format!("the command did not finish within {timeout_ms} ms"),
     )
     .with_hint(
@@ -195,7 +221,7 @@ fn check_output_file(state: &State, file: &str) -> Result<PathBuf, ToolError> {
     let path = state.allowed.check_writable(Path::new(file))?;
     if std::fs::symlink_metadata(&path).is_ok() {
         return Err(
-            ToolError::new("file_exists", format!("{file} already exists"))
+            ToolError::new(ErrorCode::FileExists, format!("{file} already exists"))
                 .with_hint("name a new file: output_file never overwrites"),
         );
     }
@@ -223,6 +249,7 @@ struct BatchBuilder<'a> {
     session_id: &'a str,
     format: OutputFormat,
     results: Vec<CommandResultDto>,
+    full: Vec<CommandText>,
     text: String,
     full_text: String,
     budget: usize,
@@ -235,25 +262,32 @@ impl<'a> BatchBuilder<'a> {
             session_id,
             format,
             results: Vec::new(),
+            full: Vec::new(),
             text: String::new(),
             full_text: String::new(),
             budget: RESPONSE_BUDGET,
         }
     }
 
-    fn executed(
-        &mut self,
-        index: usize,
-        thread: usize,
-        command: &str,
-        outcome: Result<CommandOutput, CommandError>,
-    ) {
+    fn executed(&mut self, outcome: CommandResult) {
+        let CommandResult {
+            index,
+            command,
+            thread,
+            ..
+        } = &outcome;
+        let (index, thread, command) = (*index, *thread, command.clone());
         let prompt = format!("0:{thread:03}> {command}\n");
-        let (status, output, typed, error) = match outcome {
-            Ok(out) => (CommandStatus::Succeeded, out.text, out.typed, None),
-            Err(e) => {
+        let (status, output, typed, error) = match outcome.error {
+            None => (
+                CommandStatus::Succeeded,
+                outcome.output,
+                outcome.typed,
+                None,
+            ),
+            Some(e) => {
                 // A command that needs a halted target while it still runs was not run.
-                let status = if e.code == "target_running" {
+                let status = if e.code == ErrorCode::TargetRunning {
                     CommandStatus::NotExecuted
                 } else {
                     CommandStatus::Failed
@@ -265,7 +299,11 @@ impl<'a> BatchBuilder<'a> {
         let entry = self
             .state
             .outputs()
-            .insert(self.session_id, command, output);
+            .insert(self.session_id, &command, output);
+        self.full.push(CommandText {
+            thread: Some(thread),
+            text: entry.text.clone(),
+        });
         let limit = PREVIEW_THRESHOLD.min(self.budget).max(MIN_PREVIEW);
         let (preview, truncated) = text::preview(&entry.text, limit, &entry.command_id);
         self.budget = self.budget.saturating_sub(preview.len());
@@ -279,7 +317,7 @@ impl<'a> BatchBuilder<'a> {
         };
         self.results.push(CommandResultDto {
             index,
-            command: command.to_string(),
+            command,
             status,
             output: preview,
             command_id: Some(entry.command_id.clone()),
@@ -292,6 +330,10 @@ impl<'a> BatchBuilder<'a> {
 
     fn stopped(&mut self, index: usize, command: &str, status: CommandStatus, error: ToolError) {
         let _ = writeln!(self.text, "> {command}\n{}", error.render());
+        self.full.push(CommandText {
+            thread: None,
+            text: error.render(),
+        });
         self.results.push(CommandResultDto {
             index,
             command: command.to_string(),
@@ -306,6 +348,7 @@ impl<'a> BatchBuilder<'a> {
     }
 
     fn not_executed(&mut self, index: usize, command: &str) {
+        self.full.push(CommandText::default());
         let _ = writeln!(
             self.text,
             "> {command}\n(not executed: an earlier command failed or timed out)"
@@ -323,11 +366,7 @@ impl<'a> BatchBuilder<'a> {
         });
     }
 
-    fn finish(
-        mut self,
-        output_file: Option<OutputFileReport>,
-        trailer: String,
-    ) -> Rendered<RunCommandResult> {
+    fn finish(mut self, output_file: Option<OutputFileReport>, trailer: String) -> BatchOutput {
         let executed = self
             .results
             .iter()
@@ -356,7 +395,10 @@ impl<'a> BatchBuilder<'a> {
             trailer,
             output_file,
         };
-        Rendered::new(result, self.text)
+        BatchOutput {
+            rendered: Rendered::new(result, self.text),
+            full: self.full,
+        }
     }
 }
 

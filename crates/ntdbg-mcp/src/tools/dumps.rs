@@ -11,6 +11,7 @@ use crate::rendered::Rendered;
 use crate::state::{blocking, State};
 use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
 use ntdbg_analysis::{Report, StackEntry};
+use ntdbg_engine::ErrorCode;
 use ntdbg_engine::{module_name, Session};
 use std::fmt::Write;
 use std::path::Path;
@@ -29,11 +30,14 @@ pub async fn triage_dumps(
     let st = state.clone();
     let result = blocking("triaging dumps", move || {
         let files = triage::find_dumps(&dir, recursive).map_err(|e| {
-            ToolError::new("io_error", format!("cannot read {}: {e}", dir.display()))
+            ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot read {}: {e}", dir.display()),
+            )
         })?;
         if files.len() > MAX_TRIAGE_DUMPS {
             return Err(ToolError::new(
-                "too_many_dumps",
+                ErrorCode::TooManyDumps,
                 format!(
                     "{} dumps under {}: at most {MAX_TRIAGE_DUMPS} per call",
                     files.len(),
@@ -185,14 +189,14 @@ pub async fn open_dump(
 /// Every local folder of a client's symbol path must lie inside the allowed directories.
 pub(crate) fn check_symbol_path(text: &str, allowed: &AllowedDirs) -> Result<(), ToolError> {
     let path = ntdbg_symbols::SymbolPath::parse(text).map_err(|e| {
-        ToolError::new("bad_symbol_path", format!("bad symbol path: {e}"))
+        ToolError::new(ErrorCode::BadSymbolPath, format!("bad symbol path: {e}"))
             .with_hint("use folders separated by ';' (cache*DIR and srv*CACHE*URL are accepted)")
     })?;
     for dir in path.local_dirs() {
         match allowed.check_existing(&dir) {
             Ok(_) => {}
             // A cache folder that does not exist yet is harmless.
-            Err(e) if e.code == "file_not_found" => {}
+            Err(e) if e.code == ErrorCode::FileNotFound => {}
             Err(e) => return Err(e),
         }
     }

@@ -14,6 +14,7 @@ use crate::sessions::SessionSlot;
 use crate::state::{blocking, State};
 use crate::tools::commands::MAX_TIMEOUT_MS;
 use ntdbg_engine::live::{AttachOptions, EventKind, LiveControl, LiveEvent, RunState};
+use ntdbg_engine::ErrorCode;
 use ntdbg_engine::Session;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -143,7 +144,7 @@ pub async fn wait_for_event(
 fn live_of(slot: &SessionSlot) -> Result<Arc<LiveControl>, ToolError> {
     slot.live.clone().ok_or_else(|| {
         ToolError::new(
-            "not_live",
+            ErrorCode::NotLive,
             format!("session {} is a dump: it does not run", slot.id),
         )
         .with_hint("attach(target=\"gdb:HOST:PORT\") opens a live session")
@@ -160,7 +161,7 @@ async fn report(
     window: Option<Duration>,
     timed_out: bool,
 ) -> Rendered<RunStateResult> {
-    let mut trailer = fallback_trailer(&live.state());
+    let mut trailer = live.state().trailer();
     if live.state() != RunState::Running {
         if let Ok(guard) =
             tokio::time::timeout(RENDER_WAIT, slot.session.clone().lock_owned()).await
@@ -218,17 +219,4 @@ async fn report(
         },
         text,
     )
-}
-
-/// The trailer when the session cannot be asked (its lock is busy): no symbol.
-pub fn fallback_trailer(state: &RunState) -> String {
-    match state {
-        RunState::Running => "[target running]".into(),
-        RunState::Halted(h) => match h.pc {
-            Some(pc) => format!("[target halted @ {pc:#x}]"),
-            None => "[target halted]".into(),
-        },
-        RunState::Exited(why) => format!("[target exited: {why}]"),
-        RunState::Detached => "[target detached]".into(),
-    }
 }

@@ -8,6 +8,7 @@ use crate::rendered::Rendered;
 use crate::state::{blocking, State};
 use crate::tools::dumps::{event_line, frame_text};
 use ntdbg_analysis::Report;
+use ntdbg_engine::ErrorCode;
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,7 @@ pub async fn analyze_crash(
 /// The error for a session another call holds too long.
 pub fn busy(id: &str) -> ToolError {
     ToolError::new(
-        "session_busy",
+        ErrorCode::SessionBusy,
         format!("session {id} is still running an earlier command"),
     )
     .with_hint("wait and retry, or use another session; close_session frees it")

@@ -6,6 +6,7 @@
 mod common;
 mod errors;
 mod http;
+mod layering;
 mod live;
 mod protocol;
 mod schemas;

@@ -4,6 +4,7 @@
 use crate::error::ToolError;
 use crate::sessions::SessionSlot;
 use crate::state::State;
+use ntdbg_engine::ErrorCode;
 use std::sync::Arc;
 
 /// User mode (cdb) or kernel (kd): the two families of mcp-windbg tools.
@@ -93,7 +94,7 @@ pub(super) fn resolve(
     let actual = Mode::of_kind(&slot.kind);
     if mode != expected || actual != expected {
         return Err(ToolError::new(
-            "wrong_session_kind",
+            ErrorCode::WrongSessionKind,
             format!(
                 "{} is a {} session: {tool} takes {} session ids ({}…)",
                 id.trim(),
@@ -119,7 +120,7 @@ pub(super) fn split_id(id: &str) -> Result<(Mode, &str), ToolError> {
         .find_map(|m| id.strip_prefix(m.prefix()).map(|raw| (m, raw)))
         .ok_or_else(|| {
             ToolError::new(
-                "unknown_session",
+                ErrorCode::UnknownSession,
                 format!("{id:?} is not a session id: ids start with cdb- or kd-"),
             )
             .with_hint("pass the session_id from the first line of open_cdb_dump or open_kd_dump")
@@ -129,7 +130,7 @@ pub(super) fn split_id(id: &str) -> Result<(Mode, &str), ToolError> {
 /// An `unknown_session` error for profile id `id`, whose hint lists the open sessions by their
 /// profile ids.
 pub(super) fn profile_ids(mut error: ToolError, id: &str, state: &State) -> ToolError {
-    if error.code == "unknown_session" {
+    if error.code == ErrorCode::UnknownSession {
         let open: Vec<String> = state
             .sessions
             .list()

@@ -29,6 +29,7 @@ use crate::server::NtdbgServer;
 use crate::state::{blocking, State};
 use crate::tools;
 use crate::tools::commands::MAX_TIMEOUT_MS;
+use ntdbg_engine::ErrorCode;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use std::fmt::Write as _;
@@ -81,7 +82,7 @@ fn time_limit(seconds: Option<u64>, default_s: u64) -> Duration {
 
 fn timed_out(what: &str, limit: Duration) -> ToolError {
     ToolError::new(
-        "timed_out",
+        ErrorCode::TimedOut,
         format!("{what} did not finish within {} s", limit.as_secs()),
     )
     .with_hint("raise timeout_seconds")
@@ -103,7 +104,7 @@ async fn check_dump_kind(state: &Arc<State>, path: &str, mode: Mode) -> Result<(
         return Ok(());
     }
     Err(ToolError::new(
-        "wrong_dump_kind",
+        ErrorCode::WrongDumpKind,
         format!(
             "{} is a {kind} dump, not a {} one",
             summary.path,
@@ -137,7 +138,7 @@ async fn run_console(
     limit: Duration,
 ) -> Result<String, ToolError> {
     let timeout_ms = u64::try_from(limit.as_millis()).unwrap_or(MAX_TIMEOUT_MS);
-    let batch = tools::commands::run_command(
+    let batch = tools::commands::run_batch(
         state,
         RunCommandParams {
             session_id: raw,
@@ -148,7 +149,7 @@ async fn run_console(
         },
     )
     .await?;
-    Ok(console_text(state, &batch.value, mode == Mode::Kd))
+    Ok(console_text(&batch, mode == Mode::Kd))
 }
 
 /// The `list_dumps` text: full paths, to pass as dump_path, and the tool that opens each.
@@ -195,7 +196,7 @@ fn needs_cdb_engine(tool: &str, instead: &str) -> ToolError {
     } else {
         "it needs cdb.exe/kd.exe on a Windows host, and this host is not Windows"
     };
-    ToolError::new("not_available", format!("{tool} is not available: {host}"))
+    ToolError::new(ErrorCode::NotAvailable, format!("{tool} is not available: {host}"))
         .with_hint(format!(
             "dump files work on every host: {instead}; live user-mode targets over GDB remote: run `ntdbg mcp` (default profile) and use attach"
         ))

@@ -2,6 +2,7 @@
 //! by every connection, released by `wm_detach` or `wm_shutdown`.
 
 use crate::error::ToolError;
+use ntdbg_engine::ErrorCode;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -87,19 +88,19 @@ impl Implicit {
         match self {
             Implicit::Open(id) => Ok(id.clone()),
             Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
-                "not_attached",
+                ErrorCode::NotAttached,
                 "no target: this server was started without --dump or --attach",
             )
             .with_hint("restart it as `ntdbg mcp --profile windbg-mcp --dump PATH`")
             .unrecoverable()),
             Implicit::Detached => Err(ToolError::new(
-                "not_attached",
+                ErrorCode::NotAttached,
                 "no target: wm_detach released it",
             )
             .with_hint("restart the server to open the target again")
             .unrecoverable()),
             Implicit::ShutDown => Err(ToolError::new(
-                "disconnected",
+                ErrorCode::Disconnected,
                 "wm_shutdown ended this server's session",
             )
             .with_hint("restart the server to debug again")

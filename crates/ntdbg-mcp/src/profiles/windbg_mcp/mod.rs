@@ -14,15 +14,17 @@ use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
 use crate::dto::{
     AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
-    RunCommandParams, RunCommandResult, SessionParams, WaitForEventParams,
+    RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
 use crate::schema;
 use crate::server::NtdbgServer;
 use crate::state::State;
-use crate::text::floor_char;
+use crate::text::{floor_char, PREVIEW_THRESHOLD};
 use crate::tools;
+use crate::tools::commands::BatchOutput;
+use ntdbg_engine::ErrorCode;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
@@ -102,8 +104,11 @@ impl IntoCallToolResult for WmReply {
 }
 
 fn timed_out(what: &str, ms: u64) -> ToolError {
-    ToolError::new("timeout", format!("{what} did not finish within {ms} ms"))
-        .with_hint("raise timeout_ms")
+    ToolError::new(
+        ErrorCode::Timeout,
+        format!("{what} did not finish within {ms} ms"),
+    )
+    .with_hint("raise timeout_ms")
 }
 
 /// Whether the session `id` is a kernel one.
@@ -131,13 +136,9 @@ fn head_tail(text: &str, head: usize, tail: usize) -> (String, bool) {
 }
 
 /// The windbg-mcp shape of a batch result.
-fn run_cmd_value(
-    state: &State,
-    batch: &RunCommandResult,
-    kernel: bool,
-    preview_bytes: usize,
-) -> Value {
-    let full = console_text(state, batch, kernel);
+fn run_cmd_value(ran: &BatchOutput, kernel: bool, preview_bytes: usize) -> Value {
+    let batch = &ran.rendered.value;
+    let full = console_text(ran, kernel);
     let bytes_total = full.len();
     let (output, truncated) = if batch.output_file.is_none() && bytes_total <= WHOLE_OUTPUT {
         (full, false)
@@ -148,16 +149,21 @@ fn run_cmd_value(
         .results
         .iter()
         .position(|r| matches!(r.status, CommandStatus::Failed | CommandStatus::TimedOut));
+    // Each command's own output, cut here (not the `run_command` preview, whose marker names
+    // a tool this profile does not have).
     let results: Vec<Value> = batch
         .results
         .iter()
-        .map(|r| {
+        .zip(&ran.full)
+        .map(|(r, whole)| {
+            let (text, truncated) =
+                head_tail(&whole.text, PREVIEW_THRESHOLD - TAIL_BYTES, TAIL_BYTES);
             json!({
                 "index": r.index,
                 "command": r.command,
                 "status": r.status,
-                "output": r.output,
-                "truncated": r.truncated,
+                "output": text,
+                "truncated": truncated,
                 "error": r.error,
             })
         })
@@ -198,7 +204,7 @@ impl NtdbgServer {
     async fn wm_session(&self) -> Result<WmReply, ToolError> {
         let id = match self.implicit().id() {
             Ok(id) => id,
-            Err(e) if e.code == "not_attached" => {
+            Err(e) if e.code == ErrorCode::NotAttached => {
                 return Ok(WmReply::ok(json!({
                     "attached": false,
                     "target_kind": "none",
@@ -216,8 +222,11 @@ impl NtdbgServer {
             .into_iter()
             .find(|s| s.id == id)
             .ok_or_else(|| {
-                ToolError::new("not_attached", "the target's session is no longer open")
-                    .with_hint("restart the server to open the target again")
+                ToolError::new(
+                    ErrorCode::NotAttached,
+                    "the target's session is no longer open",
+                )
+                .with_hint("restart the server to open the target again")
             })?;
         let live = slot.kind == "live";
         Ok(WmReply::ok(json!({
@@ -253,14 +262,14 @@ impl NtdbgServer {
             format: OutputFormat::Text,
             output_file: a.output_file,
         };
-        let batch = tools::commands::run_command(self.state(), params).await?;
+        let batch = tools::commands::run_batch(self.state(), params).await?;
         let preview = a
             .preview_bytes
             .map_or(PREVIEW_BYTES, |b| {
                 usize::try_from(b).unwrap_or(MAX_PREVIEW_BYTES)
             })
             .min(MAX_PREVIEW_BYTES);
-        let value = run_cmd_value(self.state(), &batch.value, kernel, preview);
+        let value = run_cmd_value(&batch, kernel, preview);
         let is_error = value["ok"] == json!(false);
         Ok(WmReply { value, is_error })
     }
@@ -280,10 +289,11 @@ impl NtdbgServer {
             ));
         }
         if let Some(bad) = a.kinds.iter().find(|k| !EVENT_KINDS.contains(&k.as_str())) {
-            return Err(
-                ToolError::new("invalid_arg", format!("unknown event kind {bad:?}"))
-                    .with_hint(format!("kinds are: {}", EVENT_KINDS.join(", "))),
-            );
+            return Err(ToolError::new(
+                ErrorCode::InvalidArg,
+                format!("unknown event kind {bad:?}"),
+            )
+            .with_hint(format!("kinds are: {}", EVENT_KINDS.join(", "))));
         }
         let id = self.implicit().id()?;
         let timeout_ms = a.timeout_ms.unwrap_or(WAIT_TIMEOUT_MS).max(1);
@@ -358,7 +368,7 @@ impl NtdbgServer {
         .await?;
         let mut value = serde_json::to_value(&report.value).map_err(|e| {
             ToolError::new(
-                "internal_error",
+                ErrorCode::InternalError,
                 format!("cannot serialize the report: {e}"),
             )
         })?;

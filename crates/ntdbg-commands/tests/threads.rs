@@ -1,0 +1,89 @@
+//! `~*CMD` as WinDbg runs it: on every thread, each block headed by the thread's `~` line with
+//! the listing's marks (`.` current, `#` event), a failing thread's error inside its own block,
+//! and the current thread and prompt unchanged by the walk.
+
+use ntdbg_commands::{run_batch, run_command, Status};
+use ntdbg_engine::Session;
+use std::path::{Path, PathBuf};
+
+/// Opens a dump with the repository's samples folder as the symbol path.
+fn open(path: &Path) -> Session {
+    let samples = ntdbg_testutil::sample("crashy.pdb");
+    let dir = samples.parent().unwrap_or(Path::new(".")).display();
+    match Session::open_dump(path, Some(&dir.to_string())) {
+        Ok(s) => s,
+        Err(e) => panic!("{}: {e}", path.display()),
+    }
+}
+
+fn text(session: &mut Session, command: &str) -> String {
+    match run_command(session, command) {
+        Ok(out) => out.text,
+        Err(e) => format!("ERROR {}: {}", e.code, e.message),
+    }
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> usize {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_le_bytes(word) as usize
+}
+
+/// `crashy-x64-thread.dmp` with the first thread's context location zeroed: a dump in which
+/// thread 0 has no register context (a tiny local patch: no shared dump has such a thread).
+fn dump_without_thread0_context() -> PathBuf {
+    let mut bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-thread.dmp")).expect("sample");
+    let (streams, directory) = (u32_at(&bytes, 8), u32_at(&bytes, 12));
+    let thread_list = (0..streams)
+        .map(|i| directory + 12 * i)
+        .find(|&entry| u32_at(&bytes, entry) == 3)
+        .map(|entry| u32_at(&bytes, entry + 8))
+        .expect("thread list stream");
+    // MINIDUMP_THREAD: 48 bytes after the count; ThreadContext (size, rva) at +40.
+    let context = thread_list + 4 + 40;
+    bytes[context..context + 8].fill(0);
+    let dir = std::env::temp_dir().join(format!("ntdbg-threads-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("thread0-without-context.dmp");
+    std::fs::write(&path, bytes).expect("write the patched dump");
+    path
+}
+
+#[test]
+fn every_thread_runs_when_one_has_no_context() {
+    let path = dump_without_thread0_context();
+    let mut s = open(&path);
+    let all = text(&mut s, "~*k");
+    insta::assert_snapshot!("all_stacks_thread0_without_context", all, "~*k");
+    // On that thread alone the command fails, as before.
+    let one = run_command(&mut s, "~0 k").expect_err("no context");
+    assert_eq!(one.code, "no_context", "{one}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_one_thread_dump_still_shows_the_thread_header() {
+    let mut s = open(&ntdbg_testutil::sample("crashy-x64-null.dmp"));
+    let all = text(&mut s, "~*k 2");
+    insta::assert_snapshot!("all_stacks_one_thread", all, "~*k 2");
+}
+
+#[test]
+fn marks_and_prompts_stay_consistent_in_a_batch() {
+    let mut s = open(&ntdbg_testutil::sample("crashy-x64-thread.dmp"));
+    let results = run_batch(&mut s, "~0s; ~*k 1; ~; ~1s; ~").expect("batch");
+    assert!(results.iter().all(|r| r.status == Status::Succeeded));
+    let prompts: Vec<usize> = results.iter().map(|r| r.thread).collect();
+    assert_eq!(prompts, [1, 0, 0, 0, 1]);
+    let marks = |out: &str| -> Vec<char> {
+        out.lines()
+            .filter(|l| l.contains("  Id: "))
+            .filter_map(|l| l.chars().next())
+            .collect()
+    };
+    // After `~0s` thread 0 is current and thread 1 (the exception's) is the event thread,
+    // in the `~*` headers as in the listing.
+    assert_eq!(marks(&results[1].output), ['.', '#']);
+    assert_eq!(marks(&results[2].output), ['.', '#']);
+    assert_eq!(marks(&results[4].output), [' ', '.']);
+}
