@@ -175,8 +175,9 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
     let decoded = crate::bugcheck::decode_bugcheck(code_value, params);
     let _ = writeln!(out, "{name} ({code_value:x})");
     let _ = writeln!(out, "Arguments:");
+    // The report keeps no pointer size here: arguments print at 64-bit width, as on x64.
     for (i, (value, meaning)) in params.iter().zip(&decoded.arguments).enumerate() {
-        let _ = writeln!(out, "Arg{}: {value:016x}, {meaning}", i + 1);
+        let _ = writeln!(out, "Arg{}: {}, {meaning}", i + 1, pointer_hex(*value, 8));
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "BUGCHECK_CODE:  {code}");
@@ -194,7 +195,7 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
         ("TRAP_FRAME:", decoded.trap_frame, ".trap"),
     ] {
         if let Some(a) = value {
-            let _ = writeln!(out, "{label}  {a:016x} -- ({command} {a:#x})");
+            let _ = writeln!(out, "{label}  {} -- ({command} {a:#x})", pointer_hex(a, 8));
         }
     }
 }

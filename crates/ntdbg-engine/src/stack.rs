@@ -5,11 +5,12 @@
 //! [`SymbolStore`](ntdbg_symbols::SymbolStore) through [`crate::provider`].
 
 use crate::provider::StoreProvider;
-use crate::symbolize::{call_site_name, module_name};
+use crate::symbolize::module_name;
+use crate::text::call_site_name;
 use minidump::system_info::{Cpu, Os};
 use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
-use ntdbg_symbols::SymbolStore;
+use ntdbg_symbols::{strip_parameters, SymbolStore};
 use ntdbg_targets::{Arch, Target};
 use serde::Serialize;
 
@@ -101,7 +102,7 @@ impl Frame {
         call_site_name(
             self.module.as_deref(),
             self.module_base,
-            self.function.as_deref(),
+            self.function.as_deref().map(strip_parameters),
             offset,
             self.instruction,
         )

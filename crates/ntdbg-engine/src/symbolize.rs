@@ -1,5 +1,6 @@
 //! Turning addresses into `module!function+0xoffset` names.
 
+use crate::text::call_site_name;
 use ntdbg_symbols::strip_parameters;
 use serde::Serialize;
 
@@ -28,7 +29,7 @@ impl Symbolized {
         call_site_name(
             self.module.as_deref(),
             self.module_base,
-            self.function.as_deref(),
+            self.function.as_deref().map(strip_parameters),
             self.function_offset,
             self.address,
         )
@@ -41,25 +42,6 @@ impl Symbolized {
             _ => String::new(),
         }
     }
-}
-
-/// How WinDbg names a code address: `module!function+0xoff` (no offset when it is 0 or
-/// unknown, no parameter list), `module+0xrva` without symbols, the bare address outside
-/// modules.
-pub fn call_site_name(
-    module: Option<&str>,
-    module_base: Option<u64>,
-    function: Option<&str>,
-    function_offset: Option<u64>,
-    address: u64,
-) -> String {
-    crate::text::call_site_name(
-        module,
-        module_base,
-        function.map(strip_parameters),
-        function_offset,
-        address,
-    )
 }
 
 /// The WinDbg module name for a module path: the file name without its extension
