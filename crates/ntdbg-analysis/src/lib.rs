@@ -12,6 +12,7 @@
 
 pub mod bugcheck;
 pub mod cxx;
+pub mod error_text;
 pub mod exception;
 pub mod fault;
 mod inference;

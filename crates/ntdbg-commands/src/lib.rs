@@ -24,9 +24,13 @@ mod run;
 pub mod spec;
 pub mod table;
 
+pub use commands::errors::{ErrorCodeRow, FormatsRow, LastErrorRow};
+pub use commands::handles::{HandleRow, TypeCount};
 pub use commands::kernel_objects::run_with_kernel_layout;
+pub use commands::threads_info::{ThreadTimesRow, UniqueStack};
 pub use error::CommandError;
 pub use output::{
-    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow, TypedResult,
+    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow,
+    TypedResult, UnloadedModuleRow,
 };
 pub use run::{run_batch, run_command, run_command_with, CommandResult, Policy, Status};

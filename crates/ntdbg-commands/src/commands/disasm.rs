@@ -1,9 +1,10 @@
-//! Disassembly: `u`, `ub`, `uf` (x86 and x64, iced-x86 in WinDbg's MASM shape).
+//! Disassembly: `u`, `ub`, `uf` (x86 and x64 in WinDbg's MASM shape, ARM64 in Microsoft's ARM64
+//! syntax).
 
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
-use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory, Instruction};
+use ntdbg_engine::disasm::{self, AddressNamer, CodeMemory, Instruction, Isa};
 use ntdbg_engine::expr::{parse_range, Extent};
 use ntdbg_engine::Session;
 
@@ -14,7 +15,8 @@ const MAX_COUNT: u64 = 10_000;
 
 const U_DETAILS: &str = "ADDR defaults to the current instruction (or where the last `u` ended). \
 `L COUNT` sets the number of instructions. Code bytes missing from the dump print as `??`. \
-ARM64 disassembly is not supported yet.";
+On ARM64 each line shows the instruction word and Microsoft's ARM64 syntax (`stp fp,lr,[sp,#-0x20]!`, \
+`bl module!symbol (address)`); `ub` lists the words before ADDR.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -69,9 +71,9 @@ impl AddressNamer for SessionCode<'_> {
     }
 }
 
-fn bitness(session: &Session) -> Result<Bitness, CommandError> {
+fn isa(session: &Session) -> Result<Isa, CommandError> {
     let arch = session.arch();
-    Bitness::of_arch(arch).ok_or_else(|| {
+    Isa::of_arch(arch).ok_or_else(|| {
         CommandError::new(
             "unsupported_arch",
             format!("Disassembly of {} code is not supported yet", arch.name()),
@@ -80,7 +82,7 @@ fn bitness(session: &Session) -> Result<Bitness, CommandError> {
 }
 
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let bits = bitness(session)?;
+    let code_isa = isa(session)?;
     let kind = inv.name.to_ascii_lowercase();
     let range = parse_range(inv.args, session)?;
     let start = match range.start.or_else(|| session.disasm_cursor()) {
@@ -93,7 +95,7 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     };
     let code = SessionCode(session);
     let lines: Vec<Instruction> = if kind == "uf" {
-        disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
+        disasm::disassemble_function(code_isa, &code, &code, start).map_err(|e| {
             CommandError::new("no_function_bounds", e.to_string()).with_hint("use `u ADDR L COUNT`")
         })?
     } else {
@@ -110,9 +112,9 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         }
         let count = count as usize;
         if kind == "ub" {
-            disasm::disassemble_backward(bits, &code, &code, start, count)
+            disasm::disassemble_backward(code_isa, &code, &code, start, count)
         } else {
-            disasm::disassemble_forward(bits, &code, &code, start, count)
+            disasm::disassemble_forward(code_isa, &code, &code, start, count)
         }
     };
     let text = disasm::render(&lines);
@@ -134,11 +136,11 @@ fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
 
 /// The symbol line and the instruction at `ip`, as `r` shows them under the registers.
 pub(crate) fn current_instruction(session: &Session, ip: u64) -> String {
-    let Ok(bits) = bitness(session) else {
+    let Ok(code_isa) = isa(session) else {
         return format!("{}\n", session.symbolize(ip).display());
     };
     let code = SessionCode(session);
-    let lines = disasm::disassemble_forward(bits, &code, &code, ip, 1);
+    let lines = disasm::disassemble_forward(code_isa, &code, &code, ip, 1);
     let mut text = disasm::render(&lines);
     if !text.ends_with('\n') {
         text.push('\n');

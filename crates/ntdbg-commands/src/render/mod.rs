@@ -18,6 +18,15 @@ pub fn addr_for(pointer_size: usize, value: u64) -> String {
     }
 }
 
+/// A value as C's `%#x` prints it, which WinDbg's extensions use: `0x1f0003`, but `0` for zero.
+pub fn c_hex(value: u64) -> String {
+    if value == 0 {
+        "0".to_string()
+    } else {
+        format!("{value:#x}")
+    }
+}
+
 /// The `????????` (or `????????`????????`) that WinDbg prints for an unreadable pointer.
 pub fn unreadable_addr(pointer_size: usize) -> &'static str {
     if pointer_size == 4 {
