@@ -67,6 +67,9 @@ pub struct UniqueStack {
     pub unavailable: Option<String>,
 }
 
+/// Which time of a row a `!runaway` table shows.
+type TimeOf = fn(&ThreadTimesRow) -> Option<u64>;
+
 /// 100 ns units per millisecond.
 const TICKS_PER_MS: u64 = 10_000;
 /// FILETIME of the Unix epoch (100 ns units since 1601).
@@ -110,7 +113,7 @@ fn runaway(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         .map(|r| session.target().threads()[r.index].id)
         .collect();
     let mut text = String::new();
-    let tables: [(u64, &str, fn(&ThreadTimesRow) -> Option<u64>); 3] = [
+    let tables: [(u64, &str, TimeOf); 3] = [
         (1, "User Mode Time", |r| Some(r.user_ms)),
         (2, "Kernel Mode Time", |r| Some(r.kernel_ms)),
         (4, "Elapsed Time", |r| r.elapsed_ms),
