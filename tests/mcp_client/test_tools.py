@@ -168,3 +168,56 @@ async def test_triage_dumps(target: Target) -> None:
     assert any("crashy!write_null" in s for s in signatures), signatures
     null = next(b for b in result["buckets"] if "crashy!write_null" in b["signature"])
     assert null["count"] >= 2 and null["representative"]["event"]["code"] == "0xc0000005"
+
+
+def shared_dump(rel: str) -> Path | None:
+    """A dump of the shared corpus (beside the repository, or $NTDBG_TESTDATA), or None."""
+    import os
+
+    roots = [Path(os.environ["NTDBG_TESTDATA"])] if os.environ.get("NTDBG_TESTDATA") else []
+    roots += [a / "shared" / "testdata" for a in Path(__file__).resolve().parents]
+    return next((r / rel for r in roots if (r / rel).is_file()), None)
+
+
+async def test_process_info_commands_give_typed_results(target: Target) -> None:
+    handles = shared_dump("google-breakpad/src/processor/testdata/tiny-exe-with-cet-xsave.dmp")
+    times = shared_dump(
+        "llvm-lldb/packages/Python/lldbsuite/test/functionalities/postmortem/minidump/fizzbuzz_no_heap.dmp"
+    )
+    if handles is None or times is None:
+        pytest.skip("the shared test corpus is not beside the repository")
+    # The server may open files only in its allowed folders: work on copies in the scratch one.
+    copies = {}
+    for name, source in (("handles", handles), ("times", times)):
+        copy = target.scratch / f"process-info-{name}.dmp"
+        copy.write_bytes(source.read_bytes())
+        copies[name] = copy
+    async with target.connect() as client:
+        sid = await open_dump(client, copies["handles"])
+        run = ok(
+            await call(client, "run_command", session_id=sid, command="!handle; !uniqstack", format="json")
+        )
+        listing, stacks = (r["result"] for r in run["results"])
+        assert listing["kind"] == "handles"
+        assert len(listing["handles"]) == 147
+        assert listing["handles"][0] == {
+            "handle": "0x4",
+            "type": "File",
+            "name": None,
+            "attributes": "0x0",
+            "granted_access": "0x12019f",
+            "handle_count": 2,
+            "pointer_count": 98303,
+            "object_info_records": 0,
+        }
+        assert sum(t["count"] for t in listing["by_type"]) == 147
+        assert stacks["kind"] == "unique_stacks" and stacks["total_threads"] == 1
+        missing = ok(await call(client, "run_command", session_id=sid, command="!runaway"))
+        assert missing["results"][0]["error"]["code"] == "no_thread_times"
+
+        sid = await open_dump(client, copies["times"])
+        run = ok(await call(client, "run_command", session_id=sid, command="!runaway 7", format="json"))
+        result = run["results"][0]["result"]
+        assert result["kind"] == "thread_times" and len(result["threads"]) == 1
+        assert result["threads"][0]["index"] == 0
+        assert "User Mode Time" in run["results"][0]["output"]

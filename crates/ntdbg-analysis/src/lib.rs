@@ -13,6 +13,7 @@
 mod analyze;
 pub mod bugcheck;
 pub mod cxx;
+pub mod error_text;
 pub mod exception;
 pub mod fault;
 mod inference;

@@ -24,9 +24,13 @@ mod run;
 pub mod spec;
 pub mod table;
 
+pub use commands::errors::{ErrorCodeRow, FormatsRow, LastErrorRow};
+pub use commands::handles::{HandleRow, TypeCount};
 pub use commands::kernel_objects::KernelLayoutOverride;
+pub use commands::threads_info::{ThreadTimesRow, UniqueStack};
 pub use error::{CommandError, ErrorCode};
 pub use output::{
-    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow, TypedResult,
+    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow,
+    TypedResult, UnloadedModuleRow,
 };
 pub use run::{run_batch, run_command, Batch, CommandResult, Policy, Status};

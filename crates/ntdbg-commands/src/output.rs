@@ -51,6 +51,9 @@ pub enum TypedResult {
     Modules {
         /// The modules.
         modules: Vec<ModuleRow>,
+        /// Modules unloaded before the dump was written (left out when there are none).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unloaded: Vec<UnloadedModuleRow>,
     },
     /// `~`: threads.
     Threads {
@@ -92,6 +95,36 @@ pub enum TypedResult {
     KernelThread(KernelThreadRow),
     /// `!analyze`: the analysis report.
     Analysis(Box<ntdbg_analysis::Report>),
+    /// `!handle`: the process's handles and a count by type.
+    Handles {
+        /// The handles shown.
+        handles: Vec<crate::commands::handles::HandleRow>,
+        /// Handles by type name, in the order the types first appear.
+        by_type: Vec<crate::commands::handles::TypeCount>,
+    },
+    /// `!runaway`: thread times.
+    ThreadTimes {
+        /// One row per thread, in `~` order.
+        threads: Vec<crate::commands::threads_info::ThreadTimesRow>,
+    },
+    /// `!uniqstack`: the distinct stacks, each with the threads that share it.
+    UniqueStacks {
+        /// The distinct stacks, in the order of their first thread.
+        stacks: Vec<crate::commands::threads_info::UniqueStack>,
+        /// Threads looked at.
+        total_threads: usize,
+        /// Threads whose stack repeats an earlier one.
+        duplicate_threads: usize,
+    },
+    /// `!gle`: the last Win32 error and NTSTATUS of threads, from their TEBs.
+    LastErrors {
+        /// One entry per thread shown.
+        threads: Vec<crate::commands::errors::LastErrorRow>,
+    },
+    /// `!error`: one error code and its message.
+    ErrorCode(crate::commands::errors::ErrorCodeRow),
+    /// `.formats`: a value in every notation.
+    Formats(crate::commands::errors::FormatsRow),
     /// `.lastevent`, `.exr`: the exception.
     Event {
         /// Exception code.
@@ -137,6 +170,21 @@ pub struct ModuleRow {
     pub symbols: String,
     /// The symbol file used, when one was found.
     pub symbol_file: Option<String>,
+}
+
+/// One module of `lm`'s `Unloaded modules:` section.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnloadedModuleRow {
+    /// File name as the process recorded it.
+    pub name: String,
+    /// Where it was loaded.
+    pub start: String,
+    /// One past its end.
+    pub end: String,
+    /// PE TimeDateStamp.
+    pub timestamp: String,
+    /// PE checksum.
+    pub checksum: String,
 }
 
 /// One row of `~`.

@@ -14,12 +14,15 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::registers::COMMANDS,
         commands::stack::COMMANDS,
         commands::threads::COMMANDS,
+        commands::threads_info::COMMANDS,
+        commands::handles::COMMANDS,
         commands::modules::COMMANDS,
         commands::memory::COMMANDS,
         commands::disasm::COMMANDS,
         commands::symbols::COMMANDS,
         commands::types::COMMANDS,
         commands::process::COMMANDS,
+        commands::errors::COMMANDS,
         commands::meta::COMMANDS,
     ]
     .into_iter()

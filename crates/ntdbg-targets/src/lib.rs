@@ -25,6 +25,7 @@ pub mod kernel_dump;
 mod loader_list;
 mod memory;
 mod model;
+mod process_facts;
 mod user_dump;
 
 pub use error::TargetError;
@@ -32,6 +33,7 @@ pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
 pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+pub use process_facts::{HandleInfo, ThreadTimes, UnloadedModule};
 pub use user_dump::UserDump;
 
 /// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a
@@ -78,6 +80,21 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// The bugcheck that caused a kernel dump; `None` for user-mode targets.
     fn bugcheck(&self) -> Option<&Bugcheck> {
         None
+    }
+    /// The process's open handles (a minidump's HandleData stream); `None` when the target
+    /// does not record them.
+    fn handles(&self) -> Option<&[HandleInfo]> {
+        None
+    }
+    /// Each thread's times (a minidump's ThreadInfoList stream); `None` when the target does
+    /// not record them.
+    fn thread_times(&self) -> Option<&[ThreadTimes]> {
+        None
+    }
+    /// Modules unloaded before the dump was written (a minidump's UnloadedModuleList stream);
+    /// empty when the target records none.
+    fn unloaded_modules(&self) -> &[UnloadedModule] {
+        &[]
     }
     /// The stack memory around stack pointer `sp` that a stack walk may read: the captured
     /// region holding it, or (kernel dumps) the mapped pages from `sp` up, for a register

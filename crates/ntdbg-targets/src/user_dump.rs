@@ -3,12 +3,14 @@
 use crate::error::TargetError;
 use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
 use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::process_facts::{self, HandleInfo, ThreadTimes, UnloadedModule};
 use crate::Target;
 use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
-    Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo,
-    MinidumpThreadList, MinidumpThreadNames, UnifiedMemory,
+    Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMiscInfo, MinidumpModuleList,
+    MinidumpSystemInfo, MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames,
+    MinidumpUnloadedModuleList, UnifiedMemory,
 };
 use std::borrow::Cow;
 use std::fs::File;
@@ -34,6 +36,9 @@ pub struct UserDump {
     threads: Vec<ThreadInfo>,
     modules: MinidumpModuleList,
     event: Option<ExceptionEvent>,
+    handles: Option<Vec<HandleInfo>>,
+    thread_times: Option<Vec<ThreadTimes>>,
+    unloaded: Vec<UnloadedModule>,
 }
 
 impl UserDump {
@@ -171,6 +176,19 @@ impl UserDump {
             process_kernel_time: misc_raw.and_then(|m| m.process_kernel_time().copied()),
         };
 
+        let handles = dump
+            .get_stream::<MinidumpHandleDataStream>()
+            .ok()
+            .map(|s| process_facts::handles_from(&s));
+        let thread_times = dump
+            .get_stream::<MinidumpThreadInfoList>()
+            .ok()
+            .map(|s| process_facts::thread_times_from(&s));
+        let unloaded = dump
+            .get_stream::<MinidumpUnloadedModuleList>()
+            .map(|s| process_facts::unloaded_from(&s))
+            .unwrap_or_default();
+
         drop(dump);
         Ok(UserDump {
             origin: path.display().to_string(),
@@ -181,6 +199,9 @@ impl UserDump {
             threads,
             modules,
             event,
+            handles,
+            thread_times,
+            unloaded,
         })
     }
 
@@ -320,5 +341,14 @@ impl Target for UserDump {
     }
     fn origin(&self) -> &str {
         &self.origin
+    }
+    fn handles(&self) -> Option<&[HandleInfo]> {
+        self.handles.as_deref()
+    }
+    fn thread_times(&self) -> Option<&[ThreadTimes]> {
+        self.thread_times.as_deref()
+    }
+    fn unloaded_modules(&self) -> &[UnloadedModule] {
+        &self.unloaded
     }
 }

@@ -1,8 +1,9 @@
-//! Disassembly: `u`, `ub`, `uf` (x86 and x64, iced-x86 in WinDbg's MASM shape).
+//! Disassembly: `u`, `ub`, `uf` (x86 and x64 in WinDbg's MASM shape, ARM64 in Microsoft's ARM64
+//! syntax).
 
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
-use crate::render::code::{bitness, SessionCode};
+use crate::render::code::{isa, SessionCode};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::disasm::{self, Instruction};
 use ntdbg_engine::expr::{parse_range, Extent};
@@ -15,7 +16,8 @@ const MAX_COUNT: u64 = 10_000;
 
 const U_DETAILS: &str = "ADDR defaults to the current instruction (or where the last `u` ended). \
 `L COUNT` sets the number of instructions. Code bytes missing from the dump print as `??`. \
-ARM64 disassembly is not supported yet.";
+On ARM64 each line shows the instruction word and Microsoft's ARM64 syntax (`stp fp,lr,[sp,#-0x20]!`, \
+`bl module!symbol (address)`); `ub` lists the words before ADDR.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -58,7 +60,7 @@ fn disassemble(
     args: &str,
     direction: Direction,
 ) -> Result<CommandOutput, CommandError> {
-    let bits = bitness(session)?;
+    let code_isa = isa(session)?;
     let range = parse_range(args, session)?;
     let start = match range.start.or_else(|| session.disasm_cursor()) {
         Some(a) => a,
@@ -71,7 +73,7 @@ fn disassemble(
     };
     let code = SessionCode(session);
     let lines: Vec<Instruction> = if direction == Direction::Function {
-        disasm::disassemble_function(bits, &code, &code, start).map_err(|e| {
+        disasm::disassemble_function(code_isa, &code, &code, start).map_err(|e| {
             CommandError::new(ErrorCode::NoFunctionBounds, e.to_string())
                 .with_hint("use `u ADDR L COUNT`")
         })?
@@ -89,9 +91,9 @@ fn disassemble(
         }
         let count = count as usize;
         if direction == Direction::Backward {
-            disasm::disassemble_backward(bits, &code, &code, start, count)
+            disasm::disassemble_backward(code_isa, &code, &code, start, count)
         } else {
-            disasm::disassemble_forward(bits, &code, &code, start, count)
+            disasm::disassemble_forward(code_isa, &code, &code, start, count)
         }
     };
     let text = disasm::render(&lines);

@@ -2,7 +2,9 @@
 
 pub(crate) mod breakpoints;
 pub(crate) mod disasm;
+pub(crate) mod errors;
 pub(crate) mod events;
+pub(crate) mod handles;
 pub(crate) mod kernel;
 pub(crate) mod kernel_objects;
 pub(crate) mod memory;
@@ -14,6 +16,7 @@ pub(crate) mod run_control;
 pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;
+pub(crate) mod threads_info;
 pub(crate) mod types;
 
 use crate::error::CommandError;

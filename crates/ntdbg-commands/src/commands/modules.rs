@@ -1,19 +1,21 @@
 //! Modules: `lm`, `lm m PATTERN`, `lmv`, `lmv m NAME` (also written `lmvm NAME`).
 
 use crate::error::{excerpt, CommandError, ErrorCode};
-use crate::output::{CommandOutput, ModuleRow, TypedResult};
+use crate::output::{CommandOutput, ModuleRow, TypedResult, UnloadedModuleRow};
 use crate::render::{addr, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::MinidumpModule;
 use ntdbg_engine::module_info::{file_name_of, file_version, product_version};
 use ntdbg_engine::{module_name, Session};
 use ntdbg_symbols::wildcard_match;
+use ntdbg_targets::UnloadedModule;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["lm", "lmv", "lmvm", "lmm"],
     "lm [v] [m PATTERN]",
     "list loaded modules with their symbol state; v: verbose (paths, timestamps, versions, symbol search)",
-    "PATTERN uses * and ? wildcards on the module name. The symbol state is WinDbg's: \
+    "PATTERN uses * and ? wildcards on the module name. Modules the process unloaded before the \
+     dump was written follow in an `Unloaded modules:` section when the dump records them. The symbol state is WinDbg's: \
      `(deferred)` until something needed the module's symbols (`.reload /f` loads them all), then \
      `(pdb symbols)`, `(breakpad symbols)` or `(no symbols)`. `lmv` loads the symbols of the \
      modules it lists and shows every place the symbol search tried.",
@@ -141,7 +143,8 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
             symbol_file: file,
         });
     }
-    if rows.is_empty() {
+    let unloaded = unloaded_section(session, pattern.as_deref(), verbose, &mut text);
+    if rows.is_empty() && unloaded.is_empty() {
         if let Some(p) = &pattern {
             return Err(CommandError::new(
                 ErrorCode::NoSuchModule,
@@ -152,6 +155,55 @@ fn lm(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     }
     Ok(CommandOutput::with(
         text,
-        TypedResult::Modules { modules: rows },
+        TypedResult::Modules {
+            modules: rows,
+            unloaded,
+        },
     ))
+}
+
+/// WinDbg's `Unloaded modules:` section (start, end, file name; `lmv` adds the timestamp,
+/// checksum and size), from the dump's UnloadedModuleList. Nothing when the dump has none.
+fn unloaded_section(
+    session: &Session,
+    pattern: Option<&str>,
+    verbose: bool,
+    text: &mut String,
+) -> Vec<UnloadedModuleRow> {
+    let unloaded: Vec<&UnloadedModule> = session
+        .target()
+        .unloaded_modules()
+        .iter()
+        .filter(|m| pattern.is_none_or(|p| wildcard_match(p, &module_name(&m.name))))
+        .collect();
+    if unloaded.is_empty() {
+        return Vec::new();
+    }
+    text.push_str("\nUnloaded modules:\n");
+    let mut rows = Vec::new();
+    for m in unloaded {
+        text.push_str(&format!(
+            "{} {}   {}\n",
+            addr(session, m.base),
+            addr(session, m.end()),
+            m.name
+        ));
+        if verbose {
+            text.push_str(&format!(
+                "    Timestamp: {} ({:08X})\n",
+                windbg_time(m.time_date_stamp),
+                m.time_date_stamp
+            ));
+            text.push_str(&format!("    Checksum:  {:08X}\n", m.checksum));
+            text.push_str(&format!("    ImageSize:  {:08X}\n", m.size));
+        }
+        rows.push(UnloadedModuleRow {
+            name: m.name.clone(),
+            start: format!("{:#x}", m.base),
+            end: format!("{:#x}", m.end()),
+            timestamp: format!("{:#010x}", m.time_date_stamp),
+            checksum: format!("{:#010x}", m.checksum),
+        });
+    }
+    rows
 }

@@ -20,7 +20,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         &["ln"],
         "ln ADDR",
         "the symbol nearest to ADDR, with its source line",
-        "",
+        "An address in a module the process unloaded before the dump was written shows as \
+         `<Unloaded_NAME>+0xOFFSET`, as in WinDbg.",
         ln,
     ),
     CommandSpec::inspect(
@@ -43,9 +44,20 @@ fn ln(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     let a = eval(session, arg)?;
     let sym = session.symbolize(a);
     if sym.function.is_none() {
-        let text = match &sym.module {
-            Some(_) => format!("({})   {}\n", addr(session, a), sym.display()),
-            None => format!("No symbol found at {}\n", addr(session, a)),
+        let unloaded = session
+            .target()
+            .unloaded_modules()
+            .iter()
+            .find(|m| (m.base..m.end()).contains(&a));
+        let text = match (&sym.module, unloaded) {
+            (Some(_), _) => format!("({})   {}\n", addr(session, a), sym.display()),
+            (None, Some(m)) => format!(
+                "({})   <Unloaded_{}>+{:#x}\n",
+                addr(session, m.base),
+                m.name,
+                a - m.base
+            ),
+            (None, None) => format!("No symbol found at {}\n", addr(session, a)),
         };
         return Ok(CommandOutput::with(
             text,

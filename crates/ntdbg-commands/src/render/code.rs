@@ -2,7 +2,7 @@
 //! line that the register display and a stop end with.
 
 use crate::error::{CommandError, ErrorCode};
-use ntdbg_engine::disasm::{self, AddressNamer, Bitness, CodeMemory};
+use ntdbg_engine::disasm::{self, AddressNamer, CodeMemory, Isa};
 use ntdbg_engine::Session;
 
 /// The session's memory and symbols, as the disassembler reads them.
@@ -34,10 +34,10 @@ impl AddressNamer for SessionCode<'_> {
     }
 }
 
-/// The disassembler's mode for the session's architecture; an error for others.
-pub(crate) fn bitness(session: &Session) -> Result<Bitness, CommandError> {
+/// The instruction set of the session's architecture; an error for those not disassembled.
+pub(crate) fn isa(session: &Session) -> Result<Isa, CommandError> {
     let arch = session.arch();
-    Bitness::of_arch(arch).ok_or_else(|| {
+    Isa::of_arch(arch).ok_or_else(|| {
         CommandError::new(
             ErrorCode::UnsupportedArch,
             format!("Disassembly of {} code is not supported yet", arch.name()),
@@ -47,11 +47,11 @@ pub(crate) fn bitness(session: &Session) -> Result<Bitness, CommandError> {
 
 /// The symbol line and the instruction at `ip`, as `r` shows them under the registers.
 pub(crate) fn current_instruction(session: &Session, ip: u64) -> String {
-    let Ok(bits) = bitness(session) else {
+    let Ok(code_isa) = isa(session) else {
         return format!("{}\n", session.symbolize(ip).display());
     };
     let code = SessionCode(session);
-    let lines = disasm::disassemble_forward(bits, &code, &code, ip, 1);
+    let lines = disasm::disassemble_forward(code_isa, &code, &code, ip, 1);
     let mut text = disasm::render(&lines);
     if !text.ends_with('\n') {
         text.push('\n');

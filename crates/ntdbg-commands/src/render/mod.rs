@@ -17,6 +17,15 @@ pub fn addr(session: &Session, value: u64) -> String {
     ntdbg_engine::text::address(value, session.arch().pointer_size())
 }
 
+/// A value as C's `%#x` prints it, which WinDbg's extensions use: `0x1f0003`, but `0` for zero.
+pub fn c_hex(value: u64) -> String {
+    if value == 0 {
+        "0".to_string()
+    } else {
+        format!("{value:#x}")
+    }
+}
+
 /// Time in WinDbg's form: `Mon Nov 30 02:02:06.000 2026 (UTC + 0:00)`.
 pub fn windbg_time(unix_seconds: u32) -> String {
     let Ok(t) = time::OffsetDateTime::from_unix_timestamp(i64::from(unix_seconds)) else {

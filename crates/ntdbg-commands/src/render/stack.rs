@@ -21,10 +21,16 @@ pub(crate) struct Style {
 
 /// A stack in `k`'s plain layout (Child-SP, RetAddr, Call Site), for commands that show one.
 pub(crate) fn render_plain(session: &Session, stack: &Stack) -> String {
+    render_with(session, stack, false, false)
+}
+
+/// A stack in `k`'s layout, with `kb`'s stack arguments (`args`) or `kp`'s parameter lists
+/// (`params`) when asked (`!uniqstack -b -p`).
+pub(crate) fn render_with(session: &Session, stack: &Stack, args: bool, params: bool) -> String {
     let style = Style {
         numbers: false,
-        args: false,
-        params: false,
+        args,
+        params,
         clean: false,
     };
     render_stack(session, stack, style)

@@ -18,12 +18,16 @@
 //! When no offset reaches `count` instructions (little readable memory before `end`), the
 //! deepest landing run is used, so fewer lines are shown. When the byte just before `end` is
 //! unreadable, the `count` bytes before `end` are shown as `??` lines, as WinDbg does.
+//!
+//! ARM64 needs none of this: its instructions are 4 aligned bytes, so `ub` lists the `count`
+//! words before `end`.
 
 use iced_x86::{Decoder, DecoderOptions};
 
+use super::arm64;
 use super::forward::disassemble_forward;
 use super::line::MAX_INSTRUCTION_LEN;
-use super::types::{AddressNamer, Bitness, CodeMemory, Instruction};
+use super::types::{AddressNamer, Bitness, CodeMemory, Instruction, Isa};
 
 /// Extra bytes read before the `count * 15` needed, so decoding can synchronise.
 const SYNC_SLACK: u64 = 32;
@@ -33,12 +37,16 @@ const MAX_WINDOW: u64 = 64 * 1024;
 /// `ub end L<count>`: the `count` instructions that end exactly at `end` (see the module docs
 /// for the heuristic); labels as in `u`.
 pub fn disassemble_backward(
-    bitness: Bitness,
+    isa: impl Into<Isa>,
     memory: &dyn CodeMemory,
     namer: &dyn AddressNamer,
     end: u64,
     count: usize,
 ) -> Vec<Instruction> {
+    let bitness = match isa.into() {
+        Isa::X86(bitness) => bitness,
+        Isa::Arm64 => return arm64_backward(memory, namer, end, count),
+    };
     let end = bitness.mask(end);
     // Every instruction takes at least one byte of the window.
     let count = count.min(MAX_WINDOW as usize);
@@ -71,6 +79,22 @@ pub fn disassemble_backward(
             lines
         }
     }
+}
+
+/// ARM64 instructions are 4 aligned bytes: `ub` shows the `count` words before `end`.
+fn arm64_backward(
+    memory: &dyn CodeMemory,
+    namer: &dyn AddressNamer,
+    end: u64,
+    count: usize,
+) -> Vec<Instruction> {
+    let end = end & !(arm64::INSTRUCTION_LEN - 1);
+    let words = u64::try_from(count)
+        .unwrap_or(u64::MAX)
+        .min(end / arm64::INSTRUCTION_LEN)
+        .min(MAX_WINDOW / arm64::INSTRUCTION_LEN);
+    let start = end - words * arm64::INSTRUCTION_LEN;
+    disassemble_forward(Isa::Arm64, memory, namer, start, words as usize)
 }
 
 /// The lowest `s` in `[lowest, end)` such that all of `[s, end)` is readable. Readability of

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::forward::with_source_line;
 use super::line::{decode_at, Decoded, Flow};
-use super::types::{AddressNamer, Bitness, CodeMemory, DisasmError, Instruction};
 use crate::text::{has_offset, strip_offset};
+use super::types::{AddressNamer, CodeMemory, DisasmError, Instruction, Isa};
 
 /// Most instructions followed when no function range is known.
 pub const MAX_FLOW_INSTRUCTIONS: usize = 2000;
@@ -35,15 +35,16 @@ const MAX_RANGE_INSTRUCTIONS: usize = 1 << 20;
 /// end within [`MAX_FLOW_INSTRUCTIONS`]; [`DisasmError::FlowLimit`] when a known function has
 /// more reachable instructions than its size in bytes (at least 2000, at most 2^20) allows.
 pub fn disassemble_function(
-    bitness: Bitness,
+    isa: impl Into<Isa>,
     memory: &dyn CodeMemory,
     namer: &dyn AddressNamer,
     addr: u64,
 ) -> Result<Vec<Instruction>, DisasmError> {
-    let addr = bitness.mask(addr);
+    let isa = isa.into();
+    let addr = isa.mask(addr);
     let range = namer
         .function_range(addr)
-        .map(|(start, end)| (bitness.mask(start), bitness.mask(end)))
+        .map(|(start, end)| (isa.mask(start), isa.mask(end)))
         .filter(|(start, end)| start < end);
     let start = range.map_or(addr, |(start, _)| start);
     let limit = range.map_or(MAX_FLOW_INSTRUCTIONS, |(start, end)| {
@@ -58,7 +59,7 @@ pub fn disassemble_function(
             .map(|name| strip_offset(&name).to_string()),
     };
 
-    let first = decode_at(bitness, memory, namer, start);
+    let first = decode_at(isa, memory, namer, start);
     if !first.line.readable || first.line.mnemonic == "???" {
         return Err(DisasmError::NoCode(start));
     }
@@ -75,11 +76,11 @@ pub fn disassemble_function(
                     None => DisasmError::NoFunctionBounds(addr),
                 });
             }
-            let d = decode_at(bitness, memory, namer, at);
-            let next = bitness.mask(at.wrapping_add(d.len));
+            let d = decode_at(isa, memory, namer, at);
+            let next = isa.mask(at.wrapping_add(d.len));
             let ends = match d.flow {
                 Flow::Next => false,
-                Flow::Breakpoint => is_padding(bitness, memory, next),
+                Flow::Breakpoint => is_padding(isa, memory, next),
                 Flow::Stop => true,
                 Flow::Jump(target) => {
                     follow(&scope, namer, target, &mut block_starts, &mut work);
@@ -110,7 +111,7 @@ pub fn disassemble_function(
             if block_starts.contains(&line.address) {
                 let name = namer
                     .name(line.address)
-                    .unwrap_or_else(|| bitness.address(line.address));
+                    .unwrap_or_else(|| isa.address_width().address(line.address));
                 line.label = Some(with_source_line(namer, line.address, name));
             }
             line
@@ -167,7 +168,7 @@ fn follow(
 }
 
 /// Whether `addr` holds another `int 3` (alignment padding) or cannot be read.
-fn is_padding(bitness: Bitness, memory: &dyn CodeMemory, addr: u64) -> bool {
+fn is_padding(isa: Isa, memory: &dyn CodeMemory, addr: u64) -> bool {
     let mut byte = [0u8; 1];
-    memory.read(bitness.mask(addr), &mut byte) == 0 || byte[0] == 0xcc
+    memory.read(isa.mask(addr), &mut byte) == 0 || byte[0] == 0xcc
 }

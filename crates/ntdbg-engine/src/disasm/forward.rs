@@ -1,8 +1,8 @@
 //! `u`: linear disassembly forward from an address, with WinDbg's label lines.
 
 use super::line::decode_at;
-use super::types::{AddressNamer, Bitness, CodeMemory, Instruction};
 use crate::text::has_offset;
+use super::types::{AddressNamer, CodeMemory, Instruction, Isa};
 
 /// Instructions WinDbg's `u` and `ub` show when no length is given (x86 and x64 alike).
 pub const DEFAULT_COUNT: usize = 8;
@@ -10,21 +10,22 @@ pub const DEFAULT_COUNT: usize = 8;
 /// `u start L<count>`: `count` instructions from `start`.
 ///
 /// Unreadable bytes produce one `??              ???` line per byte, invalid opcodes one `???`
-/// line per byte, so the listing always has `count` lines. The first line gets the label of its
+/// line per byte (per 4-byte word on ARM64), so the listing always has `count` lines. The first line gets the label of its
 /// address (`crashy!main+0x10`) and every later line that starts a symbol gets that symbol's
 /// label, as in WinDbg.
 pub fn disassemble_forward(
-    bitness: Bitness,
+    isa: impl Into<Isa>,
     memory: &dyn CodeMemory,
     namer: &dyn AddressNamer,
     start: u64,
     count: usize,
 ) -> Vec<Instruction> {
+    let isa = isa.into();
     let mut lines = Vec::with_capacity(count.min(4096));
-    let mut addr = bitness.mask(start);
+    let mut addr = isa.mask(start);
     for _ in 0..count {
-        let decoded = decode_at(bitness, memory, namer, addr);
-        addr = bitness.mask(addr.wrapping_add(decoded.len));
+        let decoded = decode_at(isa, memory, namer, addr);
+        addr = isa.mask(addr.wrapping_add(decoded.len));
         lines.push(decoded.line);
     }
     assign_labels(&mut lines, namer);

@@ -1,4 +1,5 @@
-//! Decoding one instruction from target memory into one WinDbg line, including the three failure
+//! Decoding one instruction from target memory into one WinDbg line (x86 here, ARM64 in
+//! `arm64.rs`), including the three failure
 //! shapes: unreadable memory (`??              ???`, one byte), an invalid opcode (its first byte
 //! and `???`) and an instruction cut off by the end of readable memory (the readable bytes and
 //! `???`).
@@ -7,8 +8,8 @@ use iced_x86::{Code, Decoder, DecoderError, DecoderOptions, FlowControl, OpKind}
 
 use super::format::format_instruction;
 use super::text::{hex_bytes, layout_line};
-use super::types::{AddressNamer, Bitness, CodeMemory, Instruction};
 use crate::text::UNREADABLE;
+use super::types::{AddressNamer, Bitness, CodeMemory, Instruction, Isa};
 
 /// The longest x86 instruction.
 pub(crate) const MAX_INSTRUCTION_LEN: usize = 15;
@@ -41,6 +42,18 @@ pub(crate) struct Decoded {
 
 /// Decodes the instruction at `addr`.
 pub(crate) fn decode_at(
+    isa: Isa,
+    memory: &dyn CodeMemory,
+    namer: &dyn AddressNamer,
+    addr: u64,
+) -> Decoded {
+    match isa {
+        Isa::X86(bitness) => decode_x86(bitness, memory, namer, addr),
+        Isa::Arm64 => super::arm64::decode_at(memory, namer, addr),
+    }
+}
+
+fn decode_x86(
     bitness: Bitness,
     memory: &dyn CodeMemory,
     namer: &dyn AddressNamer,

@@ -7,12 +7,14 @@
 //! ```
 //!
 //! The engine supplies target memory ([`CodeMemory`]) and symbols ([`AddressNamer`]); this
-//! module decodes with iced-x86 and formats in WinDbg's MASM dialect (see `format.rs` for where
-//! that differs from iced's defaults). [`disassemble_forward`] is `u`, [`disassemble_backward`]
+//! module decodes x86/x64 with iced-x86 and formats in WinDbg's MASM dialect (see `format.rs`
+//! for where that differs from iced's defaults), and ARM64 with yaxpeax-arm in the Microsoft
+//! ARM64 syntax WinDbg prints (`arm64.rs`). [`Isa`] picks the instruction set. [`disassemble_forward`] is `u`, [`disassemble_backward`]
 //! is `ub` (heuristic, see `backward.rs`), [`disassemble_function`] is `uf`, [`render`] prints
 //! any of them. [`instruction_registers`] is shared with other commands and crash
 //! analysis; addresses print through [`Bitness::address`] ([`crate::text`]).
 
+mod arm64;
 mod backward;
 mod flow;
 mod format;
@@ -32,6 +34,6 @@ pub use forward::{disassemble_forward, DEFAULT_COUNT};
 pub use registers::instruction_registers;
 pub use render::render;
 pub use types::{
-    AddressNamer, Bitness, CodeMemory, DisasmError, Instruction, MemoryOperand, NoSymbols,
+    AddressNamer, Bitness, CodeMemory, DisasmError, Instruction, Isa, MemoryOperand, NoSymbols,
     SliceMemory,
 };

@@ -117,6 +117,47 @@ impl Bitness {
     }
 }
 
+/// The instruction set to decode: x86 in one of its modes, or ARM64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Isa {
+    /// x86 or x64 (iced-x86, MASM syntax).
+    X86(Bitness),
+    /// ARM64 (yaxpeax-arm, Microsoft's ARM64 syntax).
+    Arm64,
+}
+
+impl Isa {
+    /// The instruction set of `arch`; `None` for architectures the disassembler does not decode.
+    pub fn of_arch(arch: ntdbg_targets::Arch) -> Option<Isa> {
+        match arch {
+            ntdbg_targets::Arch::Arm64 => Some(Isa::Arm64),
+            other => Bitness::of_arch(other).map(Isa::X86),
+        }
+    }
+
+    /// `addr` reduced to the target's address width.
+    pub(crate) fn mask(self, addr: u64) -> u64 {
+        match self {
+            Isa::X86(bitness) => bitness.mask(addr),
+            Isa::Arm64 => addr,
+        }
+    }
+
+    /// How addresses print: ARM64 addresses are 64-bit.
+    pub(crate) fn address_width(self) -> Bitness {
+        match self {
+            Isa::X86(bitness) => bitness,
+            Isa::Arm64 => Bitness::Bits64,
+        }
+    }
+}
+
+impl From<Bitness> for Isa {
+    fn from(bitness: Bitness) -> Isa {
+        Isa::X86(bitness)
+    }
+}
+
 /// One disassembled instruction, as one line of WinDbg `u`/`ub`/`uf` output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Instruction {
