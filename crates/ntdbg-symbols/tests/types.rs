@@ -14,6 +14,7 @@ fn open(rel: &str) -> TypeDb {
 
 #[test]
 fn lldb_test_pdb_types() {
+    ntdbg_testutil::require_testdata!();
     let db = open("llvm-lldb/unittests/SymbolFile/PDB/Inputs/test-pdb-types.pdb");
     let mut text = String::new();
     for t in [
@@ -37,6 +38,7 @@ fn lldb_test_pdb_types() {
 
 #[test]
 fn crashy_x64_types() {
+    ntdbg_testutil::require_testdata!();
     let db = open("winelab/x64/crashy.pdb");
     let mut text = String::new();
     for t in [
@@ -62,6 +64,7 @@ fn crashy_x64_types() {
 
 #[test]
 fn bitfields_unions_and_packed_structs() {
+    ntdbg_testutil::require_testdata!();
     let db = open("rizin-testbins/pdb/minimal.pdb");
     let mut text = String::new();
     for t in db.find("*") {
@@ -95,6 +98,7 @@ fn bitfields_unions_and_packed_structs() {
 
 #[test]
 fn x86_peb_with_values_and_holes() {
+    ntdbg_testutil::require_testdata!();
     let db = open("google-breakpad/src/tools/windows/dump_syms/testdata/dump_syms_regtest.pdb");
     // A PEB at 0x7ffd_f000: bytes i → i (mod 256), with the page from +0x100 missing.
     let base = 0x7ffd_f000u64;
@@ -141,6 +145,7 @@ fn memory(blocks: Vec<(u64, Vec<u8>)>) -> impl Fn(u64, usize) -> Vec<Option<u8>>
 
 #[test]
 fn verbose_arrays_pointers_enums_and_typedefs() {
+    ntdbg_testutil::require_testdata!();
     use ntdbg_symbols::DtOptions;
     let db = open("google-breakpad/src/tools/windows/dump_syms/testdata/dump_syms_regtest.pdb");
     // An x86 PEB at 0x1000 whose Ldr points to a readable _PEB_LDR_DATA at 0x2000,
@@ -233,6 +238,7 @@ fn verbose_arrays_pointers_enums_and_typedefs() {
 
 #[test]
 fn symbol_types_and_values_for_x() {
+    ntdbg_testutil::require_testdata!();
     use ntdbg_symbols::SymbolType;
     let db = open("winelab/x64/crashy.pdb");
     assert_eq!(
