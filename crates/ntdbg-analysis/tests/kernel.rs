@@ -5,6 +5,7 @@ use ntdbg_engine::Session;
 
 #[test]
 fn triage_x64_report() {
+    ntdbg_testutil::require_testdata!();
     let dump = ntdbg_testutil::testdata("rizin-testbins/dmp/triage_x64.dmp");
     let symbols = ntdbg_testutil::testdata("rizin-test-pdb-repository");
     let session = match Session::open_dump(&dump, Some(&symbols.display().to_string())) {
@@ -66,6 +67,7 @@ fn triage_x64_report() {
 /// never a guessed layout (amdppm.pdb knows `_EPROCESS` only as a forward reference).
 #[test]
 fn kernel_layout_needs_the_kernel_structures() {
+    ntdbg_testutil::require_testdata!();
     let pdb = ntdbg_testutil::testdata(
         "rizin-test-pdb-repository/amdppm.pdb/1C19FDDB27BB3399D9B45973EFEAFCF31/amdppm.pdb",
     );

@@ -2,9 +2,11 @@
 //! mode classified, the same mode bucketed together across dump methods, breakpad's
 //! exploitability set classified as upstream rates it; `list_dumps` and `triage_dumps`.
 
-use ntdbg_analysis::triage::{list_dumps, render_html, triage_paths, TriageOptions};
+use ntdbg_analysis::listing::list_dumps;
+use ntdbg_analysis::triage::{render_html, triage_paths, TriageOptions};
 use ntdbg_analysis::{analyze, Report};
 use ntdbg_engine::Session;
+use ntdbg_targets::listing::WalkLimits;
 use ntdbg_testutil::testdata;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -76,6 +78,7 @@ const WINELAB: &[(&str, &str, &[&str])] = &[
 
 #[test]
 fn winelab_modes_are_classified() {
+    ntdbg_testutil::require_testdata!();
     for (dump, signature, words) in WINELAB {
         let r = report(&format!("winelab/{dump}"));
         assert!(
@@ -107,6 +110,7 @@ fn winelab_dumps() -> Vec<PathBuf> {
 
 #[test]
 fn same_mode_one_bucket_different_modes_apart() {
+    ntdbg_testutil::require_testdata!();
     let files: Vec<PathBuf> = winelab_dumps()
         .into_iter()
         .filter(|p| p.parent().is_some_and(|d| d.ends_with("x64")))
@@ -170,6 +174,7 @@ fn same_mode_one_bucket_different_modes_apart() {
 
 #[test]
 fn breakpad_exploitability_set() {
+    ntdbg_testutil::require_testdata!();
     let base = "google-breakpad/src/processor/testdata";
     // HIGH: ASCII address; NONE: null read/write and stack exhaustion; LOW: non-null read.
     let cases: &[(&str, &str, &[&str], bool)] = &[
@@ -239,6 +244,7 @@ fn breakpad_exploitability_set() {
 
 #[test]
 fn near_null_and_constant_addresses() {
+    ntdbg_testutil::require_testdata!();
     let r = report("google-breakpad/src/processor/testdata/minidump2.dmp");
     assert!(inferences(&r).contains("struct offset 0x45 from a NULL base"));
     // symbolic mini.dmp: `mov dword ptr ds:[45h],5`, no base register.
@@ -258,7 +264,10 @@ fn near_null_and_constant_addresses() {
 
 #[test]
 fn list_dumps_reads_headers() {
-    let rows = list_dumps(&testdata(""), true).expect("list");
+    ntdbg_testutil::require_testdata!();
+    let rows = list_dumps(&testdata(""), &WalkLimits::SHELL)
+        .expect("list")
+        .dumps;
     let find = |suffix: &str| {
         rows.iter()
             .find(|r| r.path.replace('\\', "/").ends_with(suffix))
@@ -269,12 +278,12 @@ fn list_dumps_reads_headers() {
     assert_eq!(null.arch.as_deref(), Some("x64"));
     assert_eq!(null.os_build.as_deref(), Some("10.0.18362"));
     assert_eq!(null.process.as_deref(), Some("crashy.exe"));
-    let h = null.headline.as_ref().expect("headline");
+    let h = null.event.as_ref().expect("event");
     assert_eq!(h.code.as_deref(), Some("0xc0000005"));
     assert_eq!(h.description, "write to 0x0000000000000000");
     let kernel = find("rizin-testbins/dmp/triage_x64.dmp");
     assert_eq!(kernel.kind.as_deref(), Some("kernel-small"));
-    let h = kernel.headline.as_ref().expect("bugcheck");
+    let h = kernel.event.as_ref().expect("bugcheck");
     assert_eq!(h.kind, "bugcheck");
     assert_eq!(h.code.as_deref(), Some("0x1000007e"));
     assert_eq!(h.parameters.len(), 4);
@@ -293,6 +302,7 @@ fn list_dumps_reads_headers() {
 
 #[test]
 fn html_report_is_well_formed_and_has_the_buckets() {
+    ntdbg_testutil::require_testdata!();
     let files = winelab_dumps();
     let options = TriageOptions {
         offline: true,

@@ -2019,6 +2019,7 @@ case_tests! {
 /// Every case has its own test, and every winelab dump in the corpus is a case.
 #[test]
 fn every_case_is_tested() {
+    ntdbg_testutil::require_testdata!();
     let names: Vec<&str> = cases().iter().map(|c| c.name).collect();
     for n in &names {
         assert!(
@@ -2054,6 +2055,7 @@ fn every_case_is_tested() {
 /// Known differences must still apply: a fixed bug's entry has to go.
 #[test]
 fn known_differences_still_apply() {
+    ntdbg_testutil::require_testdata!();
     let mut stale = Vec::new();
     for (case, out) in results() {
         if out.panic.is_some() {
@@ -2078,6 +2080,7 @@ fn known_differences_still_apply() {
 /// The two deliberately corrupt rust-minidump dumps are rejected with an error, not a panic.
 #[test]
 fn corrupt_dumps_are_rejected() {
+    ntdbg_testutil::require_testdata!();
     for rel in [
         "rust-minidump/testdata/invalid-range.dmp",
         "rust-minidump/testdata/invalid-record-count.dmp",
@@ -2099,6 +2102,7 @@ fn corrupt_dumps_are_rejected() {
 /// Prints the comparison table and writes it to `target/upstream-comparison.md`.
 #[test]
 fn comparison_table() {
+    ntdbg_testutil::require_testdata!();
     let table = render_table(results());
     println!("{table}");
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -1,71 +1,28 @@
 //! `ntdbg list` and `ntdbg triage`: many dumps at once.
 
-use ntdbg_analysis::triage::{self, DumpSummary, TriageOptions, TriageResult};
+use ntdbg_analysis::listing::{list_dumps, render_table};
+use ntdbg_analysis::triage::{self, TriageOptions, TriageResult};
+use ntdbg_targets::listing::{find_dump_files, WalkLimits};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
 /// `ntdbg list DIR`: a table (or JSON) of header summaries.
 pub fn list(dir: &Path, recursive: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let rows = triage::list_dumps(dir, recursive)
+    let listing = list_dumps(dir, &WalkLimits::SHELL.recursive(recursive))
         .map_err(|e| anyhow::anyhow!("cannot read folder {}: {e}", dir.display()))?;
-    if rows.is_empty() {
+    if listing.dumps.is_empty() {
         hint_recursive(dir, recursive, "add --recursive");
     }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
+        serde_json::to_writer_pretty(&mut out, &listing)?;
         writeln!(out)?;
     } else {
-        writeln!(
-            out,
-            "{:<14} {:<5} {:<11} {:<20} {:<18} {:<11} {:<40} PATH",
-            "KIND", "ARCH", "OS", "TIME", "PROCESS", "CODE", "EVENT"
-        )?;
-        for r in &rows {
-            writeln!(out, "{}", table_row(r, dir))?;
-        }
-        let failed = rows.iter().filter(|r| r.error.is_some()).count();
-        writeln!(out, "{} dump(s), {failed} unreadable", rows.len())?;
+        write!(out, "{}", render_table(&listing, dir))?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn table_row(r: &DumpSummary, dir: &Path) -> String {
-    let path = Path::new(&r.path)
-        .strip_prefix(dir)
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| r.path.clone());
-    if let Some(err) = &r.error {
-        return format!("{:<14} {:<91} {path}", "unreadable", format!("({err})"));
-    }
-    let dash = || "-".to_string();
-    let (code, event) = match &r.headline {
-        Some(h) => (
-            h.code.clone().unwrap_or_else(dash),
-            match &h.name {
-                Some(n) if h.kind == "bugcheck" => n.clone(),
-                _ => h.description.clone(),
-            },
-        ),
-        None => (dash(), dash()),
-    };
-    let event: String = if event.chars().count() > 40 {
-        event.chars().take(39).chain(['…']).collect()
-    } else {
-        event
-    };
-    format!(
-        "{:<14} {:<5} {:<11} {:<20} {:<18} {:<11} {:<40} {path}",
-        r.kind.clone().unwrap_or_else(dash),
-        r.arch.clone().unwrap_or_else(dash),
-        r.os_build.clone().unwrap_or_else(dash),
-        r.time.clone().unwrap_or_else(dash),
-        r.process.clone().unwrap_or_else(dash),
-        code,
-        event
-    )
 }
 
 /// `ntdbg triage DIR`: analyse, bucket, print (and write HTML).
@@ -75,8 +32,9 @@ pub fn triage(
     json: bool,
     html: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let files = triage::find_dumps(dir, options.recursive)
-        .map_err(|e| anyhow::anyhow!("cannot read folder {}: {e}", dir.display()))?;
+    let files = find_dump_files(dir, &WalkLimits::SHELL.recursive(options.recursive))
+        .map_err(|e| anyhow::anyhow!("cannot read folder {}: {e}", dir.display()))?
+        .files;
     if files.is_empty() {
         hint_recursive(dir, options.recursive, "drop --top-level");
     }
@@ -158,7 +116,8 @@ fn hint_recursive(dir: &Path, recursive: bool, advice: &str) {
     if recursive {
         return;
     }
-    if let Ok(deeper) = triage::find_dumps(dir, true) {
+    if let Ok(deeper) = find_dump_files(dir, &WalkLimits::SHELL) {
+        let deeper = deeper.files;
         if !deeper.is_empty() {
             eprintln!(
                 "note: no dumps directly in {}; {} in sub-folders ({advice})",

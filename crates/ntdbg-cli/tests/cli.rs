@@ -215,12 +215,12 @@ fn list_and_triage_a_folder() {
     let o = ntdbg(&["list", &d, "--json"]);
     assert!(o.status.success(), "stderr: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
-    let rows = v.as_array().expect("array");
+    let rows = v["dumps"].as_array().expect("array");
     assert_eq!(rows.len(), 2, "{v:#}");
-    assert!(rows.iter().any(|r| r["error"].is_string()));
+    assert!(rows.iter().any(|r| r["error"]["message"].is_string()));
     assert!(rows
         .iter()
-        .any(|r| r["headline"]["code"] == "0xc0000005" && r["process"] == "crashy.exe"));
+        .any(|r| r["event"]["code"] == "0xc0000005" && r["process"] == "crashy.exe"));
     let o = ntdbg(&["list", &d, "--recursive"]);
     assert!(stdout(&o).contains("sub"), "{}", stdout(&o));
     assert!(stdout(&o).contains("unreadable"), "{}", stdout(&o));

@@ -126,6 +126,7 @@ fn lab(dir: &Path) -> PathBuf {
 
 #[test]
 fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
+    ntdbg_testutil::require_testdata!();
     let dir = std::env::temp_dir().join(format!("ntdbg-cli-symsrv-{}", std::process::id()));
     let dump = lab(&dir);
     let mut server = Server::start(dir.join("store"), Duration::ZERO);
@@ -157,6 +158,7 @@ fn analyze_downloads_then_uses_the_cache_with_the_server_stopped() {
 
 #[test]
 fn a_slow_server_brings_the_indicator_on_stderr_only() {
+    ntdbg_testutil::require_testdata!();
     let dir = std::env::temp_dir().join(format!("ntdbg-cli-symslow-{}", std::process::id()));
     let dump = lab(&dir);
     let server = Server::start(dir.join("store"), Duration::from_millis(1100));

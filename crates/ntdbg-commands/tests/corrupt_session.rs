@@ -812,6 +812,7 @@ fn openable_variants(dir: &TempDir) -> Vec<Case> {
 
 #[test]
 fn corrupt_dumps_survive_every_command() {
+    ntdbg_testutil::require_testdata!();
     let dir = TempDir::new("session-variants");
     let cases = openable_variants(&dir);
     assert!(cases.len() >= 100, "only {} openable variants", cases.len());
@@ -860,6 +861,7 @@ fn huge_module_cases(dir: &TempDir) -> Vec<Case> {
 /// known bug below, so this test allows it).
 #[test]
 fn huge_module_sizes_do_not_panic() {
+    ntdbg_testutil::require_testdata!();
     let dir = TempDir::new("huge-modules");
     let cases = huge_module_cases(&dir);
     run_and_judge_with("huge module sizes", &cases, 600 << 20);
@@ -874,6 +876,7 @@ fn huge_module_sizes_do_not_panic() {
 #[test]
 /// Regression: a corrupt SizeOfImage made read_exact reserve up to 512 MiB per module.
 fn corrupt_size_of_image_reserves_no_huge_buffers() {
+    ntdbg_testutil::require_testdata!();
     let dir = TempDir::new("huge-modules-bug");
     let cases = huge_module_cases(&dir);
     run_and_judge("huge module sizes (allocation)", &cases);
@@ -1145,6 +1148,7 @@ fn hostile_command_lines() {
 /// differ), and the short hostile lines on x86 and ARM64.
 #[test]
 fn every_command_with_nasty_arguments() {
+    ntdbg_testutil::require_testdata!();
     let x86 = ntdbg_testutil::sample("x86/crashy-x86-null.dmp");
     let arm64 = ntdbg_testutil::testdata(
         "mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-aarch64.dmp",

@@ -23,6 +23,7 @@ fn run(session: &mut Session, command: &str) -> String {
 
 #[test]
 fn bugcheck_command() {
+    ntdbg_testutil::require_testdata!();
     let mut s = open();
     assert_eq!(
         run(&mut s, ".bugcheck"),
@@ -32,6 +33,7 @@ fn bugcheck_command() {
 
 #[test]
 fn registers_and_disassembly_match_rizin() {
+    ntdbg_testutil::require_testdata!();
     let mut s = open();
     let r = run(&mut s, "r");
     for want in [
@@ -108,6 +110,7 @@ const RIZIN_FRAMES: &[(u64, &str)] = &[
 
 #[test]
 fn exception_stack_matches_rizin() {
+    ntdbg_testutil::require_testdata!();
     let s = open();
     let stack = match s.event_stack() {
         Ok(st) => st,
@@ -136,6 +139,7 @@ fn exception_stack_matches_rizin() {
 
 #[test]
 fn kernel_commands_work() {
+    ntdbg_testutil::require_testdata!();
     let mut s = open();
     let v = run(&mut s, "vertarget");
     assert!(v.contains("19041") && v.contains("16 procs"), "{v}");
@@ -220,6 +224,7 @@ fn synthetic_full_dump_commands() {
 /// need (the PDB by GUID and age, and the memory the dump lacks), never a guessed structure.
 #[test]
 fn process_commands_name_what_a_small_dump_lacks() {
+    ntdbg_testutil::require_testdata!();
     let mut s = open();
     for command in [
         "!process 0 0",
@@ -244,6 +249,7 @@ fn process_commands_name_what_a_small_dump_lacks() {
 /// follow it; `.trap` on memory the dump lacks says so.
 #[test]
 fn cxr_and_trap_on_the_small_dump() {
+    ntdbg_testutil::require_testdata!();
     let mut s = open();
     let cxr = run(&mut s, ".cxr ffff850429891720");
     assert!(cxr.contains("rip=fffff8048b58334c"), "{cxr}");

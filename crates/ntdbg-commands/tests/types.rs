@@ -31,6 +31,7 @@ fn dt(
 
 #[test]
 fn lldb_test_pdb_types() {
+    ntdbg_testutil::require_testdata!();
     let db = open("llvm-lldb/unittests/SymbolFile/PDB/Inputs/test-pdb-types.pdb");
     let mut text = String::new();
     for t in [
@@ -54,6 +55,7 @@ fn lldb_test_pdb_types() {
 
 #[test]
 fn crashy_x64_types() {
+    ntdbg_testutil::require_testdata!();
     let db = open("winelab/x64/crashy.pdb");
     let mut text = String::new();
     for t in [
@@ -76,6 +78,7 @@ fn crashy_x64_types() {
 
 #[test]
 fn bitfields_unions_and_packed_structs() {
+    ntdbg_testutil::require_testdata!();
     let db = open("rizin-testbins/pdb/minimal.pdb");
     let mut text = String::new();
     for t in db.find("*") {
@@ -109,6 +112,7 @@ fn bitfields_unions_and_packed_structs() {
 
 #[test]
 fn x86_peb_with_values_and_holes() {
+    ntdbg_testutil::require_testdata!();
     let db = open("google-breakpad/src/tools/windows/dump_syms/testdata/dump_syms_regtest.pdb");
     // A PEB at 0x7ffd_f000: bytes i → i (mod 256), with the page from +0x100 missing.
     let base = 0x7ffd_f000u64;
@@ -153,6 +157,7 @@ fn memory(blocks: Vec<(u64, Vec<u8>)>) -> impl Fn(u64, usize) -> Vec<Option<u8>>
 
 #[test]
 fn verbose_arrays_pointers_enums_and_typedefs() {
+    ntdbg_testutil::require_testdata!();
     use DtOptions;
     let db = open("google-breakpad/src/tools/windows/dump_syms/testdata/dump_syms_regtest.pdb");
     // An x86 PEB at 0x1000 whose Ldr points to a readable _PEB_LDR_DATA at 0x2000,
@@ -244,6 +249,7 @@ fn verbose_arrays_pointers_enums_and_typedefs() {
 
 #[test]
 fn symbol_types_and_values_for_x() {
+    ntdbg_testutil::require_testdata!();
     let db = open("winelab/x64/crashy.pdb");
     let Some(SymbolType::Data { ty }) = db.symbol_type("g_counter") else {
         panic!("g_counter is a variable");

@@ -1,6 +1,7 @@
 //! The ntdbg engine: a [`Session`] over a [`Target`](ntdbg_targets::Target).
 //!
-//! A session joins a target (a user-mode minidump today) with symbols
+//! A session joins a target (a user-mode minidump, a kernel dump, or a live process behind a
+//! GDB remote stub) with symbols
 //! ([`ntdbg_symbols::SymbolStore`]), the stack walker ([`stack`]), the disassembler
 //! ([`disasm`]) and the MASM expression evaluator ([`expr`]). It keeps the debugger state
 //! that WinDbg users expect: the current thread (`~Ns`) and the register scope (`.ecxr`,

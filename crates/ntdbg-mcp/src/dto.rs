@@ -138,48 +138,8 @@ pub struct WaitForEventParams {
 
 // ---------------------------------------------------------------- results
 
-/// `list_dumps` result.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ListDumpsResult {
-    /// The folder scanned.
-    pub directory: String,
-    /// One entry per dump file, by path.
-    pub dumps: Vec<DumpSummary>,
-    /// Whether the scan stopped at its limit.
-    pub truncated: bool,
-}
-
-/// Header facts of one dump file.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct DumpSummary {
-    /// The file.
-    pub path: String,
-    /// File size in bytes.
-    pub size: u64,
-    /// user | kernel | kernel-full | kernel-bitmap | kernel-small | kernel-triage.
-    pub kind: Option<String>,
-    /// x86 | x64 | arm64.
-    pub arch: Option<String>,
-    /// Windows version, e.g. 10.0.19041.
-    pub os_build: Option<String>,
-    /// When the dump was written (UTC, RFC 3339).
-    pub time: Option<String>,
-    /// The exception or bugcheck (with parameters) in one line.
-    pub headline: Option<String>,
-    /// Exception or bugcheck code (0x hex).
-    pub code: Option<String>,
-    /// Why the file could not be read.
-    pub error: Option<ErrorBrief>,
-}
-
-/// A short error: code and message.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct ErrorBrief {
-    /// Stable code.
-    pub code: String,
-    /// What went wrong.
-    pub message: String,
-}
+/// `list_dumps` result: the same JSON as `ntdbg list --json`.
+pub use ntdbg_targets::listing::DumpListing as ListDumpsResult;
 
 /// `open_dump` result: the new session and the first triage.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -1,116 +1,43 @@
 //! `list_dumps`: the dumps in a folder, each with a header-only summary.
 //!
-//! A file is a candidate when its extension says dump (`.dmp`, `.mdmp`, `.hdmp`, `.dump`) or
-//! its first bytes carry a dump signature (`MDMP`, `PAGEDUMP`, `PAGEDU64`). Each candidate is
-//! opened with [`ntdbg_targets::open`] (memory-mapped; headers and streams parsed, memory not
-//! read) for its facts; one that cannot be opened is listed with the reason. Folders reached through links
-//! are not followed, files reached through links are checked against the allowed directories,
-//! and the walk is bounded in depth and size.
+//! The walk and the summaries are `ntdbg list`'s ([`ntdbg_targets::listing`], within
+//! [`WalkLimits::SERVER`]: bounded in depth and size, folders reached through links not
+//! followed); here each file is first checked against the allowed directories (a file reached
+//! through a link may lead out of them), and one that fails is listed with the reason.
 
-use crate::dto::{DumpSummary, ErrorBrief, ListDumpsResult};
+use crate::dto::ListDumpsResult;
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use ntdbg_engine::ErrorCode;
+use ntdbg_targets::listing::{find_dump_files, DumpSummary, WalkLimits};
 use std::path::{Path, PathBuf};
 
-/// Most dumps listed in one call.
-pub const MAX_DUMPS: usize = 500;
-/// Most directory entries looked at in one call.
-const MAX_ENTRIES: usize = 50_000;
-/// Deepest subfolder level visited with `recursive`.
-const MAX_DEPTH: usize = 16;
-
 /// Lists the dumps in `dir` (already checked to be inside an allowed directory).
-pub fn list_dumps(dir: &Path, recursive: bool, allowed: &AllowedDirs) -> ListDumpsResult {
-    let mut files = Vec::new();
-    let mut truncated = false;
-    let mut seen = 0usize;
-    let mut pending = vec![(dir.to_path_buf(), 0usize)];
-    'walk: while let Some((folder, depth)) = pending.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            seen += 1;
-            if seen > MAX_ENTRIES || files.len() >= MAX_DUMPS {
-                truncated = true;
-                break 'walk;
-            }
-            let Ok(file_type) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if file_type.is_dir() {
-                if recursive && depth < MAX_DEPTH {
-                    pending.push((path, depth + 1));
-                }
-            } else if ntdbg_analysis::listing::has_dump_name(&path)
-                || (file_type.is_file() && ntdbg_analysis::listing::looks_like_dump(&path))
-            {
-                // Links are only taken by name: their target is checked before anything reads it.
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    let dumps = files.iter().map(|p| summarize(p, allowed)).collect();
-    ListDumpsResult {
+///
+/// # Errors
+/// `io_error` when `dir` cannot be read.
+pub fn list_dumps(
+    dir: &Path,
+    recursive: bool,
+    allowed: &AllowedDirs,
+) -> Result<ListDumpsResult, ToolError> {
+    let found = find_dump_files(dir, &WalkLimits::SERVER.recursive(recursive))
+        .map_err(|e| ToolError::new(ErrorCode::IoError, format!("cannot read {}: {e}", dir.display())))?;
+    Ok(ListDumpsResult {
         directory: dir.display().to_string(),
-        dumps,
-        truncated,
-    }
+        dumps: found.files.iter().map(|p| summarize(p, allowed)).collect(),
+        truncated: found.truncated,
+    })
 }
 
-/// The header facts of one file, or why it could not be read.
+/// The header facts of one file (listed under the path found), or why it could not be read.
 fn summarize(path: &Path, allowed: &AllowedDirs) -> DumpSummary {
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let checked = match allowed.check_existing(path) {
-        Ok(p) => p,
-        Err(e) => {
-            return DumpSummary {
-                path: path.display().to_string(),
-                size,
-                kind: None,
-                arch: None,
-                os_build: None,
-                time: None,
-                headline: None,
-                code: None,
-                error: Some(ErrorBrief {
-                    code: e.code.name().into(),
-                    message: e.message,
-                }),
-            };
-        }
-    };
-    // Header-only facts, shared with `ntdbg list`.
-    let s = ntdbg_analysis::listing::summarize_dump(&checked);
-    let headline = s.headline.as_ref().map(|h| {
-        let name = h.name.as_deref().unwrap_or("");
-        let code = h.code.as_deref().unwrap_or("");
-        match h.kind.as_str() {
-            "bugcheck" => format!(
-                "bugcheck {name} ({code}) [{}]: {}",
-                h.parameters.join(", "),
-                h.description
-            ),
-            "exception" => format!("{name} ({code}): {}", h.description),
-            _ => h.description.clone(),
-        }
-    });
-    DumpSummary {
-        path: path.display().to_string(),
-        size: s.size,
-        kind: s.kind,
-        arch: s.arch,
-        os_build: s.os_build,
-        time: s.time,
-        code: s.headline.as_ref().and_then(|h| h.code.clone()),
-        headline,
-        error: s.error.map(|message| ErrorBrief {
-            code: "unreadable_dump".into(),
-            message,
-        }),
+    match allowed.check_existing(path) {
+        Ok(checked) => DumpSummary {
+            path: path.display().to_string(),
+            ..ntdbg_analysis::listing::summarize_dump(&checked)
+        },
+        Err(e) => DumpSummary::unreadable(path, e.code.name(), e.message),
     }
 }
 

@@ -154,6 +154,7 @@ mod tests {
 
     #[test]
     fn sparse_memory_images_track_their_holes() {
+        ntdbg_testutil::require_testdata!();
         let file = std::fs::read(ntdbg_testutil::testdata("winelab/x64/crashy.exe")).unwrap();
         let full = MappedImage::from_file(&file, PathBuf::from("crashy.exe")).unwrap();
         let base = 0x1_4000_0000u64;

@@ -137,6 +137,7 @@ fn convert(rel: &str) -> String {
 
 #[test]
 fn dump_syms_regtest_pdb_matches_breakpad() {
+    ntdbg_testutil::require_testdata!();
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
     let expected =
         std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();
@@ -166,6 +167,7 @@ fn dump_syms_regtest_pdb_matches_breakpad() {
 
 #[test]
 fn omap_reordered_functions_match_breakpad() {
+    ntdbg_testutil::require_testdata!();
     // Same program, functions reordered after linking: addresses go through the OMAP.
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
     let expected =
@@ -182,6 +184,7 @@ fn omap_reordered_functions_match_breakpad() {
 
 #[test]
 fn symbolic_crash_pdb_matches_its_sym() {
+    ntdbg_testutil::require_testdata!();
     // MSVC 2017 x86; crash.sym made by dump_syms from the same PDB.
     let dir = "getsentry-symbolic/symbolic-testutils/fixtures/windows";
     let expected = std::fs::read_to_string(testdata(&format!("{dir}/crash.sym"))).unwrap();
@@ -202,6 +205,7 @@ fn symbolic_crash_pdb_matches_its_sym() {
 
 #[test]
 fn converted_text_parses_back_and_agrees_with_lookups() {
+    ntdbg_testutil::require_testdata!();
     let dir = "google-breakpad/src/tools/windows/dump_syms/testdata";
     let expected =
         std::fs::read_to_string(testdata(&format!("{dir}/dump_syms_regtest.sym"))).unwrap();

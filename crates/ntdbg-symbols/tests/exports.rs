@@ -19,6 +19,7 @@ fn module() -> MinidumpModule {
 
 #[test]
 fn exports_name_code_when_no_pdb_exists() {
+    ntdbg_testutil::require_testdata!();
     let bytes = std::fs::read(testdata(DLL)).unwrap();
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     let exports = pe.exports(&bytes, PeLayout::File).unwrap();
@@ -66,6 +67,7 @@ fn exports_name_code_when_no_pdb_exists() {
 
 #[test]
 fn exports_from_dump_memory() {
+    ntdbg_testutil::require_testdata!();
     // The image as a full-memory dump holds it (mapped layout), not on the symbol path.
     let bytes = std::fs::read(testdata(DLL)).unwrap();
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
@@ -95,6 +97,7 @@ fn exports_from_dump_memory() {
 
 #[test]
 fn wine_system_dlls_in_a_full_memory_dump() {
+    ntdbg_testutil::require_testdata!();
     // null.inproc-full: MiniDumpWithFullMemory under Wine; kernel32/ntdll have no PDB anywhere,
     // their images are in the dump.
     let xz = std::fs::read(testdata("winelab/x64/null.inproc-full.dmp.xz")).unwrap();

@@ -12,6 +12,7 @@ use ntdbg_symbols::{default_cache_dir, SymbolPath, SymbolStatus, SymbolStore};
 
 #[test]
 fn default_cache_and_environment_switches() {
+    ntdbg_testutil::require_testdata!();
     let root = Scratch::new("http-default-root");
     root.put(
         &testdata("winelab/x64/crashy.pdb"),

@@ -42,6 +42,7 @@ impl DownloadObserver for Record {
 
 #[test]
 fn preload_downloads_many_modules_at_once() {
+    ntdbg_testutil::require_testdata!();
     let root = Scratch::new("parallel-root");
     for i in 0..MODULES {
         root.put(
@@ -110,6 +111,7 @@ fn preload_downloads_many_modules_at_once() {
 
 #[test]
 fn preload_keeps_each_modules_time_limit_and_offline_mode() {
+    ntdbg_testutil::require_testdata!();
     let root = Scratch::new("parallel-slow-root");
     for i in 0..MODULES {
         root.put(

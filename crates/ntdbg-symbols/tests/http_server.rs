@@ -47,6 +47,7 @@ fn crashy_pdb_in(cache: &Path) -> PathBuf {
 
 #[test]
 fn download_then_cache_hit_with_the_server_stopped() {
+    ntdbg_testutil::require_testdata!();
     let root = crashy_store("http-root");
     let cache = Scratch::new("http-cache");
     let mut server = TestServer::start(&root.0, Duration::ZERO);
@@ -103,6 +104,7 @@ fn download_then_cache_hit_with_the_server_stopped() {
 
 #[test]
 fn symsrv_spelling_and_codeview_modules() {
+    ntdbg_testutil::require_testdata!();
     let root = crashy_store("http-symsrv-root");
     let cache = Scratch::new("http-symsrv-cache");
     let server = TestServer::start(&root.0, Duration::ZERO);
@@ -116,6 +118,7 @@ fn symsrv_spelling_and_codeview_modules() {
 
 #[test]
 fn guid_age_mismatch_is_rejected_and_deleted() {
+    ntdbg_testutil::require_testdata!();
     let root = Scratch::new("http-mismatch-root");
     // Another PDB filed under crashy's key.
     root.put(
@@ -171,6 +174,7 @@ fn not_found_is_remembered_for_the_session() {
 
 #[test]
 fn slow_server_times_out_and_is_not_asked_again() {
+    ntdbg_testutil::require_testdata!();
     let root = crashy_store("http-slow-root");
     let cache = Scratch::new("http-slow-cache");
     let server = TestServer::start(&root.0, Duration::from_secs(3));
@@ -206,6 +210,7 @@ fn slow_server_times_out_and_is_not_asked_again() {
 
 #[test]
 fn offline_mode_contacts_nothing() {
+    ntdbg_testutil::require_testdata!();
     let root = crashy_store("http-offline-root");
     let cache = Scratch::new("http-offline-cache");
     let server = TestServer::start(&root.0, Duration::ZERO);
@@ -225,6 +230,7 @@ fn offline_mode_contacts_nothing() {
 
 #[test]
 fn compressed_pointer_and_breakpad_files() {
+    ntdbg_testutil::require_testdata!();
     // crashy.pd_ (a CAB holding crashy.pdb) and no plain PDB.
     let pdb = std::fs::read(testdata("winelab/x64/crashy.pdb")).unwrap();
     let cab_bytes = common::cab_of("crashy.pdb", &pdb);

@@ -40,6 +40,7 @@ fn check_crashy_x64(m: &ntdbg_symbols::ModuleSymbols) {
 
 #[test]
 fn pdb_in_store_layout() {
+    ntdbg_testutil::require_testdata!();
     let s = Scratch::new("store");
     let pdb = s.put(
         &testdata("winelab/x64/crashy.pdb"),
@@ -62,6 +63,7 @@ fn pdb_in_store_layout() {
 
 #[test]
 fn pdb_in_plain_layout_matched_case_insensitively() {
+    ntdbg_testutil::require_testdata!();
     let s = Scratch::new("plain");
     s.put(&testdata("winelab/x64/crashy.pdb"), "CRASHY.PDB");
     let store = store_for(&[&s.path_text()]);
@@ -80,6 +82,7 @@ fn pdb_in_plain_layout_matched_case_insensitively() {
 
 #[test]
 fn guid_mismatch_is_rejected() {
+    ntdbg_testutil::require_testdata!();
     let s = Scratch::new("mismatch");
     // The x86 build's PDB under the x64 build's name and key.
     s.put(
@@ -97,6 +100,7 @@ fn guid_mismatch_is_rejected() {
 
 #[test]
 fn wine_module_without_codeview_goes_through_the_image() {
+    ntdbg_testutil::require_testdata!();
     let dir = testdata("winelab/x64");
     let store = store_for(&[dir.to_str().unwrap()]);
     let m = store.module(&crashy_x64_wine_module(), &no_memory);
@@ -120,6 +124,7 @@ fn wine_module_without_codeview_goes_through_the_image() {
 
 #[test]
 fn wine_x86_module() {
+    ntdbg_testutil::require_testdata!();
     let dir = testdata("winelab/x86");
     let store = store_for(&[dir.to_str().unwrap()]);
     let exe = std::fs::read(dir.join("crashy.exe")).unwrap();
@@ -146,6 +151,7 @@ fn wine_x86_module() {
 
 #[test]
 fn image_with_wrong_timestamp_is_rejected() {
+    ntdbg_testutil::require_testdata!();
     let dir = testdata("winelab/x64");
     let store = store_for(&[dir.to_str().unwrap()]);
     let mut module = crashy_x64_wine_module();
@@ -164,6 +170,7 @@ fn image_with_wrong_timestamp_is_rejected() {
 
 #[test]
 fn corrupt_pdbs_become_no_symbols_with_a_reason() {
+    ntdbg_testutil::require_testdata!();
     let s = Scratch::new("corrupt");
     s.write(
         "garbage/crashy.pdb",
@@ -182,6 +189,7 @@ fn corrupt_pdbs_become_no_symbols_with_a_reason() {
 
 #[test]
 fn damaged_pdbs_never_panic_the_loader() {
+    ntdbg_testutil::require_testdata!();
     let s = Scratch::new("damaged");
     let real = std::fs::read(testdata("winelab/x64/crashy.pdb")).unwrap();
     let mut state = 0x9e37_79b9_u32;
@@ -207,6 +215,7 @@ fn damaged_pdbs_never_panic_the_loader() {
 
 #[test]
 fn find_and_resolve() {
+    ntdbg_testutil::require_testdata!();
     let dir = testdata("winelab/x64");
     let store = store_for(&[dir.to_str().unwrap()]);
     let m = store.module(&crashy_x64_wine_module(), &no_memory);
@@ -226,6 +235,7 @@ fn find_and_resolve() {
 
 #[test]
 fn breakpad_sym_in_store_layout() {
+    ntdbg_testutil::require_testdata!();
     // breakpad's processor test symbols: test_app.pdb/<id>/test_app.sym
     let root = testdata("google-breakpad/src/processor/testdata/symbols");
     let id_dir = std::fs::read_dir(root.join("test_app.pdb"))
@@ -249,6 +259,7 @@ fn breakpad_sym_in_store_layout() {
 
 #[test]
 fn breakpad_sym_xz_and_plain_sym_mismatch() {
+    ntdbg_testutil::require_testdata!();
     // A Firefox .sym.xz in store layout.
     let root = testdata("mozilla-minidump-stackwalk-pgo/pgo_data/symbols");
     let pdb_dir = root.join("ntdll.pdb");
@@ -296,6 +307,7 @@ fn breakpad_sym_xz_and_plain_sym_mismatch() {
 
 #[test]
 fn driver_in_a_symbol_store_without_codeview() {
+    ntdbg_testutil::require_testdata!();
     // rizin's store: amdppm.sys/C9C030003b000/amdppm.sys and amdppm.pdb/<id>/amdppm.pdb.
     let root = testdata("rizin-test-pdb-repository");
     let mut module = minidump::MinidumpModule::new(
@@ -322,6 +334,7 @@ fn driver_in_a_symbol_store_without_codeview() {
 
 #[test]
 fn real_dump_codeview_record() {
+    ntdbg_testutil::require_testdata!();
     // lldb's sigsegv.dmp: a real CodeView record, the PDB next to it, no image.
     let inputs = testdata("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs");
     let dump = minidump::Minidump::read_path(inputs.join("sigsegv.dmp")).unwrap();
@@ -352,6 +365,7 @@ fn real_dump_codeview_record() {
 
 #[test]
 fn symbol_path_notes() {
+    ntdbg_testutil::require_testdata!();
     let store = SymbolStore::new(
         SymbolPath::parse("/nonexistent/ntdbg-dir;srv*/nonexistent/cache*https://msdl.microsoft.com/download/symbols").unwrap(),
     );
@@ -383,6 +397,7 @@ fn symbol_path_notes() {
 
 #[test]
 fn inline_frames_and_public_symbols() {
+    ntdbg_testutil::require_testdata!();
     let dir = testdata("winelab/x64");
     let store = store_for(&[dir.to_str().unwrap()]);
     let m = store.module(&crashy_x64_wine_module(), &no_memory);
@@ -420,6 +435,7 @@ fn inline_frames_and_public_symbols() {
 
 #[test]
 fn pdb_at_the_codeview_path() {
+    ntdbg_testutil::require_testdata!();
     // The build machine's path in the CodeView record is used last, when it is local and
     // the store allows it.
     let pdb = testdata("winelab/x64/crashy.pdb");
@@ -450,6 +466,7 @@ fn pdb_at_the_codeview_path() {
 
 #[test]
 fn symbolic_mini_dump_with_sym_and_with_pdb() {
+    ntdbg_testutil::require_testdata!();
     // symbolic's mini.dmp (x86, MSVC): crash.exe with a CodeView record; its folder holds
     // crash.sym, crash.pdb and crash.exe. minidump-stackwalk (crash.sym) frames:
     // main [main.cpp:35] at 0x2a3d, __scrt_common_main_seh [exe_common.inl:283] at 0x2d96.

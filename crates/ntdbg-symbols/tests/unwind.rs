@@ -62,6 +62,7 @@ fn symbols(dir: &str, module: &minidump::MinidumpModule) -> Arc<ModuleSymbols> {
 
 #[test]
 fn x64_frames_from_pdata_match_minidump_stackwalk() {
+    ntdbg_testutil::require_testdata!();
     // winelab/facts/x64/null.inproc.json: frames at 0x...2134, then (return address − 1)
     // 0x...1b65 (mode_null), 0x...18f8 (main), 0x...13ad.
     let (mut w, module) = crash_state("winelab/x64/null.inproc.dmp", 8);
@@ -87,6 +88,7 @@ fn x64_frames_from_pdata_match_minidump_stackwalk() {
 
 #[test]
 fn x86_frames_from_stack_win_match_minidump_stackwalk() {
+    ntdbg_testutil::require_testdata!();
     // winelab/facts/x86/null.inproc.json: 0x401ef3, then 0x401a5d (mode_null), 0x40185c (main).
     let (mut w, module) = crash_state("winelab/x86/null.inproc.dmp", 4);
     assert_eq!(w.instruction, 0x401ef3);
@@ -126,6 +128,7 @@ fn memory_image(holes: Vec<std::ops::Range<u64>>) -> impl Fn(u64, usize) -> Opti
 
 #[test]
 fn x64_image_from_dump_memory_and_holes() {
+    ntdbg_testutil::require_testdata!();
     let (w0, module) = crash_state("winelab/x64/null.inproc.dmp", 8);
     let empty = Scratch::new("mem");
     // First frame unwound once with the file, to get the state of frame 1 (mode_null).
@@ -175,6 +178,7 @@ fn x64_image_from_dump_memory_and_holes() {
 
 #[test]
 fn x64_leaf_without_pdata_entry() {
+    ntdbg_testutil::require_testdata!();
     // An address in the headers (no RUNTIME_FUNCTION) in the innermost frame: a leaf, so the
     // return address is at [rsp].
     let module = crashy_x64_wine_module();
@@ -200,6 +204,7 @@ fn x64_leaf_without_pdata_entry() {
 
 #[test]
 fn arm64_glue_matches_the_formats_unwinder() {
+    ntdbg_testutil::require_testdata!();
     use ntdbg_formats::pe::pdata::read_runtime_functions_arm64;
     use ntdbg_formats::unwind_arm64::{function_length, unwind, Arm64Regs};
 
@@ -269,6 +274,7 @@ fn arm64_glue_matches_the_formats_unwinder() {
 
 #[test]
 fn x86_msvc_frame_data_from_pdb_and_from_sym_agree() {
+    ntdbg_testutil::require_testdata!();
     // symbolic's mini.dmp: main → __scrt_common_main_seh at crash.exe+0x2d96 (return − 1).
     let (w0, module) = crash_state(
         "getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp",

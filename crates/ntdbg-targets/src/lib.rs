@@ -9,6 +9,7 @@
 //! memory-mapped; streams are parsed once at open time into owned facts, and memory reads
 //! borrow straight from the mapping. [`KernelDump`] reads kernel crash dumps (`PAGEDU64` /
 //! `PAGEDUMP`: small/triage, kernel, complete and bitmap). [`open`] picks one by signature.
+//! [`listing`] finds the dumps in a folder and reads a header-only summary of each.
 //!
 //! ```no_run
 //! use ntdbg_targets::{Target, UserDump};
@@ -22,6 +23,7 @@ pub mod context;
 mod error;
 pub mod gdb_target;
 pub mod kernel_dump;
+pub mod listing;
 mod loader_list;
 mod memory;
 mod model;

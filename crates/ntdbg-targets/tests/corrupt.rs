@@ -219,6 +219,7 @@ fn run_variants(tag: &str, make: impl Fn(&[u8], u64) -> Vec<Variant>) -> Tally {
 
 #[test]
 fn originals_open() {
+    ntdbg_testutil::require_testdata!();
     for (name, path) in originals() {
         let mut tally = Tally::default();
         open_and_check(&path, &mut tally);
@@ -245,6 +246,7 @@ fn layout_parser_sees_the_streams() {
 
 #[test]
 fn truncated_dumps_never_panic() {
+    ntdbg_testutil::require_testdata!();
     let tally = run_variants("trunc", |data, _| truncations(data, 300));
     assert!(
         tally.opened + tally.rejected > 1500,
@@ -255,6 +257,7 @@ fn truncated_dumps_never_panic() {
 
 #[test]
 fn flipped_dumps_never_panic() {
+    ntdbg_testutil::require_testdata!();
     let tally = run_variants("flip", |data, seed| {
         let n = 150 * ntdbg_testutil::corrupt::scale();
         let mut all = random_flips(data, seed * 1000 + 1, n);
@@ -266,6 +269,7 @@ fn flipped_dumps_never_panic() {
 
 #[test]
 fn smashed_fields_never_panic() {
+    ntdbg_testutil::require_testdata!();
     let tally = run_variants("smash", field_smashes);
     tally.assert_clean("smashed fields");
 }

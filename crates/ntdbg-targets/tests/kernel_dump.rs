@@ -17,6 +17,7 @@ fn triage() -> KernelDump {
 
 #[test]
 fn triage_x64_header_matches_rizin() {
+    ntdbg_testutil::require_testdata!();
     let d = triage();
     let h = d.header();
     assert!(h.is64);
@@ -80,6 +81,7 @@ fn triage_x64_header_matches_rizin() {
 
 #[test]
 fn triage_x64_facts() {
+    ntdbg_testutil::require_testdata!();
     let d = triage();
     assert_eq!(d.kind(), TargetKind::KernelSmall);
     assert_eq!(d.kind().name(), "kernel-small");
@@ -379,6 +381,7 @@ fn synthetic_corrupt_run_tables_are_errors_or_holes() {
 
 #[test]
 fn header_fuzz_never_panics() {
+    ntdbg_testutil::require_testdata!();
     // Deterministic xorshift flips over the header and the first pages of synthetic dumps and
     // the real small dump's first 0x1a000 bytes.
     let dir = temp_dir("fuzz");
@@ -430,6 +433,7 @@ fn header_fuzz_never_panics() {
 
 #[test]
 fn open_dispatches_by_signature() {
+    ntdbg_testutil::require_testdata!();
     let user = ntdbg_testutil::sample("crashy-x64-null.dmp");
     let d = ntdbg_targets::open(&user).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(d.kind().name(), "user");

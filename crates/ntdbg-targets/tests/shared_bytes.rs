@@ -44,6 +44,7 @@ fn lent_bytes_equal_copied_bytes_on_the_samples() {
 
 #[test]
 fn lent_bytes_equal_copied_bytes_on_upstream_dumps() {
+    ntdbg_testutil::require_testdata!();
     for rel in [
         "mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp",
         "google-breakpad/src/processor/testdata/minidump2.dmp",

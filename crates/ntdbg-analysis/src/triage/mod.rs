@@ -1,5 +1,5 @@
 //! Batch triage (`ntdbg triage`, MCP `triage_dumps`): analyse every dump in a folder in
-//! parallel and group them by crash signature; plus the header-only [`list_dumps`].
+//! parallel and group them by crash signature.
 //!
 //! The JSON shape is design.md's "Batch triage":
 //! `{ "dumps", "buckets": [ { "signature", "count", "kind", "first_seen", "last_seen",
@@ -7,13 +7,12 @@
 
 mod html;
 
-pub use crate::listing::{list_dumps, summarize_dump, DumpSummary, Headline};
 pub use html::render_html;
 
-use crate::listing::{collect_files, has_dump_name, looks_like_dump};
 use crate::signature::SignatureConfig;
 use crate::{analyze_with, Report};
 use ntdbg_engine::Session;
+use ntdbg_targets::listing::{find_dump_files, format_unix, written_at, WalkLimits};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -82,23 +81,15 @@ pub struct FailedDump {
 /// Progress callback: `(done, total)`, called from worker threads.
 pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
-/// The dump files under `dir`: files with a dump signature or a dump-like name, sorted.
-pub fn find_dumps(dir: &Path, recursive: bool) -> std::io::Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    collect_files(dir, recursive, 0, &mut files)?;
-    files.retain(|p| has_dump_name(p) || looks_like_dump(p));
-    files.sort();
-    Ok(files)
-}
-
-/// Triage every dump under `dir`. Fails only when `dir` cannot be read.
+/// Triage every dump under `dir` (found within [`WalkLimits::SHELL`]). Fails only when `dir`
+/// cannot be read.
 pub fn triage_dumps(
     dir: &Path,
     options: &TriageOptions,
     progress: Progress<'_>,
 ) -> std::io::Result<TriageResult> {
-    let files = find_dumps(dir, options.recursive)?;
-    Ok(triage_paths(&files, options, progress))
+    let found = find_dump_files(dir, &WalkLimits::SHELL.recursive(options.recursive))?;
+    Ok(triage_paths(&found.files, options, progress))
 }
 
 /// One analysed dump.
@@ -158,13 +149,7 @@ fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedD
         Ok(Err(e)) => return Err(failed(e)),
         Err(_) => return Err(failed("internal error: the analysis panicked".into())),
     };
-    let time = crate::listing::summarize_dump(path).time_unix.or_else(|| {
-        std::fs::metadata(path)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| d.as_secs())
-    });
+    let time = written_at(&crate::listing::summarize_dump(path));
     Ok(Analysed {
         path: path.display().to_string(),
         time,
@@ -234,8 +219,8 @@ fn group(results: Vec<Result<Analysed, FailedDump>>) -> TriageResult {
                 signature,
                 count,
                 kind,
-                first_seen: first.map(crate::listing::format_unix),
-                last_seen: last.map(crate::listing::format_unix),
+                first_seen: first.map(format_unix),
+                last_seen: last.map(format_unix),
                 modules,
                 dumps: paths,
                 representative,

@@ -125,6 +125,7 @@ mod tests {
 
     #[test]
     fn names_rvas_and_ordinals_of_a_real_dll() {
+        ntdbg_testutil::require_testdata!();
         let path =
             ntdbg_testutil::testdata("rizin-testbins/pe/microsoft_seh_tests/x64/xframe_eh_dll.dll");
         let bytes = std::fs::read(path).unwrap();
@@ -160,6 +161,7 @@ mod tests {
 
     #[test]
     fn no_export_directory_is_empty_and_garbage_does_not_panic() {
+        ntdbg_testutil::require_testdata!();
         let path = ntdbg_testutil::testdata("winelab/x64/crashy.exe");
         let bytes = std::fs::read(path).unwrap();
         let mut pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();

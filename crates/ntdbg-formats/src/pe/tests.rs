@@ -9,6 +9,7 @@ fn read(rel: &str) -> Vec<u8> {
 
 #[test]
 fn crashy_x64_file_layout() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x64/crashy.exe");
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     assert_eq!(pe.machine, Machine::X64);
@@ -31,6 +32,7 @@ fn crashy_x64_file_layout() {
 
 #[test]
 fn crashy_x86_file_layout() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x86/crashy.exe");
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     assert_eq!(pe.machine, Machine::X86);
@@ -42,6 +44,7 @@ fn crashy_x86_file_layout() {
 
 #[test]
 fn mapped_layout_reads_the_same_identity() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x64/crashy.exe");
     let file = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     let mapped = map_file_image(&bytes, &file).unwrap();
@@ -62,6 +65,7 @@ fn mapped_layout_reads_the_same_identity() {
 
 #[test]
 fn driver_version_resource() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("rizin-test-pdb-repository/amdppm.sys/c9c030003b000/amdppm.sys");
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     assert_eq!(pe.machine, Machine::X64);
@@ -86,6 +90,7 @@ fn driver_version_resource() {
 
 #[test]
 fn arm64_image() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe");
     let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     assert_eq!(pe.machine, Machine::Arm64);
@@ -94,6 +99,7 @@ fn arm64_image() {
 
 #[test]
 fn not_a_pe() {
+    ntdbg_testutil::require_testdata!();
     assert_eq!(
         PeInfo::parse(b"", PeLayout::File).unwrap_err().code(),
         "truncated"
@@ -116,6 +122,7 @@ fn not_a_pe() {
 
 #[test]
 fn truncated_and_corrupted_images_never_panic() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x64/crashy.exe");
     // Every prefix up to well past the headers, then coarser steps.
     let mut cut = 0;
@@ -146,6 +153,7 @@ fn truncated_and_corrupted_images_never_panic() {
 
 #[test]
 fn huge_size_of_image_is_refused_when_mapping() {
+    ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x64/crashy.exe");
     let mut pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
     pe.size_of_image = u32::MAX;

@@ -161,6 +161,7 @@ fn missing_stack_memory_and_bad_codes_are_errors() {
 
 #[test]
 fn every_function_of_a_real_arm64_image() {
+    ntdbg_testutil::require_testdata!();
     let path = ntdbg_testutil::testdata(
         "getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe",
     );

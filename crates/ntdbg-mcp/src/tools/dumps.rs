@@ -13,6 +13,7 @@ use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
 use ntdbg_analysis::{Report, StackEntry};
 use ntdbg_engine::ErrorCode;
 use ntdbg_engine::{module_name, Session};
+use ntdbg_targets::listing::{find_dump_files, WalkLimits};
 use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -29,23 +30,25 @@ pub async fn triage_dumps(
     let recursive = p.recursive.unwrap_or(true);
     let st = state.clone();
     let result = blocking("triaging dumps", move || {
-        let files = triage::find_dumps(&dir, recursive).map_err(|e| {
-            ToolError::new(
-                ErrorCode::IoError,
-                format!("cannot read {}: {e}", dir.display()),
-            )
+        let limits = WalkLimits::SERVER
+            .recursive(recursive)
+            .max_dumps(MAX_TRIAGE_DUMPS);
+        let found = find_dump_files(&dir, &limits).map_err(|e| {
+            ToolError::new(ErrorCode::IoError, format!("cannot read {}: {e}", dir.display()))
         })?;
-        if files.len() > MAX_TRIAGE_DUMPS {
+        if found.truncated {
             return Err(ToolError::new(
                 ErrorCode::TooManyDumps,
                 format!(
-                    "{} dumps under {}: at most {MAX_TRIAGE_DUMPS} per call",
-                    files.len(),
-                    dir.display()
+                    "{} holds more than {MAX_TRIAGE_DUMPS} dumps or {} folder entries: at most \
+                     {MAX_TRIAGE_DUMPS} dumps per call",
+                    dir.display(),
+                    limits.max_entries
                 ),
             )
             .with_hint("triage a subfolder, or run `ntdbg triage DIR` from a shell"));
         }
+        let files = found.files;
         // Symbolic links may lead out of the allowed directories: those are refused.
         let (inside, outside): (Vec<_>, Vec<_>) = files
             .into_iter()
@@ -89,45 +92,11 @@ pub async fn list_dumps(
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
     let st = state.clone();
     let result = blocking("listing dumps", move || {
-        Ok(listing::list_dumps(&dir, p.recursive, &st.allowed))
+        listing::list_dumps(&dir, p.recursive, &st.allowed)
     })
     .await?;
-    let text = render_listing(&result);
+    let text = ntdbg_analysis::listing::render_table(&result, Path::new(&result.directory));
     Ok(Rendered::new(result, text))
-}
-
-fn render_listing(result: &ListDumpsResult) -> String {
-    let mut text = format!(
-        "{} dump file(s) in {}\n",
-        result.dumps.len(),
-        result.directory
-    );
-    for d in &result.dumps {
-        let name = Path::new(&d.path)
-            .file_name()
-            .map(|f| f.to_string_lossy())
-            .unwrap_or_default();
-        match &d.error {
-            Some(e) => {
-                let _ = writeln!(text, "{name}: unreadable [{}] {}", e.code, e.message);
-            }
-            None => {
-                let _ = writeln!(
-                    text,
-                    "{name}: {} {} {} {} | {}",
-                    d.kind.as_deref().unwrap_or("?"),
-                    d.arch.as_deref().unwrap_or("?"),
-                    d.os_build.as_deref().unwrap_or("?"),
-                    d.time.as_deref().unwrap_or("-"),
-                    d.headline.as_deref().unwrap_or("")
-                );
-            }
-        }
-    }
-    if result.truncated {
-        text.push_str("(listing stopped at its limit: name a subfolder to see more)\n");
-    }
-    text
 }
 
 /// Opens a dump into a new session and returns the first triage.

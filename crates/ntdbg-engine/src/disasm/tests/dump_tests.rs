@@ -28,6 +28,7 @@ fn dump_memory() -> SparseMemory {
 
 #[test]
 fn u_at_the_faulting_instruction() {
+    ntdbg_testutil::require_testdata!();
     let memory = dump_memory();
     let lines = disassemble_forward(Bitness::Bits64, &memory, &NoSymbols, FAULT, 6);
     let expected = "\
@@ -44,6 +45,7 @@ fn u_at_the_faulting_instruction() {
 
 #[test]
 fn ub_ends_exactly_at_the_faulting_instruction() {
+    ntdbg_testutil::require_testdata!();
     let memory = dump_memory();
     let lines = disassemble_backward(Bitness::Bits64, &memory, &NoSymbols, FAULT, 8);
     assert!(!lines.is_empty());

@@ -37,6 +37,7 @@ fn x64_namer(code: &PeCode) -> TableNamer {
 
 #[test]
 fn x64_u_at_the_null_write() {
+    ntdbg_testutil::require_testdata!();
     let code = x64();
     assert_eq!(code.image_base, 0x1_4000_0000);
     let namer = x64_namer(&code);
@@ -58,6 +59,7 @@ crashy!fn_2140:
 
 #[test]
 fn x64_uf_of_mode_null() {
+    ntdbg_testutil::require_testdata!();
     let code = x64();
     let namer = x64_namer(&code);
     let lines =
@@ -80,6 +82,7 @@ crashy!mode_null:
 
 #[test]
 fn x64_uf_of_main_follows_every_branch() {
+    ntdbg_testutil::require_testdata!();
     let code = x64();
     let namer = x64_namer(&code);
     let (start, end) = (
@@ -130,6 +133,7 @@ fn x64_uf_of_main_follows_every_branch() {
 
 #[test]
 fn x64_ub_before_the_null_write() {
+    ntdbg_testutil::require_testdata!();
     let code = x64();
     let namer = x64_namer(&code);
     let lines = disassemble_backward(Bitness::Bits64, &code.memory(), &namer, 0x1_4000_2134, 3);
@@ -162,6 +166,7 @@ fn boundaries(code: &PeCode) -> Vec<Vec<u64>> {
 
 #[test]
 fn x64_ub_recovers_real_instruction_boundaries() {
+    ntdbg_testutil::require_testdata!();
     let code = x64();
     let memory = code.memory();
     let namer = TableNamer::default();
@@ -184,6 +189,7 @@ fn x64_ub_recovers_real_instruction_boundaries() {
 
 #[test]
 fn x86_u_at_the_null_write() {
+    ntdbg_testutil::require_testdata!();
     let code = x86();
     assert_eq!(code.image_base, 0x40_0000);
     let mut namer = TableNamer::default();
@@ -210,6 +216,7 @@ crashy!crash_null_write+0x3:
 
 #[test]
 fn x86_ub_recovers_linear_boundaries() {
+    ntdbg_testutil::require_testdata!();
     let code = x86();
     let memory = code.memory();
     let namer = TableNamer::default();

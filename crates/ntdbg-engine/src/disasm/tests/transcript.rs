@@ -91,6 +91,7 @@ fn u_block(text: &str) -> Option<Vec<&str>> {
 
 #[test]
 fn u_outputs_of_all_transcripts_reproduce_exactly() {
+    ntdbg_testutil::require_testdata!();
     let mut checked = 0;
     for entry in std::fs::read_dir(ntdbg_testutil::testdata(FIXTURES)).expect("fixtures") {
         let path = entry.expect("entry").path();
@@ -135,6 +136,7 @@ fn map_prefix(b: &mut Block, prefix: &str) {
 
 #[test]
 fn ub_x86_matches_cdb() {
+    ntdbg_testutil::require_testdata!();
     let mut b = ub_block(
         "cdb_divide_by_zero.txt",
         "MSHTML!ForStatementNode::DetermineLoopIterations<int>+0x2f:",
@@ -150,6 +152,7 @@ fn ub_x86_matches_cdb() {
 
 #[test]
 fn ub_x64_matches_cdb() {
+    ntdbg_testutil::require_testdata!();
     let mut b = ub_block(
         "cdb_integer_overflow.txt",
         "jscript9!Js::TaggedInt::Divide+0x65:",
