@@ -23,12 +23,14 @@ pub mod expr;
 mod expr_env;
 pub mod live;
 pub mod module_info;
+pub mod place;
 mod prefetch;
 mod provider;
 pub mod registers;
 mod session;
 pub mod stack;
 pub mod symbolize;
+pub mod typed;
 
 pub use error::EngineError;
 pub use session::{RegisterScope, Session};

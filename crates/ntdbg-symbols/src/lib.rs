@@ -62,7 +62,10 @@ pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
-pub use types::{DtOptions, FieldInfo, ReadMemory, SymbolType, TypeDb, MAX_RECURSION};
+pub use types::{
+    primitive_named, BaseType, DtOptions, FieldInfo, Member, ReadMemory, SymbolType, TypeDb,
+    TypeKind, MAX_RECURSION,
+};
 pub use wildcard::wildcard_match;
 
 /// Converts a PDB file to Breakpad symbol text, as Breakpad's `dump_syms` would (functions
