@@ -205,7 +205,10 @@ fn switch(src: &str, pos: usize) -> Token<'_> {
     let rest = &src[pos..];
     let Some((cpp, prefix)) = [(true, "@@c++("), (false, "@@masm(")]
         .into_iter()
-        .find(|(_, p)| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
+        .find(|(_, p)| {
+            rest.get(..p.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(p))
+        })
     else {
         return unknown(src, pos);
     };

@@ -65,8 +65,10 @@ pub(crate) fn tokens(src: &str) -> Result<Vec<Token>, ExprError> {
         let rest = &src[pos..];
         let (tok, len) = if let Some((cpp, prefix)) = [(true, "@@c++("), (false, "@@masm(")]
             .into_iter()
-            .find(|(_, p)| rest.len() >= p.len() && rest[..p.len()].eq_ignore_ascii_case(p))
-        {
+            .find(|(_, p)| {
+                rest.get(..p.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(p))
+            }) {
             let inner = pos + prefix.len();
             let close = matching_paren(src, inner)
                 .ok_or_else(|| error(ExprErrorKind::Syntax, pos..src.len(), src))?;

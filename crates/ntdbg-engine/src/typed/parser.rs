@@ -354,13 +354,12 @@ impl Parser<'_> {
             if self.is_punct(".") || self.is_punct("->") {
                 let arrow = self.is_punct("->");
                 self.bump();
+                if !matches!(self.peek(), Tok::Ident(_)) {
+                    return Err(self.syntax_here());
+                }
                 let t = self.bump();
                 let Tok::Ident(name) = t.tok else {
-                    return Err(error(
-                        ExprErrorKind::Syntax,
-                        t.span.start..self.src.len(),
-                        self.src,
-                    ));
+                    return Err(self.syntax_here());
                 };
                 let span = e.span.start..t.span.end;
                 e = Expr {
@@ -451,7 +450,8 @@ mod tests {
     use super::*;
 
     fn parse_ok(src: &str) -> Expr {
-        parse(src, &|n| n == "Node" || n == "PNODE").unwrap_or_else(|e| panic!("{src}: {e}"))
+        parse(src, &|n| n.ends_with("Node") || n == "PNODE")
+            .unwrap_or_else(|e| panic!("{src}: {e}"))
     }
 
     fn shape(e: &Expr) -> String {
