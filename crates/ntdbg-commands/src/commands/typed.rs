@@ -147,37 +147,44 @@ fn dx_line(out: &mut String, label: &str, offset: Option<u64>, view: &ValueView,
 }
 
 /// `dt VAR [FIELD...]`: the structure `expr` is or points to, laid out as `dt TYPE ADDR`
-/// does (a pointer's value first), or a scalar's type and value. `None` when `expr` does not
-/// evaluate (the caller reports the unknown type).
+/// does (a pointer's value first), or a scalar's type and value.
 pub(crate) fn dt_value(
     session: &Session,
     expr: &str,
     fields: &[&str],
     recursion: usize,
-) -> Option<Result<CommandOutput, CommandError>> {
-    let value = typed::evaluate_in_session(session, expr).ok()?;
-    let view = match view_of(session, &value, Style::Dv, 0) {
-        Ok(v) => v,
-        Err(e) => return Some(Err(e)),
-    };
+) -> Result<CommandOutput, CommandError> {
+    let value = typed::evaluate_in_session(session, expr).map_err(expr_error)?;
+    let view = view_of(session, &value, Style::Dv, 0)?;
     let Some(record) = typed::record_at(session, &value) else {
         let text = format!("{} {}\n", view.type_name, view.text);
-        return Some(Ok(CommandOutput::with(text, typed_result(expr, &view))));
+        return Ok(CommandOutput::with(text, typed_result(expr, &view)));
     };
-    let module = session.module_at(record.module_base)?;
-    let types = session.module_symbols(module).types().ok()?;
+    let no_types = || {
+        CommandError::new(
+            "no_type_information",
+            format!("No type information for '{}'", record.name),
+        )
+    };
+    let module = session.module_at(record.module_base).ok_or_else(no_types)?;
+    let types = session
+        .module_symbols(module)
+        .types()
+        .map_err(|_| no_types())?;
     let read = |addr: u64, len: usize| session.read_virtual(addr, len);
     let options = ntdbg_symbols::DtOptions {
         fields,
         recursion: recursion.min(ntdbg_symbols::MAX_RECURSION),
         ..Default::default()
     };
-    let layout = types.layout_with(
-        &ntdbg_engine::module_name(&module.name),
-        &record.name,
-        Some((record.address, &read as ntdbg_symbols::ReadMemory<'_>)),
-        &options,
-    )?;
+    let layout = types
+        .layout_with(
+            &ntdbg_engine::module_name(&module.name),
+            &record.name,
+            Some((record.address, &read as ntdbg_symbols::ReadMemory<'_>)),
+            &options,
+        )
+        .ok_or_else(no_types)?;
     // The layout's first line names the type; `dt VAR` shows the pointer's value instead.
     let body = layout.split_once('\n').map_or("", |(_, rest)| rest);
     let text = if record.through_pointer {
@@ -185,7 +192,7 @@ pub(crate) fn dt_value(
     } else {
         body.to_string()
     };
-    Some(Ok(CommandOutput::with(text, typed_result(expr, &view))))
+    Ok(CommandOutput::with(text, typed_result(expr, &view)))
 }
 
 /// An address argument: a MASM expression, else a C++ one (`p->next`, a local's value).

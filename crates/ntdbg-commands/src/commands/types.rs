@@ -92,6 +92,10 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         return Err(CommandError::syntax("dt: missing type name after '!'"));
     }
 
+    // `dt EXPR`: operators no type name or pattern has.
+    if spec.contains(['(', ')', '[', '@', '&', '.', '-']) {
+        return super::typed::dt_value(session, spec, &rest, recursion);
+    }
     // `dt MOD!PATTERN` with wildcards: list the types.
     if name.contains(['*', '?']) {
         return list(session, module, name);
@@ -100,7 +104,7 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         Ok(found) => found,
         // `dt VAR` / `dt EXPR`: a variable or typed expression instead of a type.
         Err(err) => {
-            return super::typed::dt_value(session, spec, &rest, recursion).unwrap_or(Err(err))
+            return super::typed::dt_value(session, spec, &rest, recursion).map_err(|_| err)
         }
     };
 

@@ -178,7 +178,7 @@ fn number(text: &str) -> Result<Tok, ExprErrorKind> {
         (h, 16, false)
     } else if let Some(d) = lower.strip_prefix("0n") {
         (d, 10, true)
-    } else if lower.len() > 1 && lower.starts_with('0') {
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.as_bytes()[1].is_ascii_digit() {
         (&lower[1..], 8, false)
     } else {
         (lower.as_str(), 10, true)

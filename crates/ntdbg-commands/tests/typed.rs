@@ -1,0 +1,184 @@
+//! `??`, `dx` and `dt VAR` on the repository's sample dumps: golden text (insta snapshots in
+//! `tests/snapshots/`) and values checked against what the dump holds.
+
+use ntdbg_commands::{run_command, TypedResult};
+use ntdbg_engine::Session;
+use std::path::Path;
+
+/// Opens a sample with its own folder as the symbol path, in the exception's context.
+fn open(sample: &str) -> Session {
+    let path = ntdbg_testutil::sample(sample);
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
+    let mut session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    run_command(&mut session, ".ecxr").expect(".ecxr");
+    session
+}
+
+fn run(session: &mut Session, command: &str) -> String {
+    match run_command(session, command) {
+        Ok(out) => out.text,
+        Err(e) => match e.hint {
+            Some(h) => format!("ERROR {}: {}\nhint: {h}\n", e.code, e.message),
+            None => format!("ERROR {}: {}\n", e.code, e.message),
+        },
+    }
+}
+
+/// The `value` field of a typed result.
+fn value_of(session: &mut Session, command: &str) -> String {
+    match run_command(session, command).expect(command).typed {
+        Some(TypedResult::TypedValue { value, .. }) => value,
+        other => panic!("{command}: {other:?}"),
+    }
+}
+
+#[test]
+fn cpp_expressions_golden() {
+    let mut session = open("crashy-x64-null.dmp");
+    for (name, command) in [
+        ("arithmetic", "?? 1 + 2 * 3"),
+        ("signed_division", "?? -7 / 2"),
+        ("unsigned_wrap", "?? 0xffffffff + 1"),
+        ("int64_literal", "?? 0x100000000"),
+        ("usual_conversions", "?? -1 < 0u"),
+        ("comparison", "?? 3 >= 2 && 1"),
+        ("sizeof_type", "?? sizeof(crashy!_CONTEXT)"),
+        ("sizeof_expr", "?? sizeof(int) * 2"),
+        ("register", "?? @rsp"),
+        ("cast_char", "?? (char)65"),
+        ("cast_register", "?? (crashy!_M128A*)@rsp"),
+        ("arrow", "?? ((crashy!_M128A*)@rsp)->Low"),
+        ("index", "?? ((crashy!_M128A*)@rsp)[1]"),
+        ("pointer_arithmetic", "?? (crashy!_M128A*)@rsp + 2"),
+        ("pointer_difference", "?? (int*)@rsp - (int*)(@rsp - 8)"),
+        ("offsetof", "?? &((crashy!_CONTEXT*)0)->Rip"),
+        ("deref_struct", "?? *(crashy!_EXCEPTION_RECORD*)@rsp"),
+        ("global_missing_memory", "?? g_sink"),
+        ("global_address", "?? &crashy!g_sink"),
+        ("char_pointer_missing", "?? g_dump_path"),
+        ("struct_global", "?? g_fault_record"),
+        ("masm_inside", "?? @@masm(poi(@rsp)) + 1"),
+        ("cpp_inside_masm", "? @@c++(sizeof(crashy!_CONTEXT)) + 1"),
+        (
+            "cpp_member_inside_masm",
+            "? @@c++(((crashy!_M128A*)@rsp)->High)",
+        ),
+        ("unresolved", "?? nosuch + 1"),
+        ("unknown_member", "?? ((crashy!_M128A*)@rsp)->Nope"),
+        ("unknown_type", "?? (crashy!NoSuchType*)0"),
+        ("syntax", "?? 1 +"),
+        ("divide_by_zero", "?? 1 / (2 - 2)"),
+        ("null_deref", "?? *(int*)0"),
+        ("member_of_int", "?? (1).x"),
+        ("empty", "??"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("typed_x64_null__{name}"), text, command);
+    }
+}
+
+#[test]
+fn dx_and_dt_golden() {
+    let mut session = open("crashy-x64-null.dmp");
+    for (name, command) in [
+        ("dx_pointer", "dx (crashy!_EXCEPTION_RECORD*)@rsp"),
+        ("dx_r0", "dx -r0 (crashy!_EXCEPTION_RECORD*)@rsp"),
+        ("dx_r2_arrays", "dx -r2 *(crashy!_EXCEPTION_RECORD*)@rsp"),
+        ("dx_scalar", "dx ((crashy!_M128A*)@rsp)->High"),
+        ("dx_missing_memory", "dx g_fault_record"),
+        ("dx_bad_option", "dx -g g_sink"),
+        ("dt_var_missing_memory", "dt g_fault_record"),
+        ("dt_expression", "dt (crashy!_M128A*)@rsp"),
+        ("dt_scalar_var", "dt g_sink"),
+        (
+            "dt_type_at_cpp_address",
+            "dt crashy!_M128A (crashy!_M128A*)@rsp+1",
+        ),
+        ("dt_unknown_still", "dt nosuch"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("typed_x64_null__{name}"), text, command);
+    }
+}
+
+#[test]
+fn values_match_the_dump() {
+    let mut session = open("crashy-x64-null.dmp");
+    let rsp = session.register("rsp").unwrap();
+    let read = |s: &Session, a: u64| s.target().read_uint(a, 8).unwrap();
+    let low = read(&session, rsp);
+    let high = read(&session, rsp + 8);
+    let next_low = read(&session, rsp + 16);
+    assert_eq!(
+        value_of(&mut session, "?? ((crashy!_M128A*)@rsp)->Low"),
+        format!("0x{:08x}`{:08x}", low >> 32, low & 0xffff_ffff)
+    );
+    assert_eq!(
+        value_of(&mut session, "?? ((crashy!_M128A*)@rsp)->High"),
+        format!("0n{}", high as i64)
+    );
+    assert_eq!(
+        value_of(&mut session, "?? ((crashy!_M128A*)@rsp)[1].Low"),
+        format!("0x{:08x}`{:08x}", next_low >> 32, next_low & 0xffff_ffff)
+    );
+    // `dx` prints the same bits in its own shape.
+    assert_eq!(
+        value_of(&mut session, "dx ((crashy!_M128A*)@rsp)->Low"),
+        format!("{low:#x}")
+    );
+    // sizeof agrees with `dt -v`'s size and the member offsets with `dt`.
+    assert_eq!(
+        value_of(&mut session, "?? sizeof(crashy!_CONTEXT)"),
+        "0x00000000`000004d0"
+    );
+    let dt = run(&mut session, "dt -v crashy!_CONTEXT");
+    assert!(dt.contains("0x4d0 bytes"), "{dt}");
+    assert!(dt.contains("+0x0f8 Rip"), "{dt}");
+    assert_eq!(
+        value_of(&mut session, "?? &((crashy!_CONTEXT*)0)->Rip"),
+        "0x00000000`000000f8"
+    );
+    // MASM sees the C++ value as a number.
+    assert_eq!(
+        session
+            .evaluate("@@c++(((crashy!_M128A*)@rsp)->Low)")
+            .unwrap(),
+        low
+    );
+    // The typed result of `??` on a pointer to a structure lists the members.
+    match run_command(&mut session, "?? (crashy!_M128A*)@rsp")
+        .unwrap()
+        .typed
+    {
+        Some(TypedResult::TypedValue {
+            type_name, members, ..
+        }) => {
+            assert_eq!(type_name, "struct _M128A *");
+            let names: Vec<_> = members.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(names, ["Low", "High"]);
+            assert_eq!(members[1].offset.as_deref(), Some("0x8"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn x86_sample_uses_four_byte_pointers() {
+    let mut session = open("x86/crashy-x86-null.dmp");
+    let esp = session.register("esp").unwrap();
+    let text = run(&mut session, "?? (int*)@esp");
+    assert_eq!(text, format!("int * 0x{esp:08x}\n"));
+    assert_eq!(
+        run(&mut session, "?? sizeof(void*)"),
+        "unsigned int 4\n".replace('4', "0x4")
+    );
+    let value = session.target().read_uint(esp, 4).unwrap() as u32 as i32;
+    assert_eq!(
+        value_of(&mut session, "?? *(int*)@esp"),
+        format!("0n{value}")
+    );
+}
