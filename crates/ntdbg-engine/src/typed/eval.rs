@@ -82,6 +82,19 @@ pub fn evaluate(session: &Session, scope: &dyn NameScope, text: &str) -> Result<
     Evaluator::new(session, scope, text, 0).run()
 }
 
+/// The value as a 64-bit number, as MASM's `@@c++(…)` and address arguments use it:
+/// integers (sign-extended), pointers, the address of an array or structure in memory;
+/// `None` for anything else or bits that cannot be read.
+pub fn as_number(session: &Session, value: &Value) -> Option<u64> {
+    let none = Chain(Vec::new());
+    let evaluator = Evaluator::new(session, &none, "", 0);
+    let db = types_of(session, value.module_base)?;
+    if let Shape::Record { .. } = shape(&db, &value.ty) {
+        return value.address();
+    }
+    evaluator.scalar(value, &(0..0)).ok().map(|s| s.bits)
+}
+
 /// One evaluation: the source, the session and the module whose PDB gives literals and
 /// registers their types.
 struct Evaluator<'a> {

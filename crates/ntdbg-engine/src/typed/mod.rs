@@ -18,7 +18,7 @@ mod parser;
 mod render;
 mod value;
 
-pub use eval::{evaluate, Chain, Globals, NameScope};
+pub use eval::{as_number, evaluate, Chain, Globals, NameScope};
 pub use render::{address_text, Child, Style, ValueView, MAX_EXPANSION};
 pub use value::{Loc, TypeRef, Value};
 
@@ -69,35 +69,6 @@ pub fn value_type_name(session: &Session, value: &Value) -> Option<String> {
 pub fn view(session: &Session, value: &Value, style: Style, depth: usize) -> Option<ValueView> {
     let db = value::types_of(session, value.module_base)?;
     Some(render::view(session, &db, value, style, depth))
-}
-
-/// The value as a 64-bit number, as MASM's `@@c++(…)` uses it: integers (sign-extended),
-/// pointers, and the address of a structure or array in memory.
-pub fn as_number(session: &Session, value: &Value) -> Option<u64> {
-    let db = value::types_of(session, value.module_base)?;
-    match value::shape(&db, &value.ty) {
-        value::Shape::Record { .. } | value::Shape::Array { .. } => value.address(),
-        value::Shape::Base(b) if !b.float && b.size > 0 => {
-            let bits = value::read_bits(session, &value.loc, b.size.into()).ok()?;
-            Some(if b.signed {
-                value::sign_extend(bits, b.size.into()) as u64
-            } else {
-                bits
-            })
-        }
-        value::Shape::Pointer { size, .. } => {
-            value::read_bits(session, &value.loc, size.into()).ok()
-        }
-        value::Shape::Enum { size, signed, .. } => {
-            let bits = value::read_bits(session, &value.loc, size).ok()?;
-            Some(if signed {
-                value::sign_extend(bits, size) as u64
-            } else {
-                bits
-            })
-        }
-        _ => None,
-    }
 }
 
 /// A structure in memory that `dt` can lay out: the record's name in its module's PDB and
