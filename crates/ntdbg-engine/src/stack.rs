@@ -7,7 +7,9 @@
 use crate::provider::StoreProvider;
 use crate::symbolize::{call_site_name, module_name};
 use minidump::system_info::{Cpu, Os};
-use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
+use minidump::{
+    MinidumpContext, MinidumpContextValidity, MinidumpMemory, MinidumpRawContext, UnifiedMemory,
+};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
 use ntdbg_symbols::SymbolStore;
 use ntdbg_targets::{Arch, Target};
@@ -87,6 +89,10 @@ pub struct Frame {
     pub inline: bool,
     /// The first stack words above the return address ("Args to Child" in `kb`).
     pub args: Vec<u64>,
+    /// The registers the walker recovered for this frame (for an inlined call: those of its
+    /// physical frame); `context.valid` says which are known.
+    #[serde(skip)]
+    pub context: MinidumpContext,
 }
 
 impl Frame {
@@ -105,6 +111,37 @@ impl Frame {
             offset,
             self.instruction,
         )
+    }
+
+    /// The address symbols and variable ranges are looked up at: the exact instruction for the
+    /// context frame, the call instruction (return address − 1) for callers.
+    pub fn lookup_address(&self) -> u64 {
+        if self.found_by == FoundBy::Context {
+            self.instruction
+        } else {
+            self.instruction.wrapping_sub(1)
+        }
+    }
+
+    /// A register of this frame by name (sub-registers included), only when the walker
+    /// recovered it: volatile registers of caller frames are unknown.
+    pub fn register(&self, name: &str) -> Option<u64> {
+        let value = crate::registers::register(&self.context, name)?;
+        match &self.context.valid {
+            MinidumpContextValidity::All => Some(value),
+            MinidumpContextValidity::Some(known) => {
+                let full = crate::registers::full_register_name(self.context_arch(), name);
+                known.contains(full.as_str()).then_some(value)
+            }
+        }
+    }
+
+    fn context_arch(&self) -> Arch {
+        match &self.context.raw {
+            MinidumpRawContext::X86(_) => Arch::X86,
+            MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => Arch::Arm64,
+            _ => Arch::X64,
+        }
     }
 
     /// `crashy.c:119`, when known.
@@ -224,6 +261,7 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
                 found_by: FoundBy::from_trust(f.trust),
                 inline: true,
                 args: Vec::new(),
+                context: f.context.clone(),
             });
         }
         out.push(Frame {
@@ -241,6 +279,7 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
             found_by: FoundBy::from_trust(f.trust),
             inline: false,
             args,
+            context: f.context.clone(),
         });
     }
     out
