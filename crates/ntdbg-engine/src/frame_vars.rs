@@ -116,7 +116,10 @@ fn inline_depth(frames: &[Frame], index: usize) -> Option<(usize, usize)> {
 fn evaluate(frame: &Frame, module_base: u64, rva: u32, v: &Variable) -> FrameVariable {
     let location = match &v.storage {
         Storage::WholeScope(location) => Some(location),
-        Storage::Ranges(ranges) => {
+        Storage::HomeAndRanges { home, ranges } if !ranges.iter().any(|r| r.covers(rva)) => {
+            Some(home)
+        }
+        Storage::Ranges(ranges) | Storage::HomeAndRanges { ranges, .. } => {
             let live: Vec<&Location> = ranges
                 .iter()
                 .filter(|r| r.covers(rva))

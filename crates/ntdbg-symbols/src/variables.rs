@@ -85,6 +85,14 @@ pub enum Storage {
     /// Locations valid over address ranges (`S_LOCAL` + `S_DEFRANGE_*`); no range at an
     /// address means the value is not available there.
     Ranges(Vec<LiveRange>),
+    /// A home valid in the whole scope (`S_DEFRANGE_FRAMEPOINTER_REL_FULL_SCOPE`) and ranges
+    /// where the current value is elsewhere (a register), which take precedence.
+    HomeAndRanges {
+        /// The home.
+        home: Location,
+        /// The more precise ranges.
+        ranges: Vec<LiveRange>,
+    },
 }
 
 /// Which record declared a variable (for reports and tests).

@@ -47,7 +47,7 @@ fn census(t: &VariableTable) -> BTreeMap<&'static str, usize> {
     for p in t.procedures() {
         for v in p.scopes.iter().flat_map(|s| s.variables.iter()) {
             *out.entry(v.record.name()).or_default() += 1;
-            if let Storage::Ranges(ranges) = &v.storage {
+            if let Storage::Ranges(ranges) | Storage::HomeAndRanges { ranges, .. } = &v.storage {
                 for r in ranges {
                     let kind = match r.location {
                         Location::Register(_) => "S_DEFRANGE_REGISTER",
@@ -60,11 +60,9 @@ fn census(t: &VariableTable) -> BTreeMap<&'static str, usize> {
                     *out.entry(kind).or_default() += 1;
                 }
             }
-            if let Storage::WholeScope(Location::FrameRelative { .. }) = &v.storage {
-                if v.record == RecordKind::Local {
-                    *out.entry("S_DEFRANGE_FRAMEPOINTER_REL_FULL_SCOPE")
-                        .or_default() += 1;
-                }
+            if let Storage::HomeAndRanges { .. } = &v.storage {
+                *out.entry("S_DEFRANGE_FRAMEPOINTER_REL_FULL_SCOPE")
+                    .or_default() += 1;
             }
         }
     }

@@ -303,7 +303,14 @@ impl<'a, 's> ModuleReader<'a, 's> {
             SymbolData::DefRangeFramePointerRelativeFullScope(d) => {
                 let location = self.frame_relative(o, d.offset);
                 if let Some(v) = last_local(o) {
-                    v.storage = Storage::WholeScope(location);
+                    let ranges = match &mut v.storage {
+                        Storage::Ranges(r) => std::mem::take(r),
+                        _ => Vec::new(),
+                    };
+                    v.storage = Storage::HomeAndRanges {
+                        home: location,
+                        ranges,
+                    };
                 }
                 return o.last_local.is_some();
             }
@@ -401,8 +408,9 @@ impl<'a, 's> ModuleReader<'a, 's> {
         let Some(v) = last_local(o) else {
             return false;
         };
-        let Storage::Ranges(ranges) = &mut v.storage else {
-            return true;
+        let ranges = match &mut v.storage {
+            Storage::Ranges(ranges) | Storage::HomeAndRanges { ranges, .. } => ranges,
+            Storage::WholeScope(_) => return true,
         };
         let Some(start) = self.addresses.rva(range.offset) else {
             return true;
