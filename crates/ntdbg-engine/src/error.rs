@@ -25,10 +25,10 @@ pub enum EngineError {
     #[error("unable to read a context record at {0:#x}")]
     BadContextRecord(u64),
     /// A frame number past the end of the stack (`.frame N`).
-    #[error("frame {0} is not on the stack (use `kn` to list the frames)")]
+    #[error("frame {0:#x} is not on the stack (use `kn` to list the frames)")]
     NoSuchFrame(usize),
     /// A frame whose variables cannot be listed (no PDB, no procedure record, no scope).
-    #[error("no local variables in frame {frame}: {why}")]
+    #[error("no local variables in frame {frame:#x}: {why}")]
     NoFrameVariables {
         /// The frame number.
         frame: usize,

@@ -2,7 +2,7 @@
 //! and reading CONTEXT records from memory for `.cxr`.
 
 use minidump::format as md;
-use minidump::{MinidumpContext, MinidumpRawContext};
+use minidump::{MinidumpContext, MinidumpContextValidity, MinidumpRawContext};
 pub use ntdbg_targets::context::{context_from_bytes, context_size};
 use ntdbg_targets::Arch;
 
@@ -182,6 +182,25 @@ fn arm64_register(iregs: &[u64], sp: u64, pc: u64, cpsr: u32, name: &str) -> Opt
         return iregs.get(n).map(|v| v & 0xffff_ffff);
     }
     None
+}
+
+/// A register's value only when the context says it is known (a walked caller frame's
+/// context, or one `.frame /c` installed, marks lost volatile registers as unknown).
+pub fn known_register(ctx: &MinidumpContext, name: &str) -> Option<u64> {
+    let value = register(ctx, name)?;
+    match &ctx.valid {
+        MinidumpContextValidity::All => Some(value),
+        MinidumpContextValidity::Some(known) => {
+            let arch = match &ctx.raw {
+                MinidumpRawContext::X86(_) => Arch::X86,
+                MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => Arch::Arm64,
+                _ => Arch::X64,
+            };
+            known
+                .contains(full_register_name(arch, name).as_str())
+                .then_some(value)
+        }
+    }
 }
 
 /// The full register of the context that holds `name` (`eax` → `rax` on x64, `ah` → `eax`

@@ -7,9 +7,7 @@
 use crate::provider::StoreProvider;
 use crate::symbolize::{call_site_name, module_name};
 use minidump::system_info::{Cpu, Os};
-use minidump::{
-    MinidumpContext, MinidumpContextValidity, MinidumpMemory, MinidumpRawContext, UnifiedMemory,
-};
+use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
 use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
 use ntdbg_symbols::SymbolStore;
 use ntdbg_targets::{Arch, Target};
@@ -126,22 +124,7 @@ impl Frame {
     /// A register of this frame by name (sub-registers included), only when the walker
     /// recovered it: volatile registers of caller frames are unknown.
     pub fn register(&self, name: &str) -> Option<u64> {
-        let value = crate::registers::register(&self.context, name)?;
-        match &self.context.valid {
-            MinidumpContextValidity::All => Some(value),
-            MinidumpContextValidity::Some(known) => {
-                let full = crate::registers::full_register_name(self.context_arch(), name);
-                known.contains(full.as_str()).then_some(value)
-            }
-        }
-    }
-
-    fn context_arch(&self) -> Arch {
-        match &self.context.raw {
-            MinidumpRawContext::X86(_) => Arch::X86,
-            MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => Arch::Arm64,
-            _ => Arch::X64,
-        }
+        crate::registers::known_register(&self.context, name)
     }
 
     /// `crashy.c:119`, when known.

@@ -1,5 +1,4 @@
-//! Frames and their variables: `.frame [/r] [/c] [N]`, `.f+`, `.f-`, `dv [/t] [/v] [/i]
-//! [PATTERN]`.
+//! Frames and their variables: `.frame [/r] [/c] [N]`, `dv [/t] [/v] [/i] [PATTERN]`.
 
 use super::eval;
 use crate::error::CommandError;
@@ -20,8 +19,8 @@ until the register context changes (`.ecxr`, `.cxr`, `~Ns`, a live stop reset it
 recovered them: registers it could not recover (volatile registers of caller frames, and \
 everything but the instruction and stack pointers of a frame found by scanning) are shown as \
 `?` — WinDbg prints stale values there. `/c` makes the frame's registers the register context \
-(`r`, `k`, `u` start from it; `.cxr` alone goes back). `.f+`/`.f-` select the next/previous \
-frame. Differences from WinDbg: the `= BasePtr …` forms are not supported, and `kn` does not \
+(`r`, `k`, `u` start from it, `r` showing `?` for what was not recovered; `.cxr` alone goes \
+back). Differences from WinDbg: the `= BasePtr …` forms are not supported, and `kn` does not \
 mark the selected frame (WinDbg does not either; `.frame` shows it).";
 
 const DV_DETAILS: &str = "Lists the parameters and locals of the selected frame (`.frame`) \
@@ -42,20 +41,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "select or show the local context (frame) for dv and kp",
         FRAME_DETAILS,
         frame,
-    ),
-    CommandSpec::inspect(
-        &[".f+"],
-        ".f+",
-        "select the next frame (the caller)",
-        FRAME_DETAILS,
-        frame_next,
-    ),
-    CommandSpec::inspect(
-        &[".f-"],
-        ".f-",
-        "select the previous frame (the callee)",
-        FRAME_DETAILS,
-        frame_previous,
     ),
     CommandSpec::inspect(
         &["dv"],
@@ -106,23 +91,6 @@ fn frame(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
         usize::try_from(n).unwrap_or(usize::MAX)
     };
     select(session, index, flags.contains('r'), flags.contains('c'))
-}
-
-fn frame_next(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    super::no_args(inv.name, inv.args)?;
-    let index = session.selected_frame().saturating_add(1);
-    select(session, index, false, false)
-}
-
-fn frame_previous(
-    session: &mut Session,
-    inv: &Invocation<'_>,
-) -> Result<CommandOutput, CommandError> {
-    super::no_args(inv.name, inv.args)?;
-    let index = session.selected_frame().checked_sub(1).ok_or_else(|| {
-        CommandError::new("no_such_frame", "Already at frame 0 (the innermost frame)")
-    })?;
-    select(session, index, false, false)
 }
 
 /// Selects frame `index` and prints its `kn` line (with `/r` its registers; with `/c` it

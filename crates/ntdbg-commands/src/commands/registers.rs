@@ -4,7 +4,7 @@ use crate::error::{excerpt, CommandError};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use minidump::{MinidumpContext, MinidumpRawContext};
-use ntdbg_engine::registers::{flags_text, general_registers, register};
+use ntdbg_engine::registers::{flags_text, general_registers, known_register, register};
 use ntdbg_engine::Session;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
@@ -78,7 +78,7 @@ fn current_context(session: &Session) -> Result<MinidumpContext, CommandError> {
 /// and `~Ns` print).
 pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, CommandError> {
     let ctx = current_context(session)?;
-    let mut text = render_registers(&ctx);
+    let mut text = render_known_registers(&ctx, &|name| known_register(&ctx, name).is_some());
     let ip = ctx.get_instruction_pointer();
     text.push_str(&super::disasm::current_instruction(session, ip));
     let registers = general_registers(&ctx)
@@ -94,12 +94,7 @@ pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, Comma
     ))
 }
 
-/// Registers in WinDbg's `r` layout for the context's architecture.
-pub(crate) fn render_registers(ctx: &MinidumpContext) -> String {
-    render_known_registers(ctx, &|_| true)
-}
-
-/// Registers in `r`'s layout, those `known` rejects as `?` (a caller frame's lost volatile
+/// Registers in WinDbg's `r` layout for the context's architecture, those `known` rejects as `?` (a caller frame's lost volatile
 /// registers); the flags and segments only when the flags are known.
 pub(crate) fn render_known_registers(
     ctx: &MinidumpContext,
