@@ -190,3 +190,50 @@ fn frame_selection_resets_with_the_context() {
     s.reset_scope();
     assert_eq!(s.selected_frame(), 0);
 }
+
+fn open_corpus(rel: &str) -> Session {
+    let path = ntdbg_testutil::testdata(rel);
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
+    let mut session = Session::open_dump(&path, Some(&dir)).expect("dump opens");
+    session.select_exception_context().expect(".ecxr");
+    session
+}
+
+#[test]
+fn msvc_x64_regrel32_on_a_real_dump() {
+    // lldb's sigsegv.dmp: `crash(bool crash_self)` crashed because crash_self was true.
+    let s = open_corpus("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp");
+    let crash = s.frame_variables(0).expect("frame 0 variables");
+    assert_eq!(names(&crash), ["crash_self"]);
+    assert!(crash[0].is_parameter);
+    assert_eq!(crash[0].location, "@rsp+0x30");
+    assert_eq!(value(&s, &crash[0], 1), Some(1));
+    // The caller was found by scanning: its stack slots are not trusted.
+    let foo = s.frame_variables(1).expect("frame 1 variables");
+    assert_eq!(names(&foo), ["x", "y", "msg", "flag"]);
+    assert!(foo.iter().all(|v| value(&s, v, 4).is_none()));
+}
+
+#[test]
+fn msvc_x86_locals_with_inline_frames_on_a_real_dump() {
+    // symbolic's mini.dmp (MSVC x86): `crash` and `start` are inlined into main; main's
+    // variables are S_LOCAL + S_DEFRANGE_REGISTER_REL on ebp, repeated as S_BPREL32 (kept once).
+    let s = open_corpus("getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp");
+    let stack = s.stack().expect("stack");
+    assert!(stack.frames[0].inline && stack.frames[1].inline);
+    assert!(s.frame_variables(0).expect("inline frame").is_empty());
+    let main = s.frame_variables(2).expect("main");
+    assert_eq!(names(&main), ["argc", "argv", "eh"]);
+    assert_eq!(var(&main, "argc").location, "@ebp+0xd4");
+    assert_eq!(value(&s, var(&main, "argc"), 4), Some(1));
+    // argv points to the heap, which a minidump does not hold.
+    let argv = value(&s, var(&main, "argv"), 4).expect("argv");
+    assert!(s.read_virtual(argv, 4).iter().all(Option::is_none));
+    // A home on the stack before S_FRAMEPROC named the frame register (MSVC's order).
+    let seh = s.frame_variables(4).expect("__scrt_common_main_seh");
+    assert_eq!(var(&seh, "has_cctor").location, "@ebp-0x19");
+}

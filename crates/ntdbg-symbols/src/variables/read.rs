@@ -117,6 +117,37 @@ struct Open {
     parameters_left: u16,
 }
 
+impl Open {
+    /// The procedure, with frame-relative locations read before its `S_FRAMEPROC` (MSVC
+    /// writes it after the variables) given their frame register.
+    fn finish(mut self) -> Procedure {
+        let (local, param) = (self.procedure.local_base, self.procedure.param_base);
+        for scope in &mut self.procedure.scopes {
+            for v in &mut scope.variables {
+                let base = if v.is_parameter { param } else { local };
+                let fix = |l: &mut Location| {
+                    if let Location::FrameRelative {
+                        base: b @ FrameBase::None,
+                        ..
+                    } = l
+                    {
+                        *b = base;
+                    }
+                };
+                match &mut v.storage {
+                    Storage::WholeScope(l) => fix(l),
+                    Storage::Ranges(ranges) => ranges.iter_mut().for_each(|r| fix(&mut r.location)),
+                    Storage::HomeAndRanges { home, ranges } => {
+                        fix(home);
+                        ranges.iter_mut().for_each(|r| fix(&mut r.location));
+                    }
+                }
+            }
+        }
+        self.procedure
+    }
+}
+
 impl<'a, 's> ModuleReader<'a, 's> {
     fn read_module(
         &self,
@@ -140,7 +171,7 @@ impl<'a, 's> ModuleReader<'a, 's> {
                     o.stack.pop();
                 }
                 if o.stack.is_empty() {
-                    procedures.extend(open.take().map(|o| o.procedure));
+                    procedures.extend(open.take().map(Open::finish));
                 }
             }
             let Ok(data) = symbol.parse() else {
@@ -148,7 +179,7 @@ impl<'a, 's> ModuleReader<'a, 's> {
             };
             if let SymbolData::Procedure(p) = &data {
                 // A nested procedure ends the one being read (it is its own function).
-                procedures.extend(open.take().map(|o| o.procedure));
+                procedures.extend(open.take().map(Open::finish));
                 let Some((start, end)) = self.addresses.ranges(p.offset, p.len).first().copied()
                 else {
                     continue;
@@ -186,7 +217,7 @@ impl<'a, 's> ModuleReader<'a, 's> {
                 o.last_local = None;
             }
         }
-        procedures.extend(open.map(|o| o.procedure));
+        procedures.extend(open.map(Open::finish));
         Ok(())
     }
 
@@ -385,11 +416,22 @@ impl<'a, 's> ModuleReader<'a, 's> {
         if is_parameter {
             o.parameters_left -= 1;
         }
+        // MSVC repeats variables it described with `S_LOCAL` in the older records: the
+        // `S_LOCAL` ranges are the precise ones.
+        let name = name.to_string();
+        let described = o.procedure.scopes.get(scope).is_some_and(|s| {
+            s.variables
+                .iter()
+                .any(|v| v.record == RecordKind::Local && v.name == name)
+        });
+        if described {
+            return;
+        }
         push_variable(
             o,
             scope,
             Variable {
-                name: name.to_string().into_owned(),
+                name: name.into_owned(),
                 type_index: type_index.0,
                 is_parameter,
                 storage: Storage::WholeScope(location),
