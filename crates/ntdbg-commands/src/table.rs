@@ -20,6 +20,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::disasm::COMMANDS,
         commands::symbols::COMMANDS,
         commands::types::COMMANDS,
+        commands::typed::COMMANDS,
         commands::process::COMMANDS,
         commands::meta::COMMANDS,
     ]

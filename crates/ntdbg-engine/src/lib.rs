@@ -31,7 +31,7 @@ pub mod registers;
 mod session;
 pub mod stack;
 pub mod symbolize;
-mod typed_stub;
+pub mod typed;
 pub mod variable_view;
 
 pub use error::EngineError;

@@ -36,22 +36,19 @@ pub const UNAVAILABLE: &str = "<value unavailable>";
 impl Session {
     /// Renders a frame variable: its type name and its value as `dv` shows them.
     pub fn view_variable(&self, v: &FrameVariable) -> VariableView {
-        let type_name = crate::typed_stub::type_name(self, v.value.module_base, v.value.type_index)
+        let type_name = crate::typed::type_name(self, v.value.module_base, v.value.type_index)
             .unwrap_or_else(|| "<unknown type>".to_string());
         let (value, available, reason, address) = match &v.value.place {
             Place::Unavailable { why } => (UNAVAILABLE.to_string(), false, Some(why.clone()), None),
             Place::Memory(a) => (
-                crate::typed_stub::render_value(self, &v.value),
+                crate::typed::render_value(self, &v.value),
                 true,
                 None,
                 Some(format!("{a:#x}")),
             ),
-            Place::Register { .. } => (
-                crate::typed_stub::render_value(self, &v.value),
-                true,
-                None,
-                None,
-            ),
+            Place::Register { .. } => {
+                (crate::typed::render_value(self, &v.value), true, None, None)
+            }
         };
         VariableView {
             name: v.name.clone(),

@@ -64,7 +64,10 @@ pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
-pub use types::{DtOptions, FieldInfo, ReadMemory, SymbolType, TypeDb, MAX_RECURSION};
+pub use types::{
+    primitive_named, BaseType, DtOptions, FieldInfo, Member, ReadMemory, SymbolType, TypeDb,
+    TypeKind, MAX_RECURSION,
+};
 pub use variables::{
     CvRegister, FrameBase, LiveRange, Location, Machine, Procedure, RecordKind, Scope, ScopeAt,
     Storage, Variable, VariableTable,

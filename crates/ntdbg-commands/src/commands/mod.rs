@@ -15,6 +15,7 @@ pub(crate) mod run_control;
 pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;
+pub(crate) mod typed;
 pub(crate) mod types;
 
 use crate::error::CommandError;

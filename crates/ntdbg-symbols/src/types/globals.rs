@@ -132,6 +132,13 @@ impl TypeDb {
         }
     }
 
+    /// The type index of the global or static variable `name` (case-insensitive), when the
+    /// PDB records one.
+    pub fn data_type(&self, name: &str) -> Option<u32> {
+        let typed = self.symbols.get(&name.to_lowercase())?;
+        (!typed.function).then_some(typed.index)
+    }
+
     /// The value of the variable `name` at `addr`, as `x` shows it (`0n5`, `0x00000001`40002000
     /// Void`); `None` for functions and names without a type.
     pub fn symbol_value(&self, name: &str, addr: u64, read: ReadMemory<'_>) -> Option<String> {
