@@ -14,6 +14,7 @@ pub mod bugcheck;
 pub mod cxx;
 pub mod exception;
 pub mod fault;
+pub mod frame_locals;
 mod inference;
 pub mod kernel_objects;
 pub mod listing;

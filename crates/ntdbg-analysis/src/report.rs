@@ -4,7 +4,7 @@
 use crate::exception::{decode, format_hex_address, ExceptionKind};
 use crate::signature::{bucket_signature, is_system_module, kind_tag, SignatureConfig};
 use ntdbg_engine::module_info::{file_name_of, file_version};
-use ntdbg_engine::stack::Frame;
+use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::{module_name, Session};
 use ntdbg_symbols::SymbolStatus;
 use serde::Serialize;
@@ -27,6 +27,9 @@ pub struct Report {
     /// (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`); see
     /// [`crate::signature::bucket_signature`].
     pub signature: String,
+    /// Parameters and locals of the faulting frame and the first application frame (bounded),
+    /// for frames whose PDB declares them.
+    pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,
     /// What could not be known, and why.
@@ -177,24 +180,32 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .and_then(|(e, _)| session.module_at(e.address))
         .map(module_facts);
 
-    let frames: Vec<Frame> = match session.event_stack() {
+    let walked: Option<Stack> = match session.event_stack() {
         Ok(stack) => {
             if let Some(note) = &stack.note {
                 limitations.push(note.clone());
             }
-            stack.frames
+            Some(stack)
         }
         Err(err) => match session.current_thread().map(|_| session.stack()) {
             Some(Ok(stack)) => {
                 limitations.push(format!("{err}; showing the current thread's own stack"));
-                stack.frames
+                Some(stack)
             }
             _ => {
                 limitations.push(err.to_string());
-                Vec::new()
+                None
             }
         },
     };
+    let frame_locals = walked
+        .as_ref()
+        .map(|s| crate::frame_locals::frame_locals(session, s, config))
+        .unwrap_or_default();
+    let app_frame = walked
+        .as_ref()
+        .and_then(|s| crate::frame_locals::first_application_frame(s, config));
+    let frames: Vec<Frame> = walked.map(|s| s.frames).unwrap_or_default();
     limitations.extend(frame_limitations(session, &frames));
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
@@ -227,6 +238,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             _ => {}
         }
     }
+    if let Some(n) = app_frame.filter(|n| frame_locals.iter().any(|l| l.frame == *n)) {
+        next_commands.push(format!(".frame {n:x}; dv /t"));
+    }
     next_commands.push("~*k".into());
 
     Report {
@@ -235,6 +249,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         faulting_module,
         stack,
         signature,
+        frame_locals,
         inferences,
         limitations,
         next_commands,

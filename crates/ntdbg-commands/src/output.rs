@@ -109,6 +109,15 @@ pub enum TypedResult {
     KernelThread(KernelThreadRow),
     /// `!analyze`: the analysis report.
     Analysis(Box<ntdbg_analysis::Report>),
+    /// `dv`: the parameters and locals of a frame.
+    Locals {
+        /// The frame number.
+        frame: usize,
+        /// The frame's function, when known.
+        function: Option<String>,
+        /// The variables, as `dv` shows them.
+        variables: Vec<ntdbg_engine::variable_view::VariableView>,
+    },
     /// `.lastevent`, `.exr`: the exception.
     Event {
         /// Exception code.

@@ -13,6 +13,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::kernel_objects::COMMANDS,
         commands::registers::COMMANDS,
         commands::stack::COMMANDS,
+        commands::frames::COMMANDS,
         commands::threads::COMMANDS,
         commands::modules::COMMANDS,
         commands::memory::COMMANDS,

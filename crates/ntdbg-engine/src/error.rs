@@ -24,6 +24,17 @@ pub enum EngineError {
     /// A context record could not be read at an address (`.cxr ADDR`).
     #[error("unable to read a context record at {0:#x}")]
     BadContextRecord(u64),
+    /// A frame number past the end of the stack (`.frame N`).
+    #[error("frame {0:#x} is not on the stack (use `kn` to list the frames)")]
+    NoSuchFrame(usize),
+    /// A frame whose variables cannot be listed (no PDB, no procedure record, no scope).
+    #[error("no local variables in frame {frame:#x}: {why}")]
+    NoFrameVariables {
+        /// The frame number.
+        frame: usize,
+        /// Why.
+        why: String,
+    },
     /// Run control or a live target failed (connection, timeout, wrong state, policy).
     #[error("{message}")]
     Live {
@@ -44,6 +55,8 @@ impl EngineError {
             EngineError::NoExceptionContext => "no_exception_context",
             EngineError::NoContext(_) => "no_context",
             EngineError::BadContextRecord(_) => "bad_context_record",
+            EngineError::NoSuchFrame(_) => "no_such_frame",
+            EngineError::NoFrameVariables { .. } => "no_frame_variables",
             EngineError::Live { code, .. } => code,
         }
     }

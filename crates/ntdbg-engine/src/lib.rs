@@ -21,6 +21,7 @@ pub mod disasm;
 mod error;
 pub mod expr;
 mod expr_env;
+pub mod frame_vars;
 pub mod live;
 pub mod module_info;
 pub mod place;
@@ -31,7 +32,9 @@ mod session;
 pub mod stack;
 pub mod symbolize;
 pub mod typed;
+pub mod variable_view;
 
 pub use error::EngineError;
+pub use frame_vars::FrameVariable;
 pub use session::{RegisterScope, Session};
 pub use symbolize::{module_name, Symbolized};

@@ -11,6 +11,7 @@
 //!   per-session negative cache and an offline switch. [`SymbolStore::preload`] loads many
 //!   modules at once ([`PARALLEL_LOADS`]); a [`DownloadObserver`] follows the progress.
 //! - [`TypeDb`]: a PDB's types, rendered as WinDbg's `dt` shows them.
+//! - [`VariableTable`]: a PDB's parameters and locals by procedure and scope, with locations.
 //! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
 //!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
 //!   `minidump-unwind` symbol provider needs ([`ModuleSymbols::fill_symbol`],
@@ -52,6 +53,7 @@ mod store;
 mod types;
 mod unwind;
 mod unwind_arm64;
+mod variables;
 mod wildcard;
 
 pub use demangle::strip_parameters;
@@ -65,6 +67,10 @@ pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{
     primitive_named, BaseType, DtOptions, FieldInfo, Member, ReadMemory, SymbolType, TypeDb,
     TypeKind, MAX_RECURSION,
+};
+pub use variables::{
+    CvRegister, FrameBase, LiveRange, Location, Machine, Procedure, RecordKind, Scope, ScopeAt,
+    Storage, Variable, VariableTable,
 };
 pub use wildcard::wildcard_match;
 

@@ -3,6 +3,7 @@
 pub(crate) mod breakpoints;
 pub(crate) mod disasm;
 pub(crate) mod events;
+pub(crate) mod frames;
 pub(crate) mod kernel;
 pub mod kernel_objects;
 pub(crate) mod memory;

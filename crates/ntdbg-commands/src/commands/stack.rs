@@ -7,14 +7,19 @@ use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::Session;
+use ntdbg_symbols::strip_parameters;
 
 /// WinDbg's default number of frames shown.
 const DEFAULT_FRAMES: u64 = 256;
 
-const K_DETAILS: &str = "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
-first stack words above the return address (\"Args to Child\"); `kp`/`kP` show the function's \
-parameter list as the symbols give it (parameter values need type information). Frames are \
-innermost first; each carries how it was found (context, cfi, frame_pointer, scan) in the typed result.";
+const K_DETAILS: &str =
+    "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
+first stack words above the return address (\"Args to Child\"); `kp` shows each function's \
+parameters with their types and values from the PDB (`int n = 0n5`; `<value unavailable>` where \
+the parameter's location is not valid at the frame's instruction or its register was not \
+recovered), `kP` one parameter per line; without PDB variables the parameter list the symbols \
+give is shown. Frames are innermost first; each carries how it was found (context, cfi, \
+frame_pointer, scan) in the typed result.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -65,8 +70,19 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 struct Style {
     numbers: bool,
     args: bool,
-    params: bool,
+    params: Params,
     clean: bool,
+}
+
+/// How `k` shows a function's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Params {
+    /// Not at all (`k`, `kn`, `kb`).
+    None,
+    /// With values on the frame's line (`kp`).
+    Inline,
+    /// With values, one per line (`kP`).
+    Lines,
 }
 
 fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -74,7 +90,11 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     let style = Style {
         numbers: lower.contains('n'),
         args: lower.contains('b') || lower.contains('v'),
-        params: lower.contains('p'),
+        params: match (lower.contains('p'), inv.name.contains('P')) {
+            (false, _) => Params::None,
+            (true, false) => Params::Inline,
+            (true, true) => Params::Lines,
+        },
         clean: lower == "kc",
     };
     let count = match inv.args.trim() {
@@ -100,10 +120,28 @@ pub(crate) fn render_plain(session: &Session, stack: &Stack) -> String {
     let style = Style {
         numbers: false,
         args: false,
-        params: false,
+        params: Params::None,
         clean: false,
     };
     render_stack(session, stack, style)
+}
+
+/// One frame as `kn` prints it, without the header (what `.frame` shows).
+pub(crate) fn numbered_line(session: &Session, frame: &Frame) -> String {
+    let style = Style {
+        numbers: true,
+        args: false,
+        params: Params::None,
+        clean: false,
+    };
+    let stack = Stack {
+        thread_id: 0,
+        frames: vec![frame.clone()],
+        note: None,
+    };
+    let text = render_stack(session, &stack, style);
+    text.split_once('\n')
+        .map_or(text.clone(), |(_, line)| line.to_string())
 }
 
 fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
@@ -127,7 +165,7 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
     }
     for f in &stack.frames {
         if style.clean {
-            out.push_str(&call_site(f, style.params));
+            out.push_str(&call_site(session, stack, f, style.params));
             out.push('\n');
             continue;
         }
@@ -171,7 +209,7 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
                 out.push_str(if x86 { " " } else { "     " });
             }
         }
-        out.push_str(&call_site(f, style.params));
+        out.push_str(&call_site(session, stack, f, style.params));
         if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
             out.push_str(&format!(" [{file} @ {line}]"));
         }
@@ -183,15 +221,36 @@ fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
     out
 }
 
-fn call_site(f: &Frame, params: bool) -> String {
-    if params {
+fn call_site(session: &Session, stack: &Stack, f: &Frame, params: Params) -> String {
+    if params != Params::None {
         if let (Some(m), Some(func)) = (&f.module, &f.function) {
             let off = match f.function_offset {
                 Some(o) if o != 0 && !f.inline => format!("+{o:#x}"),
                 _ => String::new(),
             };
-            return format!("{m}!{func}{off}");
+            return match parameter_values(session, stack, f, params) {
+                Some(list) => format!("{m}!{}({list}){off}", strip_parameters(func)),
+                None => format!("{m}!{func}{off}"),
+            };
         }
     }
     f.call_site()
+}
+
+/// `int * p = 0x00000000`00000000, int n = 0n5` from the PDB's parameters of the frame;
+/// `None` when the frame has no PDB variables (the symbol's parameter list is shown then).
+fn parameter_values(session: &Session, stack: &Stack, f: &Frame, params: Params) -> Option<String> {
+    let variables = session.stack_frame_variables(stack, f.index).ok()?;
+    let shown: Vec<String> = variables
+        .iter()
+        .filter(|v| v.is_parameter)
+        .map(|v| {
+            let view = session.view_variable(v);
+            format!("{} {} = {}", view.type_name, view.name, view.value)
+        })
+        .collect();
+    Some(match params {
+        Params::Lines if !shown.is_empty() => format!("\n\t\t\t{}", shown.join(",\n\t\t\t")),
+        _ => shown.join(", "),
+    })
 }
