@@ -182,3 +182,84 @@ fn x86_sample_uses_four_byte_pointers() {
         format!("0n{value}")
     );
 }
+
+/// Opens one of the locals samples (`tools/crashgen/locals.c`), in the exception's context.
+fn open_locals(build: &str) -> Session {
+    let dir = ntdbg_testutil::repo_root()
+        .join("testdata/locals")
+        .join(build);
+    let mut session = Session::open_dump(&dir.join("locals.dmp"), Some(&dir.display().to_string()))
+        .expect("sample opens");
+    run_command(&mut session, ".ecxr").expect(".ecxr");
+    session
+}
+
+#[test]
+fn locals_in_expressions_golden() {
+    let mut session = open_locals("x64-O0");
+    for (name, command) in [
+        ("pointer_param", "?? p"),
+        ("member_through_param", "?? p->tag"),
+        ("param_arithmetic", "?? index * scale + 1"),
+        ("frame_1", ".frame 1"),
+        ("element", "?? pts[2]"),
+        ("element_address", "?? &pts[1]"),
+        ("pointer_plus_one", "?? pts + 1"),
+        ("dx_element", "dx pts[3]"),
+        ("dt_pointer_var", "dt pts"),
+        ("dt_var_field", "dt pts tag"),
+        ("frame_2", ".frame 2"),
+        ("struct_local", "?? origin"),
+        ("dx_struct_local", "dx origin"),
+        ("array_local", "?? points"),
+        ("dx_array_local", "dx -r2 points"),
+        ("element_count", "?? sizeof(points) / sizeof(points[0])"),
+        ("bit_ops_on_int64", "?? (origin.tag >> 4) & 0xff"),
+        ("heap_missing", "?? argv[0]"),
+        ("global_beside_locals", "?? &g_sink"),
+        ("masm_sees_locals", "? @@c++(origin.y) + 0n1"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("typed_locals_x64_O0__{name}"), text, command);
+    }
+}
+
+#[test]
+fn locals_values_match_the_source() {
+    // locals.c: origin = {0x11, 0x22, 0x1234567890}; points[i] = {1,2,0x1111}, {10,20,0x2222},
+    // {100,200,0x3333}, {7,8,0x4444}; the crash is at i == 2 with total = 1 + 10 + 100.
+    for build in ["x64-O0", "x64-O2"] {
+        let mut session = open_locals(build);
+        assert_eq!(value_of(&mut session, "?? p->x"), "0n100", "{build}");
+        assert_eq!(value_of(&mut session, "?? p->y"), "0n200", "{build}");
+        assert_eq!(
+            value_of(&mut session, "?? p->tag == 0x3333"),
+            "true",
+            "{build}"
+        );
+        assert_eq!(value_of(&mut session, "?? index"), "0n2", "{build}");
+        assert_eq!(value_of(&mut session, "?? product"), "0n11102", "{build}");
+        run_command(&mut session, ".frame 2").unwrap();
+        assert_eq!(value_of(&mut session, "?? origin.x"), "0n17", "{build}");
+        assert_eq!(
+            value_of(&mut session, "?? origin.tag"),
+            "0n78187493520",
+            "{build}"
+        );
+        assert_eq!(
+            value_of(&mut session, "?? points[3].tag"),
+            "0n17476",
+            "{build}"
+        );
+        assert_eq!(value_of(&mut session, "dx points[1].y"), "20", "{build}");
+        assert_eq!(
+            value_of(&mut session, "?? &points[1] - &points[0]"),
+            "0n1",
+            "{build}"
+        );
+    }
+    // At -O2 `scale` lives in a register that is not valid at the crash: an error, never a guess.
+    let mut session = open_locals("x64-O2");
+    let err = run_command(&mut session, "?? scale * 2").unwrap_err();
+    assert_eq!(err.code, "value_unavailable");
+}

@@ -6,7 +6,7 @@ use crate::error::CommandError;
 use crate::output::{CommandOutput, MemberValue, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::expr::ExprError;
-use ntdbg_engine::typed::{self, Style, Value, ValueView, MAX_EXPANSION};
+use ntdbg_engine::typed::{self, address_text, Style, Value, ValueView, MAX_EXPANSION};
 use ntdbg_engine::Session;
 
 /// What C++ expressions accept, for the help of `??` and `dx`.
@@ -56,10 +56,19 @@ fn cpp_evaluate(
     }
     let value = typed::evaluate_in_session(session, expr).map_err(expr_error)?;
     let view = view_of(session, &value, Style::Dv, 1)?;
-    let mut text = if view.text.is_empty() || view.text == view.type_name {
-        format!("{}\n", view.type_name)
-    } else {
-        format!("{} {}\n", view.type_name, view.text)
+    let mut text = match (view.text.as_str(), view.address) {
+        // A structure or array by value: its type, and an array's address.
+        (t, address) if t.is_empty() || t == view.type_name => match address {
+            Some(a) if view.children.is_empty() => {
+                format!(
+                    "{} {}\n",
+                    view.type_name,
+                    address_text(a, pointer_size(session))
+                )
+            }
+            _ => format!("{}\n", view.type_name),
+        },
+        (t, _) => format!("{} {t}\n", view.type_name),
     };
     for child in &view.children {
         let value = match child.view.text.as_str() {
@@ -84,6 +93,15 @@ fn dx(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     let mut text = String::new();
     dx_line(&mut text, expr, None, &view, 0);
     Ok(CommandOutput::with(text, typed_result(expr, &view)))
+}
+
+/// The target's pointer size, as `address_text` takes it.
+fn pointer_size(session: &Session) -> u8 {
+    if session.arch().pointer_size() == 4 {
+        4
+    } else {
+        8
+    }
 }
 
 /// `-r N`, `-rN` and the expression after them.

@@ -3,6 +3,7 @@
 //! C's promotions, pointer arithmetic scaled by the pointee's size, comparisons, `sizeof`,
 //! registers and `@@masm(…)`.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use super::value::{
     TypeRef, Value,
 };
 use crate::expr::{ExprEnv, ExprError, ExprErrorKind};
+use crate::frame_vars::FrameVariable;
 use crate::place::{Place, TypedPlace};
 use crate::session::Session;
 
@@ -59,6 +61,47 @@ impl NameScope for Globals<'_> {
             type_index: types.data_type(bare)?,
             place: Place::Memory(address),
         })
+    }
+}
+
+/// The selected frame's parameters and locals (`dv`), read on first use: names without a
+/// module qualifier; the innermost declaration wins when a name is declared twice.
+pub struct FrameLocals<'s> {
+    session: &'s Session,
+    variables: OnceCell<Vec<FrameVariable>>,
+}
+
+impl<'s> FrameLocals<'s> {
+    /// The variables of the session's selected frame.
+    pub fn new(session: &'s Session) -> FrameLocals<'s> {
+        FrameLocals {
+            session,
+            variables: OnceCell::new(),
+        }
+    }
+}
+
+impl NameScope for FrameLocals<'_> {
+    fn variable(&self, name: &str) -> Option<TypedPlace> {
+        if name.contains('!') {
+            return None;
+        }
+        let variables = self.variables.get_or_init(|| {
+            self.session
+                .frame_variables(self.session.selected_frame())
+                .unwrap_or_default()
+        });
+        variables
+            .iter()
+            .rev()
+            .find(|v| v.name == name)
+            .map(|v| v.value.clone())
+    }
+}
+
+impl std::fmt::Debug for FrameLocals<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FrameLocals(frame {})", self.session.selected_frame())
     }
 }
 

@@ -18,7 +18,7 @@ mod parser;
 mod render;
 mod value;
 
-pub use eval::{as_number, evaluate, Chain, Globals, NameScope};
+pub use eval::{as_number, evaluate, Chain, FrameLocals, Globals, NameScope};
 pub use render::{address_text, Child, Style, ValueView, MAX_EXPANSION};
 pub use value::{Loc, TypeRef, Value};
 
@@ -35,8 +35,9 @@ pub fn evaluate_in_session(session: &Session, text: &str) -> Result<Value, ExprE
 /// Runs `f` with the names visible at the session's selected frame: its variables first,
 /// then globals, as WinDbg resolves them.
 pub fn session_scope<T>(session: &Session, f: impl FnOnce(&dyn NameScope) -> T) -> T {
+    let locals = FrameLocals::new(session);
     let globals = Globals::new(session);
-    f(&Chain(vec![&globals]))
+    f(&Chain(vec![&locals, &globals]))
 }
 
 /// The name of the type `type_index` of the module at `module_base`, as WinDbg spells it
