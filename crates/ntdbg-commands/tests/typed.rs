@@ -263,3 +263,52 @@ fn locals_values_match_the_source() {
     let err = run_command(&mut session, "?? scale * 2").unwrap_err();
     assert_eq!(err.code, "value_unavailable");
 }
+
+/// Opens a dump of the shared corpus with its folder as the symbol path, in the exception's
+/// context.
+fn open_corpus(rel: &str) -> Session {
+    let path = ntdbg_testutil::testdata(rel);
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
+    let mut session = Session::open_dump(&path, Some(&dir)).expect("dump opens");
+    run_command(&mut session, ".ecxr").expect(".ecxr");
+    session
+}
+
+#[test]
+fn msvc_pdbs_golden() {
+    // lldb's sigsegv.dmp (MSVC x64, S_REGREL32): `crash(bool crash_self)`.
+    let mut session =
+        open_corpus("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp");
+    for (name, command) in [
+        ("bool_param", "?? crash_self"),
+        ("bool_not", "?? !crash_self"),
+        ("bool_dx", "dx crash_self"),
+        ("bool_address", "?? &crash_self"),
+        ("frame_1", ".frame 1"),
+        ("untrusted_frame_param", "?? x"),
+        ("const_char_type", "?? sizeof(msg)"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("typed_msvc_sigsegv__{name}"), text, command);
+    }
+    // symbolic's mini.dmp (MSVC x86, S_LOCAL/S_BPREL32 on ebp).
+    let mut session =
+        open_corpus("getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp");
+    for (name, command) in [
+        ("frame_2", ".frame 2"),
+        ("int_local", "?? argc"),
+        ("heap_pointer", "?? argv"),
+        ("class_pointer", "dx -r0 eh"),
+        ("pointer_size", "?? sizeof(argv)"),
+        ("enum_global", "?? __scrt_current_native_startup_state"),
+        ("enum_cast", "?? (__scrt_native_startup_state)2"),
+        ("enum_cast_dx", "dx (__scrt_native_startup_state)1"),
+    ] {
+        let text = run(&mut session, command);
+        insta::assert_snapshot!(format!("typed_msvc_mini__{name}"), text, command);
+    }
+}
