@@ -235,9 +235,9 @@ fn array(
             };
         }
     }
-    match (style, value.address()) {
-        (Style::Dx, _) => String::new(),
-        (Style::Dv, _) => name(db, &value.ty),
+    match style {
+        Style::Dx => String::new(),
+        Style::Dv => name(db, &value.ty),
     }
 }
 
