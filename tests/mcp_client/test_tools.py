@@ -56,6 +56,25 @@ async def test_json_format_returns_typed_results(target: Target) -> None:
         assert run["results"][1]["result"]["kind"] == "stack"
 
 
+async def test_dv_typed_result(target: Target) -> None:
+    async with target.connect() as client:
+        sid = await open_dump(client, TESTDATA / "locals" / "x64-O2" / "locals.dmp")
+        run = ok(await call(client, "run_command", session_id=sid, command=".ecxr; .frame 1; dv /t /v", format="json"))
+        assert [r["status"] for r in run["results"]] == ["succeeded"] * 3
+        locals_ = run["results"][2]["result"]
+        assert locals_["kind"] == "locals" and locals_["frame"] == 1
+        assert locals_["function"].startswith("walk_points")
+        by_name = {v["name"]: v for v in locals_["variables"]}
+        assert list(by_name) == ["pts", "count", "limit", "total", "i"]
+        assert by_name["pts"]["kind"] == "parameter" and by_name["total"]["kind"] == "local"
+        assert by_name["total"]["available"] and by_name["total"]["location"] == "@ebx"
+        assert by_name["limit"]["location"] == "@r14d"
+        for name in ("count", "i"):
+            assert not by_name[name]["available"]
+            assert by_name[name]["value"] == "<value unavailable>"
+        assert all({"name", "kind", "type", "value", "location", "available"} <= set(v) for v in by_name.values())
+
+
 async def test_read_output_pages_the_whole_text(target: Target) -> None:
     async with target.connect() as client:
         sid = await open_dump(client, SAMPLE)

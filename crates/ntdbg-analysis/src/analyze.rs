@@ -7,7 +7,7 @@ use crate::report::{
     REPORT_FRAMES,
 };
 use crate::signature::{bucket_signature, kind_tag, SignatureConfig};
-use ntdbg_engine::stack::Frame;
+use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::prefixed_pointer_hex;
 use ntdbg_engine::{module_name, Session};
 
@@ -73,24 +73,32 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .and_then(|(e, _)| session.module_at(e.address))
         .map(module_facts);
 
-    let frames: Vec<Frame> = match session.event_stack() {
+    let walked: Option<Stack> = match session.event_stack() {
         Ok(stack) => {
             if let Some(note) = &stack.note {
                 limitations.push(note.clone());
             }
-            stack.frames
+            Some(stack)
         }
         Err(err) => match session.current_thread().map(|_| session.stack()) {
             Some(Ok(stack)) => {
                 limitations.push(format!("{err}; showing the current thread's own stack"));
-                stack.frames
+                Some(stack)
             }
             _ => {
                 limitations.push(err.to_string());
-                Vec::new()
+                None
             }
         },
     };
+    let frame_locals = walked
+        .as_ref()
+        .map(|s| crate::frame_locals::frame_locals(session, s, config))
+        .unwrap_or_default();
+    let app_frame = walked
+        .as_ref()
+        .and_then(|s| crate::frame_locals::first_application_frame(s, config));
+    let frames: Vec<Frame> = walked.map(|s| s.frames).unwrap_or_default();
     limitations.extend(frame_limitations(session, &frames));
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
@@ -123,6 +131,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             _ => {}
         }
     }
+    if let Some(n) = app_frame.filter(|n| frame_locals.iter().any(|l| l.frame == *n)) {
+        next_commands.push(format!(".frame {n:x}; dv /t"));
+    }
     next_commands.push("~*k".into());
 
     Report {
@@ -131,6 +142,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         faulting_module,
         stack,
         signature,
+        frame_locals,
         inferences,
         limitations,
         next_commands,

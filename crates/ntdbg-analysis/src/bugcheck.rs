@@ -902,6 +902,8 @@ pub(crate) fn bugcheck_report(
         faulting_module,
         stack,
         signature,
+        // Kernel frames' variables are not reported yet.
+        frame_locals: Vec::new(),
         inferences,
         limitations,
         next_commands,

@@ -16,6 +16,7 @@ pub mod cxx;
 pub mod error_text;
 pub mod exception;
 pub mod fault;
+pub mod frame_locals;
 mod inference;
 pub mod kernel_objects;
 pub mod listing;

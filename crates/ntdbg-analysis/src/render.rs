@@ -141,6 +141,23 @@ pub fn render_report(report: &Report) -> String {
             f.frame, f.address, f.found_by
         );
     }
+    if !report.frame_locals.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "FRAME_LOCALS:");
+        for l in &report.frame_locals {
+            let function = l
+                .function
+                .as_deref()
+                .map_or("?", ntdbg_symbols::strip_parameters);
+            let _ = writeln!(out, "{:02x} {function}", l.frame);
+            for v in &l.variables {
+                let _ = writeln!(out, "    {} {} = {}", v.type_name, v.name, v.value);
+            }
+            if l.omitted > 0 {
+                let _ = writeln!(out, "    ({} more: .frame {:x}; dv)", l.omitted, l.frame);
+            }
+        }
+    }
     let _ = writeln!(out);
     let _ = writeln!(out, "SIGNATURE:      {}", report.signature);
     if !report.inferences.is_empty() {

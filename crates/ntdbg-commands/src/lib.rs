@@ -30,7 +30,7 @@ pub use commands::kernel_objects::KernelLayoutOverride;
 pub use commands::threads_info::{ThreadTimesRow, UniqueStack};
 pub use error::{CommandError, ErrorCode};
 pub use output::{
-    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow,
-    TypedResult, UnloadedModuleRow,
+    CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
+    ThreadRow, TypedResult, UnloadedModuleRow,
 };
 pub use run::{run_batch, run_command, Batch, CommandResult, Policy, Status};

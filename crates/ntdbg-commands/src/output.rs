@@ -81,6 +81,23 @@ pub enum TypedResult {
         /// The value in decimal.
         decimal: String,
     },
+    /// `??`, `dx`, `dt VAR`: a typed value (same `kind` as `?`, told apart by its fields).
+    #[serde(rename = "value")]
+    TypedValue {
+        /// The expression evaluated.
+        expression: String,
+        /// Its type, in WinDbg's C++ spelling.
+        #[serde(rename = "type")]
+        type_name: String,
+        /// Its value as the text shows it (`0n5`, `0x00000001`40001000 "text"`).
+        value: String,
+        /// Where it is in memory (`0x` hex), when it is.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        address: Option<String>,
+        /// Its members, when expanded (structures, structures behind pointers, elements).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        members: Vec<MemberValue>,
+    },
     /// `ln`, `x`: symbols.
     Symbols {
         /// The symbols.
@@ -125,6 +142,15 @@ pub enum TypedResult {
     ErrorCode(crate::commands::errors::ErrorCodeRow),
     /// `.formats`: a value in every notation.
     Formats(crate::commands::errors::FormatsRow),
+    /// `dv`: the parameters and locals of a frame.
+    Locals {
+        /// The frame number.
+        frame: usize,
+        /// The frame's function, when known.
+        function: Option<String>,
+        /// The variables, as `dv` shows them.
+        variables: Vec<ntdbg_engine::variable_view::VariableView>,
+    },
     /// `.lastevent`, `.exr`: the exception.
     Event {
         /// Exception code.
@@ -149,6 +175,24 @@ pub struct NamedValue {
     pub name: String,
     /// Value, `0x` hex.
     pub value: String,
+}
+
+/// A member (or array element) of a typed value.
+#[derive(Debug, Clone, Serialize)]
+pub struct MemberValue {
+    /// The member's name, or `[N]` for an element.
+    pub name: String,
+    /// Its offset in the structure (`0x` hex); absent for elements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub type_name: String,
+    /// Its value as the text shows it.
+    pub value: String,
+    /// Its own members, when expanded further.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberValue>,
 }
 
 /// One row of `lm`.

@@ -25,6 +25,17 @@ pub enum EngineError {
     /// A context record could not be read at an address (`.cxr ADDR`).
     #[error("unable to read a context record at {0:#x}")]
     BadContextRecord(u64),
+    /// A frame number past the end of the stack (`.frame N`).
+    #[error("frame {0:#x} is not on the stack (use `kn` to list the frames)")]
+    NoSuchFrame(usize),
+    /// A frame whose variables cannot be listed (no PDB, no procedure record, no scope).
+    #[error("no local variables in frame {frame:#x}: {why}")]
+    NoFrameVariables {
+        /// The frame number.
+        frame: usize,
+        /// Why.
+        why: String,
+    },
     /// Run control or a live target failed (connection, timeout, wrong state, policy).
     #[error("{message}")]
     Live {
@@ -46,6 +57,8 @@ impl EngineError {
             EngineError::NoExceptionContext => ErrorCode::NoExceptionContext,
             EngineError::NoContext(_) => ErrorCode::NoContext,
             EngineError::BadContextRecord(_) => ErrorCode::BadContextRecord,
+            EngineError::NoSuchFrame(_) => ErrorCode::NoSuchFrame,
+            EngineError::NoFrameVariables { .. } => ErrorCode::NoFrameVariables,
             EngineError::Live { code, .. } => *code,
         }
     }

@@ -76,9 +76,25 @@ error_codes! {
     TooLong = "too_long",
     /// An expression nested too deep.
     TooDeep = "too_deep",
+    /// Operands whose types do not fit the operator (C++ expressions).
+    TypeConflict = "type_conflict",
+    /// A variable whose location is not valid at the frame's instruction.
+    ValueUnavailable = "value_unavailable",
     // What a command asked for.
     /// A thread that does not exist.
     NoSuchThread = "no_such_thread",
+    /// No PDB type information for what an expression names.
+    NoTypeInformation = "no_type_information",
+    /// A stack frame that does not exist.
+    NoSuchFrame = "no_such_frame",
+    /// A frame whose function has no parameters or locals in its symbols.
+    NoFrameVariables = "no_frame_variables",
+    /// A handle the dump does not list.
+    NoSuchHandle = "no_such_handle",
+    /// The dump has no handle data stream.
+    NoHandleData = "no_handle_data",
+    /// The dump has no thread times (ThreadInfoList stream).
+    NoThreadTimes = "no_thread_times",
     /// A module that does not exist.
     NoSuchModule = "no_such_module",
     /// A type the symbols do not have.

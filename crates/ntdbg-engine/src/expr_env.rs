@@ -1,9 +1,10 @@
 //! The session as the environment of MASM expressions: registers, pseudo-registers,
 //! memory and symbols.
 
-use crate::expr::{self, ExprEnv, ExprError};
+use crate::expr::{self, ExprEnv, ExprError, ExprErrorKind};
 use crate::registers;
 use crate::session::Session;
+use crate::typed;
 
 impl ExprEnv for Session {
     fn register(&self, name: &str) -> Option<u64> {
@@ -32,6 +33,12 @@ impl ExprEnv for Session {
 
     fn symbol(&self, name: &str) -> Option<u64> {
         self.resolve_symbol(name)
+    }
+
+    fn evaluate_cpp(&self, text: &str) -> Result<u64, ExprError> {
+        let value = typed::evaluate_in_session(self, text)?;
+        typed::as_number(self, &value)
+            .ok_or_else(|| ExprError::at(ExprErrorKind::TypeConflict, 0..text.len(), text))
     }
 }
 

@@ -2,7 +2,7 @@
 //! and reading CONTEXT records from memory for `.cxr`.
 
 use minidump::format as md;
-use minidump::{MinidumpContext, MinidumpRawContext};
+use minidump::{MinidumpContext, MinidumpContextValidity, MinidumpRawContext};
 pub use ntdbg_targets::context::{context_from_bytes, context_size};
 use ntdbg_targets::Arch;
 
@@ -184,6 +184,64 @@ fn arm64_register(iregs: &[u64], sp: u64, pc: u64, cpsr: u32, name: &str) -> Opt
     None
 }
 
+/// A register's value only when the context says it is known (a walked caller frame's
+/// context, or one `.frame /c` installed, marks lost volatile registers as unknown).
+pub fn known_register(ctx: &MinidumpContext, name: &str) -> Option<u64> {
+    let value = register(ctx, name)?;
+    match &ctx.valid {
+        MinidumpContextValidity::All => Some(value),
+        MinidumpContextValidity::Some(known) => {
+            let arch = match &ctx.raw {
+                MinidumpRawContext::X86(_) => Arch::X86,
+                MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => Arch::Arm64,
+                _ => Arch::X64,
+            };
+            known
+                .contains(full_register_name(arch, name).as_str())
+                .then_some(value)
+        }
+    }
+}
+
+/// The full register of the context that holds `name` (`eax` → `rax` on x64, `ah` → `eax`
+/// on x86, `w19` → `x19` on ARM64); other names are returned lower-cased as they are.
+pub fn full_register_name(arch: Arch, name: &str) -> String {
+    let name = name.trim_start_matches('@').to_ascii_lowercase();
+    let legacy = |n: &str| -> Option<&'static str> {
+        Some(match n {
+            "eax" | "ax" | "al" | "ah" => "ax",
+            "ebx" | "bx" | "bl" | "bh" => "bx",
+            "ecx" | "cx" | "cl" | "ch" => "cx",
+            "edx" | "dx" | "dl" | "dh" => "dx",
+            "esi" | "si" | "sil" => "si",
+            "edi" | "di" | "dil" => "di",
+            "esp" | "sp" | "spl" => "sp",
+            "ebp" | "bp" | "bpl" => "bp",
+            "eip" | "ip" => "ip",
+            _ => return None,
+        })
+    };
+    match arch {
+        Arch::X64 => {
+            if let Some(base) = legacy(&name) {
+                return format!("r{base}");
+            }
+            let numbered = name
+                .strip_suffix(['d', 'w', 'b'])
+                .filter(|b| b.strip_prefix('r').is_some_and(|n| n.parse::<u8>().is_ok()));
+            numbered.map_or(name.clone(), str::to_string)
+        }
+        Arch::X86 => legacy(&name).map_or(name.clone(), |base| format!("e{base}")),
+        Arch::Arm64 => match name.strip_prefix('w').and_then(|n| n.parse::<u8>().ok()) {
+            Some(29) => "fp".to_string(),
+            Some(30) => "lr".to_string(),
+            Some(n) => format!("x{n}"),
+            None => name,
+        },
+        Arch::Other(_) => name,
+    }
+}
+
 /// The flag mnemonics WinDbg prints after `iopl=`: `nv up ei pl zr na po nc`.
 pub fn flags_text(efl: u64) -> String {
     let bit = |n: u32| efl & (1 << n) != 0;
@@ -247,6 +305,17 @@ mod tests {
         assert_eq!(register(&ctx, "r8b"), Some(0x0d));
         assert_eq!(register(&ctx, "@cs"), Some(0x33));
         assert_eq!(register(&ctx, "nope"), None);
+    }
+
+    #[test]
+    fn sub_registers_name_their_full_register() {
+        assert_eq!(full_register_name(Arch::X64, "ebx"), "rbx");
+        assert_eq!(full_register_name(Arch::X64, "r14d"), "r14");
+        assert_eq!(full_register_name(Arch::X64, "ah"), "rax");
+        assert_eq!(full_register_name(Arch::X64, "rdi"), "rdi");
+        assert_eq!(full_register_name(Arch::X86, "cx"), "ecx");
+        assert_eq!(full_register_name(Arch::Arm64, "w19"), "x19");
+        assert_eq!(full_register_name(Arch::Arm64, "w29"), "fp");
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub struct Session {
     symbols: SymbolStore,
     current_thread: usize,
     scope: RegisterScope,
+    /// The frame `.frame N` selected in the current stack (0 after any context change).
+    pub(crate) selected_frame: usize,
     cursors: Cursors,
     /// Run control, for a live target.
     pub(crate) live: Option<std::sync::Arc<crate::live::LiveControl>>,
@@ -81,6 +83,7 @@ impl Session {
             symbols,
             current_thread,
             scope: RegisterScope::Thread,
+            selected_frame: 0,
             cursors: Cursors::default(),
             live: None,
             shown_stops: 0,
@@ -141,6 +144,7 @@ impl Session {
         }
         self.current_thread = index;
         self.scope = RegisterScope::Thread;
+        self.selected_frame = 0;
         self.cursors.disasm = None;
         Ok(&self.target.threads()[index])
     }
@@ -161,6 +165,7 @@ impl Session {
             self.current_thread = index;
         }
         self.scope = RegisterScope::Exception;
+        self.selected_frame = 0;
         self.cursors.disasm = None;
         Ok(context)
     }
@@ -178,6 +183,7 @@ impl Session {
             address,
             context: Box::new(context.clone()),
         };
+        self.selected_frame = 0;
         self.cursors.disasm = None;
         Ok(context)
     }
@@ -189,12 +195,14 @@ impl Session {
             label: label.into(),
             context: Box::new(context),
         };
+        self.selected_frame = 0;
         self.cursors.disasm = None;
     }
 
     /// `.cxr` with no argument: back to the current thread's own context.
     pub fn reset_scope(&mut self) {
         self.scope = RegisterScope::Thread;
+        self.selected_frame = 0;
         self.cursors.disasm = None;
     }
 

@@ -88,6 +88,10 @@ pub struct Frame {
     pub inline: bool,
     /// The first stack words above the return address ("Args to Child" in `kb`).
     pub args: Vec<u64>,
+    /// The registers the walker recovered for this frame (for an inlined call: those of its
+    /// physical frame); `context.valid` says which are known.
+    #[serde(skip)]
+    pub context: MinidumpContext,
 }
 
 impl Frame {
@@ -106,6 +110,22 @@ impl Frame {
             offset,
             self.instruction,
         )
+    }
+
+    /// The address symbols and variable ranges are looked up at: the exact instruction for the
+    /// context frame, the call instruction (return address − 1) for callers.
+    pub fn lookup_address(&self) -> u64 {
+        if self.found_by == FoundBy::Context {
+            self.instruction
+        } else {
+            self.instruction.wrapping_sub(1)
+        }
+    }
+
+    /// A register of this frame by name (sub-registers included), only when the walker
+    /// recovered it: volatile registers of caller frames are unknown.
+    pub fn register(&self, name: &str) -> Option<u64> {
+        crate::registers::known_register(&self.context, name)
     }
 
     /// `crashy.c:119`, when known.
@@ -225,6 +245,7 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
                 found_by: FoundBy::from_trust(f.trust),
                 inline: true,
                 args: Vec::new(),
+                context: f.context.clone(),
             });
         }
         out.push(Frame {
@@ -242,6 +263,7 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
             found_by: FoundBy::from_trust(f.trust),
             inline: false,
             args,
+            context: f.context.clone(),
         });
     }
     out

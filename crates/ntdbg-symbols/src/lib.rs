@@ -11,6 +11,7 @@
 //!   per-session negative cache and an offline switch. [`SymbolStore::preload`] loads many
 //!   modules at once ([`PARALLEL_LOADS`]); a [`DownloadObserver`] follows the progress.
 //! - [`TypeDb`]: a PDB's types (records, sizes, members, enumerators) for `dt` and `x /t`.
+//! - [`VariableTable`]: a PDB's parameters and locals by procedure and scope, with locations.
 //! - [`ModuleSymbols`]: address → function/line/inlines ([`ModuleSymbols::lookup`]), name →
 //!   address ([`ModuleSymbols::find`], [`ModuleSymbols::resolve`]), and the two hooks a
 //!   `minidump-unwind` symbol provider needs ([`ModuleSymbols::fill_symbol`],
@@ -53,6 +54,7 @@ mod store;
 mod types;
 mod unwind;
 mod unwind_arm64;
+mod variables;
 mod wildcard;
 
 pub use demangle::strip_parameters;
@@ -64,7 +66,12 @@ pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{
-    Enumerator, FieldInfo, PointerTarget, Primitive, SymbolType, TypeDb, TypeId, TypeRecord,
+    primitive_named, BaseType, Enumerator, FieldInfo, Member, PointerTarget, Primitive,
+    SymbolType, TypeDb, TypeId, TypeKind, TypeRecord, MAX_RECURSION,
+};
+pub use variables::{
+    CvRegister, FrameBase, LiveRange, Location, Machine, Procedure, RecordKind, Scope, ScopeAt,
+    Storage, Variable, VariableTable,
 };
 pub use wildcard::wildcard_match;
 

@@ -12,6 +12,7 @@ use crate::demangle::strip_parameters;
 use crate::image::{ImageSource, MappedImage};
 use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
+use crate::variables::VariableTable;
 use crate::wildcard::wildcard_match;
 
 /// What kind of symbols a module has.
@@ -118,6 +119,7 @@ pub struct ModuleSymbols {
     pub(crate) image: Option<Arc<MappedImage>>,
     index: OnceLock<NameIndex>,
     types: OnceLock<Result<Arc<TypeDb>, String>>,
+    variables: OnceLock<Result<Arc<VariableTable>, String>>,
 }
 
 /// A summary: status, files, counts (the symbol tables themselves are too big to print).
@@ -206,6 +208,7 @@ impl ModuleSymbols {
             image: None,
             index: OnceLock::new(),
             types: OnceLock::new(),
+            variables: OnceLock::new(),
         }
     }
 
@@ -217,6 +220,19 @@ impl ModuleSymbols {
                 (SymbolStatus::Pdb, Some(path)) => {
                     TypeDb::open(path).map(Arc::new).map_err(|e| e.to_string())
                 }
+                _ => Err(format!("no PDB loaded ({})", self.status.label())),
+            })
+            .clone()
+    }
+
+    /// The PDB's parameters and locals by procedure and scope (for `dv`), read on first use.
+    /// An error says why there are none (no PDB loaded, or its symbol streams are unreadable).
+    pub fn variables(&self) -> Result<Arc<VariableTable>, String> {
+        self.variables
+            .get_or_init(|| match (&self.status, &self.symbol_file_path) {
+                (SymbolStatus::Pdb, Some(path)) => VariableTable::open(path)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string()),
                 _ => Err(format!("no PDB loaded ({})", self.status.label())),
             })
             .clone()

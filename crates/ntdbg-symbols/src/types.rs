@@ -17,8 +17,10 @@ use crate::wildcard::wildcard_match;
 use crate::SymbolError;
 
 mod globals;
+mod index;
 
 pub use globals::SymbolType;
+pub use index::{primitive_named, BaseType, Member, TypeKind};
 
 /// The PDB's primitive index of a 64-bit pointer to `void` (a vtable pointer's type).
 const VOID_POINTER_64: u32 = 0x0603;
@@ -192,6 +194,10 @@ pub struct TypeDb {
     typedefs: HashMap<String, u32>,
     /// Functions and data by name → their type (for `x /t`).
     symbols: HashMap<String, globals::Typed>,
+    /// Pointee index → a pointer record of the machine's size to it (for `&x` and casts).
+    pointers: HashMap<u32, u32>,
+    /// Type records read from the stream (primitives, which are not records, excluded).
+    records: usize,
     pointer_size: u8,
 }
 
@@ -381,22 +387,19 @@ impl TypeDb {
                     types.insert(item.index().0, convert(&data));
                 }
             }
-            // Primitive indices (below 0x1000) are not records: describe those referred to.
+            // Primitive indices (below 0x1000) are not records: describe every one (casts
+            // and arithmetic name primitives the records never refer to).
+            let records = types.len();
             let finder = info.finder();
-            let mut primitives: Vec<u32> = types.values().flat_map(references).collect();
-            primitives.extend([VOID_POINTER_64, 0x0003]);
-            primitives.retain(|&i| i < 0x1000);
-            primitives.sort_unstable();
-            primitives.dedup();
-            for index in primitives {
+            for index in 0..0x800u32 {
                 if let Ok(data) = finder.find(TypeIndex(index)).and_then(|t| t.parse()) {
                     types.insert(index, convert(&data));
                 }
             }
             let globals = globals::read(&mut pdb);
-            Ok::<_, pdb::Error>((types, pointer_size, globals))
+            Ok::<_, pdb::Error>((types, records, pointer_size, globals))
         }));
-        let (types, pointer_size, globals) = match read {
+        let (types, records, pointer_size, globals) = match read {
             Ok(r) => r.map_err(pdb_err)?,
             Err(_) => {
                 return Err(SymbolError::Panicked {
@@ -433,24 +436,28 @@ impl TypeDb {
         }
         names.sort_by_key(|n| n.to_lowercase());
         names.dedup();
-        Ok(TypeDb {
+        let mut db = TypeDb {
             types,
             by_name,
             names,
             typedefs: globals.typedefs,
             symbols: globals.symbols,
+            pointers: HashMap::new(),
+            records,
             pointer_size,
-        })
+        };
+        db.pointers = index::pointer_records(&db);
+        Ok(db)
     }
 
     /// The number of type records read.
     pub fn len(&self) -> usize {
-        self.types.len()
+        self.records
     }
 
     /// Whether the PDB has no type records.
     pub fn is_empty(&self) -> bool {
-        self.types.is_empty()
+        self.records == 0
     }
 
     /// Names of structures, classes, unions and enums matching a WinDbg wildcard pattern
@@ -706,29 +713,6 @@ fn c_primitive(kind: PrimitiveKind) -> &'static str {
         PrimitiveKind::F80 => "long double",
         PrimitiveKind::Bool8 | PrimitiveKind::Bool16 | PrimitiveKind::Bool32 => "bool",
         _ => "?",
-    }
-}
-
-/// The type indices a record refers to.
-fn references(ty: &Ty) -> Vec<u32> {
-    match ty {
-        Ty::Pointer {
-            to: Target::Index(i),
-            ..
-        }
-        | Ty::Modifier(i)
-        | Ty::Array { element: i, .. }
-        | Ty::Bitfield { of: i, .. }
-        | Ty::Enum { underlying: i, .. } => vec![*i],
-        Ty::Procedure { ret } => ret.iter().copied().collect(),
-        Ty::FieldList { fields, .. } => fields
-            .iter()
-            .filter_map(|f| match f {
-                Field::Member { ty, .. } | Field::Base { ty, .. } => Some(*ty),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
     }
 }
 

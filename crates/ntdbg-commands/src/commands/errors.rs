@@ -1,7 +1,7 @@
 //! Error codes and numbers: `!gle [-all]`, `!error VALUE [1]`, `.formats EXPR`.
 
 use super::eval;
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, c_hex};
 use crate::spec::{CommandSpec, Invocation};
@@ -137,7 +137,7 @@ fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
     };
     if session.target().threads().is_empty() {
         return Err(CommandError::new(
-            "no_such_thread",
+            ErrorCode::NoSuchThread,
             "The dump has no thread list",
         ));
     }

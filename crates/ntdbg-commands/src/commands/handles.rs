@@ -1,7 +1,7 @@
 //! Handles: `!handle [HANDLE [FLAGS [TYPE]]]` from the dump's HandleData stream.
 
 use super::eval;
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::c_hex;
 use crate::spec::{CommandSpec, Invocation};
@@ -93,7 +93,7 @@ fn handle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
     let type_filter = words.get(2).copied();
     let Some(all) = session.target().handles() else {
         return Err(CommandError::new(
-            "no_handle_data",
+            ErrorCode::NoHandleData,
             "The dump has no handle data (HandleData stream)",
         )
         .with_hint("the dump was written without MiniDumpWithHandleData"));
@@ -111,7 +111,7 @@ fn handle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
         .collect();
     if let (Some(w), true) = (wanted, selected.is_empty()) {
         return Err(CommandError::new(
-            "no_such_handle",
+            ErrorCode::NoSuchHandle,
             format!("Handle {w:x} is not in the dump's handle list"),
         )
         .with_hint("`!handle` lists every handle"));

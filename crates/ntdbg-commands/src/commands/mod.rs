@@ -5,6 +5,7 @@ pub(crate) mod disasm;
 pub(crate) mod errors;
 pub(crate) mod events;
 pub(crate) mod handles;
+pub(crate) mod frames;
 pub(crate) mod kernel;
 pub(crate) mod kernel_objects;
 pub(crate) mod memory;
@@ -17,6 +18,7 @@ pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;
 pub(crate) mod threads_info;
+pub(crate) mod typed;
 pub(crate) mod types;
 
 use crate::error::CommandError;

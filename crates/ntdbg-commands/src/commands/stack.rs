@@ -3,17 +3,21 @@
 use super::eval;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
-use crate::render::stack::{render_stack, Style};
+use crate::render::stack::{render_stack, Params, Style};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::Session;
 
 /// WinDbg's default number of frames shown.
 const DEFAULT_FRAMES: u64 = 256;
 
-const K_DETAILS: &str = "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
-first stack words above the return address (\"Args to Child\"); `kp`/`kP` show the function's \
-parameter list as the symbols give it (parameter values need type information). Frames are \
-innermost first; each carries how it was found (context, cfi, frame_pointer, scan) in the typed result.";
+const K_DETAILS: &str =
+    "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
+first stack words above the return address (\"Args to Child\"); `kp` shows each function's \
+parameters with their types and values from the PDB (`int n = 0n5`; `<value unavailable>` where \
+the parameter's location is not valid at the frame's instruction or its register was not \
+recovered), `kP` one parameter per line; without PDB variables the parameter list the symbols \
+give is shown. Frames are innermost first; each carries how it was found (context, cfi, \
+frame_pointer, scan) in the typed result.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -65,7 +69,11 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     let style = Style {
         numbers: lower.contains('n'),
         args: lower.contains('b') || lower.contains('v'),
-        params: lower.contains('p'),
+        params: match (lower.contains('p'), inv.name.contains('P')) {
+            (false, _) => Params::None,
+            (true, false) => Params::Inline,
+            (true, true) => Params::Lines,
+        },
         clean: lower == "kc",
     };
     let count = match inv.args.trim() {

@@ -3,7 +3,7 @@
 
 use crate::render::stack::render_with;
 use crate::render::threads::header_line;
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::stack::Stack;
@@ -89,7 +89,7 @@ fn runaway(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
     }
     let Some(times) = session.target().thread_times() else {
         return Err(CommandError::new(
-            "no_thread_times",
+            ErrorCode::NoThreadTimes,
             "The dump has no thread times (ThreadInfoList stream)",
         )
         .with_hint("the dump was written without MiniDumpWithThreadInfo"));

@@ -1,5 +1,5 @@
-//! Types: `dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]`, and `dt MOD!PATTERN` to
-//! list types.
+//! Types: `dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]`, `dt VAR [FIELD...]`, and
+//! `dt MOD!PATTERN` to list types.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use ntdbg_engine::{module_name, Session};
 use ntdbg_symbols::TypeDb;
 
 /// The usage line.
-const USAGE: &str = "dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...]";
+const USAGE: &str = "dt [-v] [-a[N]] [-r[N]] [MOD!]TYPE [ADDR] [FIELD...] | dt VAR [FIELD...]";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["dt"],
@@ -24,7 +24,9 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
      structures pointers point to (`Memory read error` when not in the dump). -v adds kinds, \
      element counts and sizes; -a[N] lists array elements one per line (with ADDR). FIELD names \
      (wildcards allowed) select fields. Typedef names work as the type they name. \
-     `dt MOD!PATTERN*` lists the module's types that match.",
+     `dt MOD!PATTERN*` lists the module's types that match. ADDR may be a C++ expression \
+     (`p->next`, a variable); `dt VAR` (a variable or C++ expression without spaces) lays out \
+     the structure it is or points to, or prints its value.",
     dt,
 )];
 
@@ -91,11 +93,21 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         return Err(CommandError::syntax("dt: missing type name after '!'"));
     }
 
+    // `dt EXPR`: operators no type name or pattern has.
+    if spec.contains(['(', ')', '[', '@', '&', '.', '-']) {
+        return super::typed::dt_value(session, spec, &rest, recursion);
+    }
     // `dt MOD!PATTERN` with wildcards: list the types.
     if name.contains(['*', '?']) {
         return list(session, module, name);
     }
-    let found = find_type(session, module, name)?;
+    let found = match find_type(session, module, name) {
+        Ok(found) => found,
+        // `dt VAR` / `dt EXPR`: a variable or typed expression instead of a type.
+        Err(err) => {
+            return super::typed::dt_value(session, spec, &rest, recursion).map_err(|_| err)
+        }
+    };
 
     // The first word after the type is an address unless it names a field.
     let mut fields: Vec<&str> = Vec::new();
@@ -110,7 +122,7 @@ fn dt(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
     for (i, w) in rest.iter().enumerate() {
         let is_field = known.iter().any(|f| ntdbg_symbols::wildcard_match(w, f));
         if i == 0 && !is_field {
-            address = Some(super::eval(session, w)?);
+            address = Some(super::typed::address(session, w)?);
         } else {
             fields.push(w);
         }

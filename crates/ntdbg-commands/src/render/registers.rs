@@ -4,7 +4,7 @@
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, NamedValue, TypedResult};
 use minidump::{MinidumpContext, MinidumpRawContext};
-use ntdbg_engine::registers::{flags_text, general_registers, register};
+use ntdbg_engine::registers::{flags_text, general_registers, known_register, register};
 use ntdbg_engine::text::pointer_hex;
 use ntdbg_engine::Session;
 
@@ -12,7 +12,7 @@ use ntdbg_engine::Session;
 /// and `~Ns` print).
 pub(crate) fn show_current(session: &mut Session) -> Result<CommandOutput, CommandError> {
     let ctx = current_context(session)?;
-    let mut text = render_registers(&ctx);
+    let mut text = render_known_registers(&ctx, &|name| known_register(&ctx, name).is_some());
     let ip = ctx.get_instruction_pointer();
     text.push_str(&super::code::current_instruction(session, ip));
     let registers = general_registers(&ctx)
@@ -38,22 +38,38 @@ pub(crate) fn current_context(session: &Session) -> Result<MinidumpContext, Comm
     })
 }
 
-/// Registers in WinDbg's `r` layout for the context's architecture.
-fn render_registers(ctx: &MinidumpContext) -> String {
+/// Registers in WinDbg's `r` layout for the context's architecture, those `known` rejects as
+/// `?` (a caller frame's lost volatile registers); the flags and segments only when the flags
+/// are known.
+pub(crate) fn render_known_registers(
+    ctx: &MinidumpContext,
+    known: &dyn Fn(&str) -> bool,
+) -> String {
     let regs = general_registers(ctx);
+    let show = |name: &str, value: u64, bytes: usize| {
+        if known(name) {
+            pointer_hex(value, bytes)
+        } else {
+            "?".repeat(bytes * 2)
+        }
+    };
     let mut out = String::new();
     match &ctx.raw {
         MinidumpRawContext::X86(_) => {
             // Six per line, then eip/esp/ebp with the flags on the same line.
             for (i, (name, value)) in regs.iter().enumerate() {
-                out.push_str(&format!("{name}={}", pointer_hex(*value, 4)));
+                out.push_str(&format!("{name}={}", show(name, *value, 4)));
                 out.push(if i == 5 { '\n' } else { ' ' });
             }
-            out.push_str(&flags_and_segments(ctx));
+            if known("efl") {
+                out.push_str(&flags_and_segments(ctx));
+            } else {
+                out.push('\n');
+            }
         }
         raw => {
             for (i, (name, value)) in regs.iter().enumerate() {
-                out.push_str(&format!("{name:>3}={}", pointer_hex(*value, 8)));
+                out.push_str(&format!("{name:>3}={}", show(name, *value, 8)));
                 out.push(if i % 3 == 2 || i + 1 == regs.len() {
                     '\n'
                 } else {
@@ -61,9 +77,12 @@ fn render_registers(ctx: &MinidumpContext) -> String {
                 });
             }
             match raw {
-                MinidumpRawContext::Amd64(_) => out.push_str(&flags_and_segments(ctx)),
+                MinidumpRawContext::Amd64(_) if known("efl") => {
+                    out.push_str(&flags_and_segments(ctx))
+                }
+                MinidumpRawContext::Amd64(_) => {}
                 _ => {
-                    if let Some(cpsr) = register(ctx, "cpsr") {
+                    if let Some(cpsr) = register(ctx, "cpsr").filter(|_| known("cpsr")) {
                         out.push_str(&format!("cpsr={cpsr:08x}\n"));
                     }
                 }

@@ -5,6 +5,7 @@ use crate::render::addr;
 use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::{no_address, unreadable_address};
 use ntdbg_engine::Session;
+use ntdbg_symbols::strip_parameters;
 
 /// Which columns a `k` variant shows.
 #[derive(Debug, Clone, Copy)]
@@ -13,10 +14,21 @@ pub(crate) struct Style {
     pub(crate) numbers: bool,
     /// `kb`/`kv`: the first stack words ("Args to Child").
     pub(crate) args: bool,
-    /// `kp`: parameter lists.
-    pub(crate) params: bool,
+    /// `kp`/`kP`: parameters with their values.
+    pub(crate) params: Params,
     /// `kc`: call sites only.
     pub(crate) clean: bool,
+}
+
+/// How `k` shows a function's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Params {
+    /// Not at all (`k`, `kn`, `kb`).
+    None,
+    /// With values on the frame's line (`kp`).
+    Inline,
+    /// With values, one per line (`kP`).
+    Lines,
 }
 
 /// A stack in `k`'s plain layout (Child-SP, RetAddr, Call Site), for commands that show one.
@@ -30,10 +42,28 @@ pub(crate) fn render_with(session: &Session, stack: &Stack, args: bool, params: 
     let style = Style {
         numbers: false,
         args,
-        params,
+        params: if params { Params::Inline } else { Params::None },
         clean: false,
     };
     render_stack(session, stack, style)
+}
+
+/// One frame as `kn` prints it, without the header (what `.frame` shows).
+pub(crate) fn numbered_line(session: &Session, frame: &Frame) -> String {
+    let style = Style {
+        numbers: true,
+        args: false,
+        params: Params::None,
+        clean: false,
+    };
+    let stack = Stack {
+        thread_id: 0,
+        frames: vec![frame.clone()],
+        note: None,
+    };
+    let text = render_stack(session, &stack, style);
+    text.split_once('\n')
+        .map_or(text.clone(), |(_, line)| line.to_string())
 }
 
 /// A stack in the layout of the `k` variant `style`.
@@ -58,7 +88,7 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
     }
     for f in &stack.frames {
         if style.clean {
-            out.push_str(&call_site(f, style.params));
+            out.push_str(&call_site(session, stack, f, style.params));
             out.push('\n');
             continue;
         }
@@ -102,7 +132,7 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
                 out.push_str(if x86 { " " } else { "     " });
             }
         }
-        out.push_str(&call_site(f, style.params));
+        out.push_str(&call_site(session, stack, f, style.params));
         if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
             out.push_str(&format!(" [{file} @ {line}]"));
         }
@@ -114,15 +144,36 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
     out
 }
 
-fn call_site(f: &Frame, params: bool) -> String {
-    if params {
+fn call_site(session: &Session, stack: &Stack, f: &Frame, params: Params) -> String {
+    if params != Params::None {
         if let (Some(m), Some(func)) = (&f.module, &f.function) {
             let off = match f.function_offset {
                 Some(o) if o != 0 && !f.inline => format!("+{o:#x}"),
                 _ => String::new(),
             };
-            return format!("{m}!{func}{off}");
+            return match parameter_values(session, stack, f, params) {
+                Some(list) => format!("{m}!{}({list}){off}", strip_parameters(func)),
+                None => format!("{m}!{func}{off}"),
+            };
         }
     }
     f.call_site()
+}
+
+/// `int * p = 0x00000000`00000000, int n = 0n5` from the PDB's parameters of the frame;
+/// `None` when the frame has no PDB variables (the symbol's parameter list is shown then).
+fn parameter_values(session: &Session, stack: &Stack, f: &Frame, params: Params) -> Option<String> {
+    let variables = session.stack_frame_variables(stack, f.index).ok()?;
+    let shown: Vec<String> = variables
+        .iter()
+        .filter(|v| v.is_parameter)
+        .map(|v| {
+            let view = session.view_variable(v);
+            format!("{} {} = {}", view.type_name, view.name, view.value)
+        })
+        .collect();
+    Some(match params {
+        Params::Lines if !shown.is_empty() => format!("\n\t\t\t{}", shown.join(",\n\t\t\t")),
+        _ => shown.join(", "),
+    })
 }

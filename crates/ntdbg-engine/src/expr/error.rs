@@ -31,6 +31,11 @@ pub enum ExprErrorKind {
     TooLong,
     /// Parentheses and unary operators nest deeper than [`MAX_DEPTH`](super::MAX_DEPTH).
     TooDeep,
+    /// A C++ operand of the wrong type for its operator (`Type conflict error at '...'`).
+    TypeConflict,
+    /// A C++ operand whose value is not known at this instruction (a variable whose location
+    /// is not valid here).
+    Unavailable,
 }
 
 impl ExprErrorKind {
@@ -51,6 +56,8 @@ impl ExprErrorKind {
             Self::Overflow => ErrorCode::Overflow,
             Self::TooLong => ErrorCode::TooLong,
             Self::TooDeep => ErrorCode::TooDeep,
+            Self::TypeConflict => ErrorCode::TypeConflict,
+            Self::Unavailable => ErrorCode::ValueUnavailable,
         }
     }
 }
@@ -97,6 +104,8 @@ impl ExprError {
             ExprErrorKind::Overflow => "Numeric overflow error",
             ExprErrorKind::TooLong => "Expression too long",
             ExprErrorKind::TooDeep => "Expression too complex",
+            ExprErrorKind::TypeConflict => "Type conflict error",
+            ExprErrorKind::Unavailable => "Value unavailable error",
         };
         let preposition = if kind == ExprErrorKind::MissingExpression {
             "from"

@@ -25,6 +25,14 @@ pub(crate) fn eval(program: &Program<'_>, src: &str, env: &dyn ExprEnv) -> Resul
                 .symbol(name)
                 .or_else(|| env.register(&name.to_ascii_lowercase()))
                 .ok_or_else(|| fail(ExprErrorKind::Unresolved))?,
+            Step::Switch { cpp, text, offset } => {
+                let value = if *cpp {
+                    env.evaluate_cpp(text)
+                } else {
+                    super::evaluate(text, env)
+                };
+                value.map_err(|e| e.shifted(*offset))?
+            }
             Step::Unary(op) => {
                 let value = pop(&mut stack, &instr.span, src)?;
                 unary(*op, value, env).ok_or_else(|| fail(ExprErrorKind::MemoryAccess))?

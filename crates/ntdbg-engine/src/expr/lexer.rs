@@ -55,6 +55,13 @@ pub(crate) enum Tok<'a> {
     Name(&'a str),
     /// An operator.
     Op(Op),
+    /// `@@c++(TEXT)` (`cpp` true) or `@@masm(TEXT)`: the text inside the parentheses and
+    /// its byte offset in the source.
+    Switch {
+        cpp: bool,
+        text: &'a str,
+        offset: usize,
+    },
     /// `(`
     LParen,
     /// `)`
@@ -152,6 +159,7 @@ fn lex_at(src: &str, mut pos: usize) -> Token<'_> {
         b'>' if next(1) == Some(b'>') => punct(Op::Shr, 2),
         b'>' if next(1) == Some(b'=') => punct(Op::Ge, 2),
         b'>' => punct(Op::Gt, 1),
+        b'@' if next(1) == Some(b'@') => switch(src, pos),
         b'@' => {
             let name_start = if next(1) == Some(b'$') {
                 pos + 2
@@ -189,6 +197,43 @@ fn lex_at(src: &str, mut pos: usize) -> Token<'_> {
         }
         _ => unknown(src, pos),
     }
+}
+
+/// `@@c++(…)` or `@@masm(…)` at `pos`, up to the matching `)`; an unknown token when the
+/// evaluator name is not one of those or the parenthesis is not closed.
+fn switch(src: &str, pos: usize) -> Token<'_> {
+    let rest = &src[pos..];
+    let Some((cpp, prefix)) = [(true, "@@c++("), (false, "@@masm(")]
+        .into_iter()
+        .find(|(_, p)| {
+            rest.get(..p.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(p))
+        })
+    else {
+        return unknown(src, pos);
+    };
+    let inner = pos + prefix.len();
+    let mut depth = 1usize;
+    for (i, b) in src.bytes().enumerate().skip(inner) {
+        match b {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Token {
+                        tok: Tok::Switch {
+                            cpp,
+                            text: &src[inner..i],
+                            offset: inner,
+                        },
+                        span: pos..i + 1,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+    unknown(src, pos)
 }
 
 /// An [`Tok::Unknown`] token covering the whole character at `pos`.

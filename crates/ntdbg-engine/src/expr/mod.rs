@@ -9,6 +9,8 @@
 //!   `by wo dwo qwo poi` read 1, 2, 4, 8 or pointer-size bytes of memory.
 //! * `@rax`, `@$ip` and `$ip` are registers and pseudo-registers; a bare word is a number
 //!   if it is valid hex (`ff`), else a symbol if one resolves, else a register (`rax`).
+//! * `@@c++(EXPR)` evaluates EXPR with the C++ evaluator (typed: `@@c++(p->next)`),
+//!   `@@masm(EXPR)` with this one.
 //! * `mod!name`, `mod!ns::f`, `mod!f<int>`, `ns::f` and bare names are symbols; a module
 //!   name alone is its base address.
 //!
@@ -59,6 +61,11 @@ pub trait ExprEnv {
     fn pointer_size(&self) -> usize;
     /// The address of `"mod!sym"`, the base of module `"mod"`, or of `"sym"` in any module.
     fn symbol(&self, name: &str) -> Option<u64>;
+    /// The value of the C++ expression inside `@@c++(…)`; environments without a C++
+    /// evaluator refuse it.
+    fn evaluate_cpp(&self, text: &str) -> Result<u64, ExprError> {
+        Err(ExprError::at(ExprErrorKind::Syntax, 0..text.len(), text))
+    }
 }
 
 /// Evaluates the MASM expression `expr`. Trailing text is a syntax error.

@@ -109,6 +109,13 @@ pub(crate) enum Step<'a> {
     Symbol(&'a str),
     /// Push a bare word: a symbol if one resolves, else a register.
     Name(&'a str),
+    /// Push the value of `@@c++(TEXT)` (`cpp` true) or `@@masm(TEXT)`; `offset` is where TEXT
+    /// starts in the source.
+    Switch {
+        cpp: bool,
+        text: &'a str,
+        offset: usize,
+    },
     /// Pop one value, push the result.
     Unary(UnaryOp),
     /// Pop the right then the left operand, push the result.
@@ -241,6 +248,7 @@ impl<'a> Parser<'a> {
             Tok::Register(name) | Tok::Pseudo(name) => Step::Register(name),
             Tok::Symbol(name) => Step::Symbol(name),
             Tok::Name(name) => Step::Name(name),
+            Tok::Switch { cpp, text, offset } => Step::Switch { cpp, text, offset },
             Tok::Op(op) => {
                 let Some(op) = unary_op(op) else {
                     return Err(self.syntax_error(token.span));

@@ -131,4 +131,11 @@ impl TypeDb {
             })
         }
     }
+
+    /// The type index of the global or static variable `name` (case-insensitive), when the
+    /// PDB records one.
+    pub fn data_type(&self, name: &str) -> Option<u32> {
+        let typed = self.symbols.get(&name.to_lowercase())?;
+        (!typed.function).then_some(typed.index)
+    }
 }

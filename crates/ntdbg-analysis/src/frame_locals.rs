@@ -1,0 +1,66 @@
+//! The parameters and locals of the frames an engineer reads first: the faulting frame and the
+//! first application frame (`frame_locals`, `FRAME_LOCALS`).
+
+use crate::signature::SignatureConfig;
+use ntdbg_engine::stack::Stack;
+use ntdbg_engine::variable_view::VariableView;
+use ntdbg_engine::Session;
+use serde::Serialize;
+
+/// Most variables reported per frame.
+pub const MAX_FRAME_LOCALS: usize = 16;
+
+/// One frame's parameters and locals.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FrameLocals {
+    /// The frame number (as `kn` numbers it).
+    pub frame: usize,
+    /// The frame's function.
+    pub function: Option<String>,
+    /// Its parameters and locals as `dv` shows them (at most [`MAX_FRAME_LOCALS`]).
+    pub variables: Vec<VariableView>,
+    /// How many more the frame has than were reported.
+    pub omitted: usize,
+}
+
+/// The first frame outside system modules with a function name.
+pub(crate) fn first_application_frame(stack: &Stack, config: &SignatureConfig) -> Option<usize> {
+    stack
+        .frames
+        .iter()
+        .find(|f| f.function.is_some() && f.module.as_deref().is_some_and(|m| !config.is_system(m)))
+        .map(|f| f.index)
+}
+
+/// The variables of the faulting frame (0) and of the first application frame, for those
+/// whose PDB declares variables.
+pub(crate) fn frame_locals(
+    session: &Session,
+    stack: &Stack,
+    config: &SignatureConfig,
+) -> Vec<FrameLocals> {
+    let mut frames = vec![0];
+    if let Some(app) = first_application_frame(stack, config) {
+        if app != 0 {
+            frames.push(app);
+        }
+    }
+    frames
+        .into_iter()
+        .filter_map(|index| {
+            let frame = stack.frames.get(index)?;
+            let variables = session.stack_frame_variables(stack, index).ok()?;
+            let omitted = variables.len().saturating_sub(MAX_FRAME_LOCALS);
+            Some(FrameLocals {
+                frame: index,
+                function: frame.function.clone(),
+                variables: variables
+                    .iter()
+                    .take(MAX_FRAME_LOCALS)
+                    .map(|v| session.view_variable(v))
+                    .collect(),
+                omitted,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,82 @@
+//! `.frame`, `dv` and `kp` on the `locals` samples (tools/crashgen/locals.c): goldens of the
+//! text, and the values the source gives asserted in the text itself.
+
+use ntdbg_engine::Session;
+use std::path::Path;
+
+fn open(variant: &str) -> Session {
+    let path = ntdbg_testutil::sample(&format!("locals/{variant}/locals.dmp"));
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
+    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+}
+
+fn run(session: &mut Session, command: &str) -> String {
+    match ntdbg_commands::run_command(session, command) {
+        Ok(out) => out.text,
+        Err(e) => format!("ERROR {}: {}", e.code, e.message),
+    }
+}
+
+const COMMANDS: &[(&str, &str)] = &[
+    ("ecxr", ".ecxr"),
+    ("kn", "kn"),
+    ("kp", "kp"),
+    ("kP", "kP 2"),
+    ("dv", "dv"),
+    ("dv_tvi", "dv /t /v /i"),
+    ("frame_1", ".frame 1"),
+    ("frame_1_dv_tvi", "dv /t /v /i"),
+    ("frame_alone", ".frame"),
+    ("frame_r_1", ".frame /r 1"),
+    ("frame_2", ".frame 2"),
+    ("frame_2_dv_tv", "dv /t /v"),
+    ("dv_pattern", "dv /t o*"),
+    ("frame_bad", ".frame 40"),
+    ("dv_bad_switch", "dv /q"),
+    ("frame_c_1", ".frame /c 1"),
+    ("r_after_frame_c", "r"),
+    ("cxr_back", ".cxr"),
+    ("frame_after_cxr", ".frame"),
+];
+
+#[test]
+fn locals_x64_o2() {
+    let mut s = open("x64-O2");
+    for (name, command) in COMMANDS {
+        let text = run(&mut s, command);
+        insta::assert_snapshot!(format!("locals_x64_O2__{name}"), text, command);
+    }
+}
+
+#[test]
+fn locals_x64_o0() {
+    let mut s = open("x64-O0");
+    for (name, command) in COMMANDS {
+        let text = run(&mut s, command);
+        insta::assert_snapshot!(format!("locals_x64_O0__{name}"), text, command);
+    }
+}
+
+#[test]
+fn locals_typed_result() {
+    let mut s = open("x64-O2");
+    run(&mut s, ".ecxr");
+    run(&mut s, ".frame 1");
+    let out = ntdbg_commands::run_command(&mut s, "dv").expect("dv");
+    let json = serde_json::to_value(out.typed.expect("typed")).expect("json");
+    assert_eq!(json["kind"], "locals");
+    assert_eq!(json["frame"], 1);
+    let vars = json["variables"].as_array().expect("variables");
+    let names: Vec<&str> = vars.iter().filter_map(|v| v["name"].as_str()).collect();
+    assert_eq!(names, ["pts", "count", "limit", "total", "i"]);
+    let total = &vars[3];
+    assert_eq!(total["kind"], "local");
+    assert_eq!(total["location"], "@ebx");
+    assert_eq!(total["available"], true);
+    assert_eq!(vars[4]["available"], false);
+    assert_eq!(vars[4]["value"], "<value unavailable>");
+}
