@@ -10,16 +10,22 @@ use serde::Serialize;
 /// Most variables reported per frame.
 pub const MAX_FRAME_LOCALS: usize = 16;
 
-/// One frame's parameters and locals.
+/// A frame's variables.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "Vars")]
 pub struct FrameLocals {
-    /// The frame number (as `kn` numbers it).
+    /// Frame number.
     pub frame: usize,
-    /// The frame's function.
+    /// Function.
     pub function: Option<String>,
-    /// Its parameters and locals as `dv` shows them (at most [`MAX_FRAME_LOCALS`]).
+    /// Parameters and locals (at most [`MAX_FRAME_LOCALS`]), each `{name, kind, type,
+    /// value, location, available}` as `dv`'s typed result; the output schema leaves their
+    /// shape open to keep MCP's `tools/list` small.
+    #[schemars(with = "Vec<serde_json::Value>")]
     pub variables: Vec<VariableView>,
-    /// How many more the frame has than were reported.
+    /// How many more were left out (said in the text report; not in the JSON, whose MCP
+    /// output schema must stay small).
+    #[serde(skip)]
     pub omitted: usize,
 }
 

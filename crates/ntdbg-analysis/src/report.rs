@@ -26,8 +26,7 @@ pub struct Report {
     /// (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`); see
     /// [`crate::signature::bucket_signature`].
     pub signature: String,
-    /// Parameters and locals of the faulting frame and the first application frame (bounded),
-    /// for frames whose PDB declares them.
+    /// Variables of the faulting and first application frames.
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,

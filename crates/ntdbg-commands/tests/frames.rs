@@ -80,3 +80,37 @@ fn locals_typed_result() {
     assert_eq!(vars[4]["available"], false);
     assert_eq!(vars[4]["value"], "<value unavailable>");
 }
+
+#[test]
+fn values_from_the_source_in_the_text() {
+    let mut s = open("x64-O2");
+    run(&mut s, ".ecxr");
+    let dv0 = run(&mut s, "dv");
+    assert!(
+        dv0.contains("index = 0n2\n") && dv0.contains("product = 0n11102\n"),
+        "{dv0}"
+    );
+    assert!(dv0.contains("scale = <value unavailable>\n"), "{dv0}");
+    run(&mut s, ".frame 1");
+    let dv1 = run(&mut s, "dv /t");
+    assert!(
+        dv1.contains("int total = 0n111\n") && dv1.contains("int limit = 0n2\n"),
+        "{dv1}"
+    );
+    assert!(dv1.contains("int i = <value unavailable>\n"), "{dv1}");
+    let kp = run(&mut s, "kp 3");
+    assert!(kp.contains("locals!main(int argc = 0n2, "), "{kp}");
+
+    let mut s = open("x64-O0");
+    run(&mut s, ".ecxr");
+    run(&mut s, ".frame 1");
+    let dv1 = run(&mut s, "dv");
+    for line in [
+        "count = 0n4\n",
+        "limit = 0n2\n",
+        "total = 0n111\n",
+        "i = 0n2\n",
+    ] {
+        assert!(dv1.contains(line), "{line} in {dv1}");
+    }
+}

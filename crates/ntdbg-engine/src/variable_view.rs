@@ -6,26 +6,26 @@ use crate::place::Place;
 use crate::Session;
 use serde::Serialize;
 
-/// One variable, rendered (the typed result of `dv`, `analyze`'s `frame_locals`).
+/// A variable as `dv` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VariableView {
-    /// Its name.
+    /// Name.
     pub name: String,
     /// `parameter` or `local`.
     pub kind: &'static str,
-    /// Its type in WinDbg's spelling (`int`, `struct point *`).
+    /// Type.
     #[serde(rename = "type")]
     pub type_name: String,
-    /// The value as `dv` prints it (`0n5`, `0x00000000`0014fe80`, `<value unavailable>`).
+    /// Value as `dv` prints it.
     pub value: String,
-    /// Where it lives (`@rcx`, `@rsp+0x28`); empty when it has no location here.
+    /// Location (`@rcx`, `@rsp+0x28`).
     pub location: String,
-    /// The address of a value in memory (`0x` hex).
+    /// Address, when in memory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
-    /// Whether the value is known at the frame's instruction.
+    /// Whether the value is known here.
     pub available: bool,
-    /// Why it is not, when it is not.
+    /// Why not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
