@@ -27,6 +27,7 @@ pub mod table;
 pub use commands::kernel_objects::run_with_kernel_layout;
 pub use error::CommandError;
 pub use output::{
-    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, ThreadRow, TypedResult,
+    CommandOutput, KernelProcessRow, KernelThreadRow, ModuleRow, NamedValue, PeHeadersResult,
+    PeSectionRow, RegionRow, SearchHit, ThreadRow, TypedResult,
 };
 pub use run::{run_batch, run_command, run_command_with, CommandResult, Policy, Status};

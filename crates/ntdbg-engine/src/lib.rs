@@ -22,6 +22,7 @@ mod error;
 pub mod expr;
 mod expr_env;
 pub mod live;
+pub mod memory;
 pub mod module_info;
 mod prefetch;
 mod provider;

@@ -429,7 +429,7 @@ fn verified<T>(
 fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
     let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
     let img = guarded(path, "PE reader", || {
-        MappedImage::from_file(&bytes, path.to_path_buf()).map_err(|source| SymbolError::Pe {
+        MappedImage::from_file(&bytes, path.to_path_buf(), ident.base).map_err(|source| SymbolError::Pe {
             path: path.to_path_buf(),
             source,
         })

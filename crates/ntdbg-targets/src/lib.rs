@@ -31,7 +31,9 @@ pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
-pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+pub use model::{
+    Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
+};
 pub use user_dump::UserDump;
 
 /// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a
@@ -77,6 +79,11 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn origin(&self) -> &str;
     /// The bugcheck that caused a kernel dump; `None` for user-mode targets.
     fn bugcheck(&self) -> Option<&Bugcheck> {
+        None
+    }
+    /// The address-space layout at dump time (MemoryInfoList stream), sorted by base; `None`
+    /// when the target does not record one.
+    fn memory_info(&self) -> Option<&[MemoryInfo]> {
         None
     }
     /// The stack memory around stack pointer `sp` that a stack walk may read: the captured

@@ -2,12 +2,13 @@
 
 use crate::error::TargetError;
 use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
-use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
 use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
-    Minidump, MinidumpException, MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo,
+    Minidump, MinidumpException, MinidumpMemoryInfoList, MinidumpMiscInfo, MinidumpModuleList,
+    MinidumpSystemInfo,
     MinidumpThreadList, MinidumpThreadNames, UnifiedMemory,
 };
 use std::borrow::Cow;
@@ -34,6 +35,7 @@ pub struct UserDump {
     threads: Vec<ThreadInfo>,
     modules: MinidumpModuleList,
     event: Option<ExceptionEvent>,
+    memory_info: Option<Vec<MemoryInfo>>,
 }
 
 impl UserDump {
@@ -149,6 +151,8 @@ impl UserDump {
             }
         });
 
+        let memory_info = read_memory_info(&dump, mask);
+
         let raw = &system_info.raw;
         let misc_raw = misc.as_ref().map(|m| &m.raw);
         let system = SystemFacts {
@@ -181,6 +185,7 @@ impl UserDump {
             threads,
             modules,
             event,
+            memory_info,
         })
     }
 
@@ -195,6 +200,25 @@ impl UserDump {
         let range = self.ranges.get(candidate)?;
         range.region.contains(addr).then_some(candidate)
     }
+}
+
+/// The MemoryInfoList stream as owned regions sorted by base, if the dump has one.
+fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryInfo>> {
+    let list = dump.get_stream::<MinidumpMemoryInfoList>().ok()?;
+    let mut regions: Vec<MemoryInfo> = list
+        .iter()
+        .map(|m| MemoryInfo {
+            base: m.raw.base_address & mask,
+            allocation_base: m.raw.allocation_base & mask,
+            allocation_protect: m.raw.allocation_protection,
+            size: m.raw.region_size,
+            state: m.raw.state,
+            protect: m.raw.protection,
+            kind: m.raw._type,
+        })
+        .collect();
+    regions.sort_by_key(|r| r.base);
+    Some(regions)
 }
 
 /// Records a captured range, given the slice of the mapping that holds it.
@@ -320,5 +344,8 @@ impl Target for UserDump {
     }
     fn origin(&self) -> &str {
         &self.origin
+    }
+    fn memory_info(&self) -> Option<&[MemoryInfo]> {
+        self.memory_info.as_deref()
     }
 }
