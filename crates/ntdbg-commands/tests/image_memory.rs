@@ -10,7 +10,11 @@ use std::path::Path;
 /// Opens a sample with its own folder as the symbol path.
 fn open(sample: &str) -> Session {
     let path = ntdbg_testutil::sample(sample);
-    let dir = path.parent().unwrap_or(Path::new(".")).display().to_string();
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
     Session::open_dump(&path, Some(&dir)).expect("sample opens")
 }
 
@@ -217,7 +221,10 @@ fn sample_goldens() {
         ("address_summary", "!address -summary".to_string()),
         ("address_text", format!("!address {text_at:#x}")),
         ("address_stack", "!address @rsp".to_string()),
-        ("search_ascii", format!("s -a {base:#x} L?{:x} \"crashy\"", pe.size_of_image)),
+        (
+            "search_ascii",
+            format!("s -a {base:#x} L?{:x} \"crashy\"", pe.size_of_image),
+        ),
         ("search_qword", "s -q @rsp L200 140001a1e".to_string()),
         ("search_strings", format!("s -[l6]sa {text_at:#x} L200")),
         ("dh", "!dh crashy".to_string()),
@@ -237,14 +244,20 @@ fn address_uses_the_memory_info_list_of_a_real_dump() {
     else {
         return;
     };
-    let list = session.target().memory_info().expect("MemoryInfoList").len();
+    let list = session
+        .target()
+        .memory_info()
+        .expect("MemoryInfoList")
+        .len();
     let out = run_command(&mut session, "!address").unwrap();
     let Some(TypedResult::Regions { regions }) = &out.typed else {
         panic!("typed regions")
     };
     assert_eq!(regions.len(), list);
     assert!(regions.iter().all(|r| r.source == "memory_info"));
-    assert!(regions.iter().any(|r| r.usage == "Stack" && r.thread == Some(0)));
+    assert!(regions
+        .iter()
+        .any(|r| r.usage == "Stack" && r.thread == Some(0)));
     assert!(regions.iter().any(|r| r.usage == "TEB"));
     assert!(regions
         .iter()

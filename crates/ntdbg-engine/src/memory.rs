@@ -171,7 +171,10 @@ fn clip(r: Range<u64>, bounds: &Range<u64>) -> Option<Range<u64>> {
 fn subtract(r: Range<u64>, covered: &[Range<u64>]) -> Vec<Range<u64>> {
     let mut out = Vec::new();
     let mut at = r.start;
-    for c in covered.iter().filter(|c| c.end > r.start && c.start < r.end) {
+    for c in covered
+        .iter()
+        .filter(|c| c.end > r.start && c.start < r.end)
+    {
         if c.start > at {
             out.push(at..c.start);
         }
@@ -190,7 +193,10 @@ mod tests {
     #[test]
     fn subtract_leaves_the_uncovered_parts() {
         assert_eq!(subtract(0..100, &[]), vec![0..100]);
-        assert_eq!(subtract(0..100, &[10..20, 50..60]), vec![0..10, 20..50, 60..100]);
+        assert_eq!(
+            subtract(0..100, &[10..20, 50..60]),
+            vec![0..10, 20..50, 60..100]
+        );
         assert_eq!(subtract(10..20, &[0..15, 18..30]), vec![15..18]);
         assert_eq!(subtract(10..20, &[0..30]), Vec::<Range<u64>>::new());
     }

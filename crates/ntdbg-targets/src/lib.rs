@@ -31,9 +31,7 @@ pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
-pub use model::{
-    Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
-};
+pub use model::{Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 pub use user_dump::UserDump;
 
 /// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a

@@ -8,8 +8,7 @@ use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
     Minidump, MinidumpException, MinidumpMemoryInfoList, MinidumpMiscInfo, MinidumpModuleList,
-    MinidumpSystemInfo,
-    MinidumpThreadList, MinidumpThreadNames, UnifiedMemory,
+    MinidumpSystemInfo, MinidumpThreadList, MinidumpThreadNames, UnifiedMemory,
 };
 use std::borrow::Cow;
 use std::fs::File;

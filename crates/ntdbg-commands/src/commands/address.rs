@@ -114,18 +114,13 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             layout.regions.iter().collect(),
         )
     } else if args.starts_with('-') {
-        return Err(CommandError::syntax(format!(
-            "!address: unknown option '{}'",
-            excerpt(args)
-        ))
-        .with_hint("use `!address`, `!address ADDR` or `!address -summary`"));
+        return Err(
+            CommandError::syntax(format!("!address: unknown option '{}'", excerpt(args)))
+                .with_hint("use `!address`, `!address ADDR` or `!address -summary`"),
+        );
     } else {
         let at = crate::commands::eval(session, args)?;
-        let Some(region) = layout
-            .regions
-            .iter()
-            .find(|r| r.base <= at && at < r.end)
-        else {
+        let Some(region) = layout.regions.iter().find(|r| r.base <= at && at < r.end) else {
             return Err(CommandError::new(
                 "no_region",
                 format!(
@@ -144,11 +139,11 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             vec![region],
         )
     };
-    let rows = shown
-        .into_iter()
-        .map(|r| row(r, source))
-        .collect();
-    Ok(CommandOutput::with(text, TypedResult::Regions { regions: rows }))
+    let rows = shown.into_iter().map(|r| row(r, source)).collect();
+    Ok(CommandOutput::with(
+        text,
+        TypedResult::Regions { regions: rows },
+    ))
 }
 
 /// The regions of the address space, classified.
@@ -325,11 +320,7 @@ impl Known {
         }
         let overlaps = |lo: u64, hi: u64| lo < end && hi > base;
         let allocation = info.map(|m| m.allocation_base);
-        if let Some(&(i, _)) = self
-            .tebs
-            .iter()
-            .find(|(_, teb)| base <= *teb && *teb < end)
-        {
+        if let Some(&(i, _)) = self.tebs.iter().find(|(_, teb)| base <= *teb && *teb < end) {
             return Usage::Teb { thread: i };
         }
         let by_allocation = |list: &[(usize, u64)]| {
@@ -542,7 +533,10 @@ fn region_text(session: &Session, r: &Region, at: u64) -> String {
         ),
     );
     if let Some(m) = &r.info {
-        line("State", format!("{:08x}          {}", m.state, state_name(m.state)));
+        line(
+            "State",
+            format!("{:08x}          {}", m.state, state_name(m.state)),
+        );
         if m.protect != 0 {
             line(
                 "Protect",
@@ -550,7 +544,10 @@ fn region_text(session: &Session, r: &Region, at: u64) -> String {
             );
         }
         if m.kind != 0 {
-            line("Type", format!("{:08x}          {}", m.kind, type_name(m.kind)));
+            line(
+                "Type",
+                format!("{:08x}          {}", m.kind, type_name(m.kind)),
+            );
         }
         if m.state != MEM_FREE {
             line("Allocation Base", addr(session, m.allocation_base));
@@ -578,7 +575,10 @@ fn region_text(session: &Session, r: &Region, at: u64) -> String {
             line("More info", format!("lmv m {module}"));
             line("More info", format!("!lmi {module}"));
             line("More info", format!("ln {at:#x}"));
-            line("More info", format!("!dh {:#x}", image_base(session, r.base)));
+            line(
+                "More info",
+                format!("!dh {:#x}", image_base(session, r.base)),
+            );
         }
         Usage::Stack { thread } => {
             line("Additional info", usage_detail(session, &r.usage));
@@ -593,7 +593,9 @@ fn region_text(session: &Session, r: &Region, at: u64) -> String {
         Usage::Free | Usage::Unknown => {}
     }
     let (source, length) = content_source(session, at, r.end);
-    out.push_str(&format!("\n\nContent source: {source}, length: {length:x}\n"));
+    out.push_str(&format!(
+        "\n\nContent source: {source}, length: {length:x}\n"
+    ));
     out
 }
 

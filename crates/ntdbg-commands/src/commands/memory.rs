@@ -188,14 +188,14 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         missing_line(session, start, bytes)
     } else {
         match shape {
-        Shape::Bytes => render_bytes(session, start, &data),
-        Shape::DwordsAscii => render_values(session, start, &data, 4, 4, true),
-        Shape::Values { unit, per_line } => {
-            render_values(session, start, &data, unit, per_line, false)
-        }
-        Shape::Symbols { unit } => render_symbols(session, start, &data, unit),
-        Shape::Ascii => render_string(session, start, &data, false),
-        Shape::Unicode => render_string(session, start, &data, true),
+            Shape::Bytes => render_bytes(session, start, &data),
+            Shape::DwordsAscii => render_values(session, start, &data, 4, 4, true),
+            Shape::Values { unit, per_line } => {
+                render_values(session, start, &data, unit, per_line, false)
+            }
+            Shape::Symbols { unit } => render_symbols(session, start, &data, unit),
+            Shape::Ascii => render_string(session, start, &data, false),
+            Shape::Unicode => render_string(session, start, &data, true),
         }
     };
     session.set_display_cursor(start.wrapping_add(bytes));

@@ -204,9 +204,7 @@ fn lmi(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
         text.push_str(&format!("{label:>15}: {value}\n"));
     };
     line("Image Type", image_type.to_string());
-    let symbol_file = symbols
-        .symbol_file_path()
-        .map(|p| p.display().to_string());
+    let symbol_file = symbols.symbol_file_path().map(|p| p.display().to_string());
     line(
         "Symbol Type",
         format!(
@@ -505,7 +503,12 @@ fn typed(h: &Headers<'_>, symbols: Option<String>) -> TypedResult {
     TypedResult::PeHeaders(Box::new(PeHeadersResult {
         module: module_name(&h.module.name),
         base: format!("{:#x}", h.base),
-        source: if h.from_image { "image_file" } else { "dump_memory" }.to_string(),
+        source: if h.from_image {
+            "image_file"
+        } else {
+            "dump_memory"
+        }
+        .to_string(),
         machine: format!("{:#x}", f.machine),
         time_date_stamp: format!("{:#010x}", f.time_date_stamp),
         characteristics: format!("{:#x}", f.characteristics),

@@ -96,7 +96,8 @@ fn search(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
     if truncated {
         text.push_str(&format!(
             "Search stopped after {MAX_HITS} hits at {}: narrow the range to see the rest\n",
-            hits.last().map_or(String::new(), |h| addr(session, h.address))
+            hits.last()
+                .map_or(String::new(), |h| addr(session, h.address))
         ));
     }
     let typed = hits
@@ -139,7 +140,10 @@ fn parse_options(args: &str) -> Result<(Options, &str), CommandError> {
         .find(|c: char| c.is_ascii_whitespace())
         .unwrap_or(rest.len());
     let letter = rest[..end].to_ascii_lowercase();
-    if !matches!(letter.as_str(), "b" | "w" | "d" | "q" | "a" | "u" | "sa" | "su") {
+    if !matches!(
+        letter.as_str(),
+        "b" | "w" | "d" | "q" | "a" | "u" | "sa" | "su"
+    ) {
         return Err(CommandError::syntax(format!(
             "s: unknown search type '-{}'",
             excerpt(&rest[..end])
@@ -177,9 +181,7 @@ fn parse_flags(flags: &str, options: &mut Options) -> Result<(), CommandError> {
                 ))
                 .with_hint("supported flags: 1 (addresses only), l N (minimum string length)"))
             }
-            other => {
-                return Err(CommandError::syntax(format!("s: unknown flag '{other}'")))
-            }
+            other => return Err(CommandError::syntax(format!("s: unknown flag '{other}'"))),
         }
     }
     Ok(())
@@ -221,7 +223,9 @@ fn split_range<'a>(
         }
     }
     Err(match last_error {
-        Some(e) => CommandError::from(e).with_hint("s needs a range: `ADDR L COUNT` or `ADDR ADDR`"),
+        Some(e) => {
+            CommandError::from(e).with_hint("s needs a range: `ADDR L COUNT` or `ADDR ADDR`")
+        }
         None => CommandError::syntax("s: missing range")
             .with_hint("e.g. `s -a crashy L?80000 \"text\"`"),
     })
@@ -231,7 +235,9 @@ fn split_range<'a>(
 fn parse_pattern(session: &Session, letter: &str, text: &str) -> Result<Kind, CommandError> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(CommandError::syntax(format!("s -{letter}: missing pattern")));
+        return Err(CommandError::syntax(format!(
+            "s -{letter}: missing pattern"
+        )));
     }
     if letter == "a" || letter == "u" {
         let body = text
@@ -260,9 +266,9 @@ fn parse_pattern(session: &Session, letter: &str, text: &str) -> Result<Kind, Co
     let mut bytes = Vec::new();
     for (_, word) in split_args_indexed(text) {
         let value = match word.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')) {
-            Some(chars) if !chars.is_empty() && chars.len() <= width => chars
-                .bytes()
-                .fold(0u64, |v, b| (v << 8) | u64::from(b)),
+            Some(chars) if !chars.is_empty() && chars.len() <= width => {
+                chars.bytes().fold(0u64, |v, b| (v << 8) | u64::from(b))
+            }
             _ => crate::commands::eval(session, word)?,
         };
         if width < 8 && value >> (8 * width) != 0 {
@@ -316,7 +322,8 @@ fn run(session: &Session, range: Range<u64>, kind: &Kind) -> (Vec<Hit>, bool) {
                     }
                     // Overlap the next chunk so matches across its edge are found.
                     if end < run.end {
-                        end.saturating_sub(bytes.len().saturating_sub(1) as u64).max(pos + 1)
+                        end.saturating_sub(bytes.len().saturating_sub(1) as u64)
+                            .max(pos + 1)
                     } else {
                         end
                     }
@@ -448,7 +455,10 @@ mod tests {
     fn patterns_are_found_at_their_alignment() {
         let data = [0u8, 0x48, 0, 0, 0, 0x48, 0, 0, 0];
         assert_eq!(find_all(&data, &[0x48, 0, 0, 0], 0x1000, 1), vec![1, 5]);
-        assert_eq!(find_all(&data, &[0x48, 0, 0, 0], 0x1000, 4), Vec::<usize>::new());
+        assert_eq!(
+            find_all(&data, &[0x48, 0, 0, 0], 0x1000, 4),
+            Vec::<usize>::new()
+        );
         assert_eq!(find_all(&data, &[0x48, 0, 0, 0], 0x1003, 4), vec![1, 5]);
         assert_eq!(find_all(&data, &[], 0, 1), Vec::<usize>::new());
     }

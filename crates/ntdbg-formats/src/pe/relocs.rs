@@ -50,10 +50,7 @@ pub fn apply_base_relocations(
                 raw::IMAGE_REL_BASED_DIR64 => 8,
                 _ => return Err(malformed("unsupported relocation type")),
             };
-            let Some(slot) = at
-                .checked_add(width)
-                .and_then(|end| image.get_mut(at..end))
-            else {
+            let Some(slot) = at.checked_add(width).and_then(|end| image.get_mut(at..end)) else {
                 return Err(malformed("relocation outside the image"));
             };
             let mut value = [0u8; 8];
