@@ -167,7 +167,8 @@ impl MappedImage {
             return Vec::new();
         }
         let len = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
-        let mut ranges = vec![0..self.info.size_of_headers.min(len)];
+        let mut ranges = Vec::with_capacity(self.info.sections.len() + 1);
+        ranges.push(0..self.info.size_of_headers.min(len));
         for s in self.info.sections.iter().filter(|s| !s.is_writable()) {
             let end = s.virtual_address.saturating_add(s.mapped_size()).min(len);
             if s.virtual_address < end {
