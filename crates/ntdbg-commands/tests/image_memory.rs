@@ -262,6 +262,17 @@ fn address_uses_the_memory_info_list_of_a_real_dump() {
     assert!(regions
         .iter()
         .any(|r| r.usage == "Image" && r.module.as_deref() == Some("xul")));
+    // A search of the whole address space covers what the dump holds, in bounded time, and
+    // says that the images of 128 modules not loaded yet were left out.
+    let started = std::time::Instant::now();
+    let out = run_command(&mut session, "s -a 0 L?7fffffffffff \"Nightly\"").unwrap();
+    let elapsed = started.elapsed();
+    eprintln!("s over the whole Firefox dump: {elapsed:?}");
+    assert!(out.text.starts_with("(the range covers 128 modules"), "{}", out.text);
+    let Some(TypedResult::SearchHits { hits, .. }) = &out.typed else {
+        panic!("typed hits")
+    };
+    assert!(!hits.is_empty());
     for (name, command) in [
         ("summary", "!address -summary"),
         ("rip", "!address @rip"),

@@ -6,6 +6,7 @@
 //! process may have changed them), and every byte that came from an image is reported as such.
 
 use crate::Session;
+use minidump::MinidumpModule;
 use ntdbg_symbols::ModuleSymbols;
 use ntdbg_targets::{MemoryRegion, TargetKind};
 use std::ops::Range;
@@ -62,7 +63,7 @@ impl Session {
             return MemoryRead { bytes, from_image };
         }
         let end = addr.saturating_add(len as u64);
-        for image in self.image_ranges(addr..end) {
+        for image in self.image_ranges(addr..end, true) {
             let Some(data) = image.symbols.image_file_bytes(
                 image.range.start - image.base,
                 (image.range.end - image.range.start) as usize,
@@ -86,8 +87,10 @@ impl Session {
     }
 
     /// Every readable span of `range`, sorted by address: the dump's captured regions, and
-    /// the image-backed ranges of modules where the dump holds nothing.
-    pub fn memory_spans(&self, range: Range<u64>) -> Vec<MemorySpan> {
+    /// the image-backed ranges of modules where the dump holds nothing. With `load_images`
+    /// false, only modules whose symbols are already loaded contribute their images (a wide
+    /// range must not load every module's symbols; see [`Session::modules_not_loaded`]).
+    pub fn memory_spans(&self, range: Range<u64>, load_images: bool) -> Vec<MemorySpan> {
         let dump: Vec<Range<u64>> = self
             .target()
             .regions()
@@ -101,7 +104,7 @@ impl Session {
                 source: MemorySource::Dump,
             })
             .collect();
-        for image in self.image_ranges(range) {
+        for image in self.image_ranges(range, load_images) {
             for part in subtract(image.range, &dump) {
                 spans.push(MemorySpan {
                     range: part,
@@ -122,14 +125,17 @@ impl Session {
         (before, after)
     }
 
-    /// The image-backed ranges of the modules overlapping `range`, clipped to it (loads
-    /// those modules' symbols, which is where their images are found).
-    fn image_ranges(&self, range: Range<u64>) -> Vec<ImageRange> {
-        if self.target().kind() == TargetKind::Live || range.is_empty() {
-            return Vec::new();
-        }
-        let modules: Vec<_> = self
-            .target()
+    /// How many modules overlapping `range` have not had their symbols (and image) loaded.
+    pub fn modules_not_loaded(&self, range: Range<u64>) -> usize {
+        self.modules_in(&range)
+            .iter()
+            .filter(|m| self.symbols().loaded(m.raw.base_of_image).is_none())
+            .count()
+    }
+
+    /// The modules overlapping `range`.
+    fn modules_in(&self, range: &Range<u64>) -> Vec<&MinidumpModule> {
+        self.target()
             .modules()
             .by_addr()
             .filter(|m| {
@@ -137,14 +143,31 @@ impl Session {
                 base < range.end
                     && base.saturating_add(u64::from(m.raw.size_of_image)) > range.start
             })
-            .collect();
-        if modules.len() > 1 {
+            .collect()
+    }
+
+    /// The image-backed ranges of the modules overlapping `range`, clipped to it. With `load`,
+    /// those modules' symbols are loaded (that is where their images are found); without, only
+    /// modules already loaded count.
+    fn image_ranges(&self, range: Range<u64>, load: bool) -> Vec<ImageRange> {
+        if self.target().kind() == TargetKind::Live || range.is_empty() {
+            return Vec::new();
+        }
+        let modules = self.modules_in(&range);
+        if load && modules.len() > 1 {
             self.preload_symbols(&modules);
         }
         let mut out = Vec::new();
         for m in modules {
             let base = m.raw.base_of_image;
-            let symbols = self.module_symbols(m);
+            let symbols = if load {
+                self.module_symbols(m)
+            } else {
+                match self.symbols().loaded(base) {
+                    Some(s) => s,
+                    None => continue,
+                }
+            };
             for rva in symbols.image_file_ranges() {
                 let abs = base.saturating_add(rva.start)..base.saturating_add(rva.end);
                 if let Some(part) = clip(abs, &range) {

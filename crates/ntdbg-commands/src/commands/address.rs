@@ -606,7 +606,7 @@ fn image_base(session: &Session, at: u64) -> u64 {
 /// Where the bytes from `at` come from, and for how long they keep coming from there (up to
 /// `end`): WinDbg's `1 (target)`, `2 (mapped)` (the image file) or `0 (invalid)`.
 fn content_source(session: &Session, at: u64, end: u64) -> (&'static str, u64) {
-    let spans = session.memory_spans(at..end);
+    let spans = session.memory_spans(at..end, true);
     match spans.first() {
         Some(s) if s.range.start == at => {
             // Spans of one source that follow each other count as one run.

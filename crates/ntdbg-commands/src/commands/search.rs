@@ -25,7 +25,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
      ranges over 256 MB need `L?`. PATTERN is values (`s -b 0 L?100000 41 42`, \
      `s -d @rsp L1000 'H'`) or quoted text (`s -a crashy L?80000 \"abort\"`). The search covers \
      the memory the dump holds and, inside modules, read-only image sections read from the \
-     image file; it stops after 1,000 hits.",
+     image file (for at most 16 modules not loaded yet; a wider range searches the images \
+     already loaded and says so); it stops after 1,000 hits.",
     search,
 )];
 
@@ -37,6 +38,9 @@ const MAX_HITS: usize = 1000;
 const CHUNK: u64 = 4 * 1024 * 1024;
 /// Longest string a string scan shows.
 const MAX_STRING_SHOWN: usize = 256;
+/// Most modules whose symbols (and image) a search loads to cover their image-backed memory;
+/// a wider range searches the images of modules already loaded only, and says so.
+const MAX_IMAGE_LOADS: usize = 16;
 /// Default minimum length of `-sa`/`-su` strings.
 const DEFAULT_MIN_STRING: usize = 3;
 
@@ -88,8 +92,17 @@ fn search(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
         }
         letter => parse_pattern(session, letter, pattern_text)?,
     };
-    let (hits, truncated) = run(session, range.clone(), &kind);
+    let not_loaded = session.modules_not_loaded(range.clone());
+    let load_images = not_loaded <= MAX_IMAGE_LOADS;
+    let (hits, truncated) = run(session, range.clone(), &kind, load_images);
     let mut text = String::new();
+    if !load_images {
+        text.push_str(&format!(
+            "(the range covers {not_loaded} modules whose images are not loaded yet: only dump \
+             memory and the images of loaded modules were searched; narrow the range or load \
+             them first with `.reload /f`)\n"
+        ));
+    }
     for hit in &hits {
         text.push_str(&hit_text(session, hit, &kind, options.addresses_only));
     }
@@ -293,9 +306,9 @@ struct Hit {
 }
 
 /// Searches the readable spans of `range`; returns the hits and whether the cap was reached.
-fn run(session: &Session, range: Range<u64>, kind: &Kind) -> (Vec<Hit>, bool) {
+fn run(session: &Session, range: Range<u64>, kind: &Kind, load_images: bool) -> (Vec<Hit>, bool) {
     let mut hits = Vec::new();
-    for run in merged_runs(session, range) {
+    for run in merged_runs(session, range, load_images) {
         let mut pos = run.start;
         while pos < run.end {
             let end = pos.saturating_add(CHUNK).min(run.end);
@@ -357,9 +370,9 @@ fn run(session: &Session, range: Range<u64>, kind: &Kind) -> (Vec<Hit>, bool) {
 
 /// The readable spans of `range` with touching spans joined (a match may cross from dump
 /// memory into image memory).
-fn merged_runs(session: &Session, range: Range<u64>) -> Vec<Range<u64>> {
+fn merged_runs(session: &Session, range: Range<u64>, load_images: bool) -> Vec<Range<u64>> {
     let mut runs: Vec<Range<u64>> = Vec::new();
-    for span in session.memory_spans(range) {
+    for span in session.memory_spans(range, load_images) {
         match runs.last_mut() {
             Some(last) if last.end >= span.range.start => last.end = last.end.max(span.range.end),
             _ => runs.push(span.range),
