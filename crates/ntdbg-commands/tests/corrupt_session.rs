@@ -18,14 +18,11 @@
 //!
 //! Bugs found here stay as regression tests named after what they guard.
 
-#[path = "../../ntdbg-targets/tests/corrupt_support/mod.rs"]
-mod corrupt_support;
-
-use corrupt_support::{
+use ntdbg_engine::Session;
+use ntdbg_testutil::corrupt::{
     catch, field_smashes, panics_seen, random_flips, take_largest_request, truncations, TempDir,
     TrackingAlloc, Variant,
 };
-use ntdbg_engine::Session;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,7 +49,7 @@ const TEST_BUDGET: Duration = Duration::from_secs(45);
 
 /// The budget, stretched for long runs (`NTDBG_CORRUPT_SCALE`).
 fn test_budget() -> Duration {
-    TEST_BUDGET * corrupt_support::scale() as u32
+    TEST_BUDGET * ntdbg_testutil::corrupt::scale() as u32
 }
 
 const CHILD_ENV: &str = "NTDBG_CORRUPT_CHILD";
@@ -780,7 +777,7 @@ fn openable_variants(dir: &TempDir) -> Vec<Case> {
             .display()
             .to_string();
         let seed = seed as u64 + 11;
-        let scale = corrupt_support::scale();
+        let scale = ntdbg_testutil::corrupt::scale();
         for (kind, candidates, share) in [
             ("trunc", truncations(&data, 100 * scale), 1),
             ("flip", random_flips(&data, seed, 200 * scale), 2),
@@ -826,17 +823,22 @@ fn huge_module_cases(dir: &TempDir) -> Vec<Case> {
     let mut cases = Vec::new();
     for (name, original, _) in originals().into_iter().filter(|(_, _, budget)| *budget > 5) {
         let mut data = std::fs::read(&original).expect("read original");
-        let Some(layout) = corrupt_support::parse_layout(&data) else {
+        let Some(layout) = ntdbg_testutil::corrupt::parse_layout(&data) else {
             continue;
         };
         for s in layout
             .streams
             .iter()
-            .filter(|s| s.kind == corrupt_support::MODULE_LIST)
+            .filter(|s| s.kind == ntdbg_testutil::corrupt::MODULE_LIST)
         {
-            let count = corrupt_support::u32_at(&data, s.rva as usize).unwrap_or(0) as usize;
+            let count =
+                ntdbg_testutil::corrupt::u32_at(&data, s.rva as usize).unwrap_or(0) as usize;
             for i in 0..count.min(1000) {
-                corrupt_support::put_u32(&mut data, s.rva as usize + 4 + i * 108 + 8, 0x1FFF_F000);
+                ntdbg_testutil::corrupt::put_u32(
+                    &mut data,
+                    s.rva as usize + 4 + i * 108 + 8,
+                    0x1FFF_F000,
+                );
             }
         }
         let symbols = original

@@ -1,19 +1,17 @@
 //! Bad input never panics, hangs or allocates without bound in `UserDump::open`.
 //!
 //! Real dumps are cut at every stream boundary (found by parsing the MDMP header and stream
-//! directory by hand, in `corrupt_support`) and at a few hundred other offsets, have random
+//! directory by hand, in `ntdbg_testutil::corrupt`) and at a few hundred other offsets, have random
 //! bytes flipped (fixed seeds), and have header, directory, count and location fields set to
 //! hostile values. Each variant is written to a temp folder and opened: the result must be
 //! `Ok` or a `TargetError` with a known code whose message names the file. Dumps that open are
 //! then queried (threads, modules, event, memory) the way the engine would.
 
-mod corrupt_support;
-
-use corrupt_support::{
+use ntdbg_targets::{MemoryView, Target, TargetError, UserDump};
+use ntdbg_testutil::corrupt::{
     catch, field_smashes, parse_layout, put_u32, random_flips, take_largest_request, truncations,
     TempDir, TrackingAlloc, Variant, XorShift, HEADER_SIZE,
 };
-use ntdbg_targets::{MemoryView, Target, TargetError, UserDump};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -172,7 +170,7 @@ fn open_and_check(path: &Path, tally: &mut Tally) {
     });
     let elapsed = started.elapsed();
     let largest = take_largest_request();
-    let swallowed = corrupt_support::panics_seen();
+    let swallowed = ntdbg_testutil::corrupt::panics_seen();
     if outcome.is_ok() && !swallowed.is_empty() {
         tally.failures.push(format!(
             "{}: panicked, and the code caught it itself: {}",
@@ -237,12 +235,12 @@ fn layout_parser_sees_the_streams() {
     assert!(layout
         .streams
         .iter()
-        .any(|s| s.kind == corrupt_support::THREAD_LIST));
+        .any(|s| s.kind == ntdbg_testutil::corrupt::THREAD_LIST));
     assert!(layout
         .streams
         .iter()
-        .any(|s| s.kind == corrupt_support::MODULE_LIST));
-    assert!(corrupt_support::boundaries(&data).len() > 40);
+        .any(|s| s.kind == ntdbg_testutil::corrupt::MODULE_LIST));
+    assert!(ntdbg_testutil::corrupt::boundaries(&data).len() > 40);
 }
 
 #[test]
@@ -258,7 +256,7 @@ fn truncated_dumps_never_panic() {
 #[test]
 fn flipped_dumps_never_panic() {
     let tally = run_variants("flip", |data, seed| {
-        let n = 150 * corrupt_support::scale();
+        let n = 150 * ntdbg_testutil::corrupt::scale();
         let mut all = random_flips(data, seed * 1000 + 1, n);
         all.extend(random_flips(data, seed * 1000 + 2, n));
         all

@@ -1,14 +1,20 @@
 //! Test helpers shared by the ntdbg crates.
 //!
 //! [`testdata`] finds a file in the shared corpus of real Windows dumps (`../shared/testdata`
-//! beside the repository, or `$NTDBG_TESTDATA`); [`sample`] finds a file in the repository's own
-//! `testdata/` folder, made by `tools/crashgen/generate.sh`.
+//! beside the repository, or `$NTDBG_TESTDATA`); a test that needs the corpus starts with
+//! [`require_testdata!`], which skips it (one loud line per test binary) where the corpus is
+//! absent, unless `NTDBG_REQUIRE_TESTDATA=1` (set by CI) makes that a failure. [`sample`]
+//! finds a file in the repository's own `testdata/` folder, made by
+//! `tools/crashgen/generate.sh`. [`minidump_builder`] and [`kernel_synth`] write synthetic
+//! dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests.
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
 
+pub mod corrupt;
 pub mod gdbserver;
 pub mod kernel_synth;
+pub mod minidump_builder;
 
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {
@@ -21,19 +27,72 @@ pub fn repo_root() -> PathBuf {
 
 /// The shared test corpus folder, if it can be found.
 ///
-/// Looks at `$NTDBG_TESTDATA` first, then for `shared/testdata` in every ancestor of the
-/// repository root.
+/// `$NTDBG_TESTDATA` when it is set (`None` if that is not a folder: set it to a missing path
+/// to run the tests as a fresh clone would), else `shared/testdata` in the nearest ancestor of
+/// the repository root that has one.
 pub fn testdata_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("NTDBG_TESTDATA") {
         let dir = PathBuf::from(dir);
-        if dir.is_dir() {
-            return Some(dir);
-        }
+        return dir.is_dir().then_some(dir);
     }
     repo_root()
         .ancestors()
         .map(|a| a.join("shared").join("testdata"))
         .find(|p| p.is_dir())
+}
+
+/// Whether the shared corpus is there for a test that needs it. When it is absent, prints
+/// (once per test binary) a loud SKIP line past the harness's capture and returns `false`;
+/// with `NTDBG_REQUIRE_TESTDATA=1` (CI) it panics instead, so that no test is skipped
+/// unnoticed. Tests call it through [`require_testdata!`].
+pub fn testdata_available() -> bool {
+    if testdata_dir().is_some() {
+        return true;
+    }
+    let where_ = format!(
+        "set NTDBG_TESTDATA or place shared/testdata beside {} (looked in its ancestors)",
+        repo_root().display()
+    );
+    if std::env::var_os("NTDBG_REQUIRE_TESTDATA").is_some_and(|v| v == "1") {
+        panic!("shared test data not found and NTDBG_REQUIRE_TESTDATA=1: {where_}");
+    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let binary = std::env::args()
+            .next()
+            .map(|a| {
+                Path::new(&a)
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or(a)
+            })
+            .unwrap_or_default();
+        gdbserver::skip(
+            &format!("every test of {binary} that needs the shared corpus (they pass empty)"),
+            &format!("shared test data not found: {where_}"),
+        );
+    });
+    false
+}
+
+/// Returns from the enclosing test when the shared corpus is absent (see
+/// [`testdata_available`]): the first line of every test that reads [`testdata`].
+///
+/// ```
+/// fn reads_a_real_dump() {
+///     ntdbg_testutil::require_testdata!();
+///     let path = ntdbg_testutil::testdata("winelab/x64/null.inproc.dmp");
+///     assert!(path.exists());
+/// }
+/// # reads_a_real_dump();
+/// ```
+#[macro_export]
+macro_rules! require_testdata {
+    () => {
+        if !$crate::testdata_available() {
+            return;
+        }
+    };
 }
 
 /// A file in the shared test corpus, by its path relative to `testdata/`.

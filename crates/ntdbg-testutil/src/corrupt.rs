@@ -1,10 +1,10 @@
-//! Shared helpers for the corrupt-input tests (`ntdbg-targets/tests/corrupt.rs` and
-//! `ntdbg-commands/tests/corrupt_session.rs`, which includes this file with `#[path]`).
+//! Helpers for the corrupt-input tests (`ntdbg-targets/tests/corrupt.rs`,
+//! `ntdbg-commands/tests/corrupt_session.rs`): damaged variants of a dump (cut, bit-flipped,
+//! fields smashed), a tracking allocator, panic capture and temp folders.
 //!
 //! Everything here is deliberately independent of the ntdbg crates: the MDMP header and the
 //! stream directory are parsed by hand, so that a bug in the code under test cannot hide the
 //! boundaries we cut at.
-#![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
