@@ -268,7 +268,11 @@ fn address_uses_the_memory_info_list_of_a_real_dump() {
     let out = run_command(&mut session, "s -a 0 L?7fffffffffff \"Nightly\"").unwrap();
     let elapsed = started.elapsed();
     eprintln!("s over the whole Firefox dump: {elapsed:?}");
-    assert!(out.text.starts_with("(the range covers 128 modules"), "{}", out.text);
+    assert!(
+        out.text.starts_with("(the range covers 128 modules"),
+        "{}",
+        out.text
+    );
     let Some(TypedResult::SearchHits { hits, .. }) = &out.typed else {
         panic!("typed hits")
     };
