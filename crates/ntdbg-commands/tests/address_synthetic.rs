@@ -22,6 +22,17 @@ const HEAPS: u64 = PEB + 0x800;
 const HEAP: u64 = 0x1d0_0000_0000;
 const PAGE_EXECUTE_WRITECOPY: u32 = 0x80;
 
+/// A region as compared: base, size, state, protect, type, usage, thread.
+type Row = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    Option<usize>,
+);
+
 fn region(
     base: u64,
     size: u64,
@@ -149,15 +160,7 @@ fn every_region_reads_back_with_its_usage() {
     let dir = TempDir::new("address-synthetic");
     let mut s = open(&dir);
     let rows = regions(&mut s, "!address");
-    let got: Vec<(
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        String,
-        Option<usize>,
-    )> = rows
+    let got: Vec<Row> = rows
         .iter()
         .map(|r| {
             (
