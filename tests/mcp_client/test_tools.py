@@ -75,6 +75,25 @@ async def test_dv_typed_result(target: Target) -> None:
         assert all({"name", "kind", "type", "value", "location", "available"} <= set(v) for v in by_name.values())
 
 
+async def test_address_and_search_return_typed_results(target: Target) -> None:
+    async with target.connect() as client:
+        sid = await open_dump(client, SAMPLE)
+        command = '!address @rsp; s -a crashy L?3f000 "crashy"; !dh -f crashy'
+        run = ok(await call(client, "run_command", session_id=sid, command=command, format="json"))
+        assert [r["status"] for r in run["results"]] == ["succeeded"] * 3
+        regions = run["results"][0]["result"]
+        assert regions["kind"] == "regions"
+        (region,) = regions["regions"]
+        # Wine's dumps have no MemoryInfoList: the region is derived from the thread's stack.
+        assert region["source"] == "derived" and region["usage"] == "Stack" and region["thread"] == 0
+        assert int(region["base"], 16) < int(region["end"], 16)
+        hits = run["results"][1]["result"]
+        assert hits["kind"] == "search_hits" and hits["truncated"] is False
+        assert hits["hits"] and all(h["address"].startswith("0x") for h in hits["hits"])
+        headers = run["results"][2]["result"]
+        assert headers["kind"] == "pe_headers" and headers["module"] == "crashy"
+
+
 async def test_read_output_pages_the_whole_text(target: Target) -> None:
     async with target.connect() as client:
         sid = await open_dump(client, SAMPLE)

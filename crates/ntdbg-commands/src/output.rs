@@ -68,6 +68,10 @@ pub enum TypedResult {
         unit: usize,
         /// Values (`0x` hex), `None` for missing memory.
         values: Vec<Option<String>>,
+        /// `[start, end)` address ranges (`0x` hex) whose bytes the dump lacks and that were
+        /// read from the module's image file instead; absent when there are none.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        from_image: Vec<[String; 2]>,
     },
     /// `u`/`ub`/`uf`: instructions.
     Disassembly {
@@ -151,6 +155,20 @@ pub enum TypedResult {
         /// The variables, as `dv` shows them.
         variables: Vec<ntdbg_engine::variable_view::VariableView>,
     },
+    /// `!address`: memory regions.
+    Regions {
+        /// The regions shown.
+        regions: Vec<RegionRow>,
+    },
+    /// `s`: search hits.
+    SearchHits {
+        /// The hits, in address order.
+        hits: Vec<SearchHit>,
+        /// Whether the search stopped at its hit cap before the end of the range.
+        truncated: bool,
+    },
+    /// `!dh`, `!lmi`: a module's PE headers.
+    PeHeaders(Box<PeHeadersResult>),
     /// `.lastevent`, `.exr`: the exception.
     Event {
         /// Exception code.
@@ -166,6 +184,100 @@ pub enum TypedResult {
         /// What happened.
         description: String,
     },
+}
+
+/// One region of `!address` (addresses and sizes as `0x` hex strings).
+#[derive(Debug, Clone, Serialize)]
+pub struct RegionRow {
+    /// First address.
+    pub base: String,
+    /// One past the last address.
+    pub end: String,
+    /// Size in bytes.
+    pub size: String,
+    /// `MEM_COMMIT`, `MEM_RESERVE` or `MEM_FREE`; `None` when derived (no MemoryInfoList).
+    pub state: Option<String>,
+    /// `PAGE_*` protection; `None` when derived or not committed.
+    pub protect: Option<String>,
+    /// `MEM_IMAGE`, `MEM_MAPPED`, `MEM_PRIVATE` (empty for free regions); `None` when derived.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// WinDbg's usage: `Image`, `Stack`, `TEB`, `PEB`, `Heap`, `Free` or `<unknown>`.
+    pub usage: String,
+    /// The module, for image regions.
+    pub module: Option<String>,
+    /// The image section holding the region's start, when the module's headers are known.
+    pub section: Option<String>,
+    /// The `~` number of the thread, for stack and TEB regions.
+    pub thread: Option<usize>,
+    /// `memory_info` (the dump's MemoryInfoList stream) or `derived` (memory list, modules,
+    /// thread stacks).
+    pub source: String,
+}
+
+/// `!dh` / `!lmi`: a module's PE headers (values as `0x` hex strings).
+#[derive(Debug, Clone, Serialize)]
+pub struct PeHeadersResult {
+    /// The module's WinDbg name.
+    pub module: String,
+    /// Its load address.
+    pub base: String,
+    /// `dump_memory` or `image_file` (the dump lacks the headers; read from the image found
+    /// on the symbol path).
+    pub source: String,
+    /// COFF `Machine`.
+    pub machine: String,
+    /// COFF `TimeDateStamp`.
+    pub time_date_stamp: String,
+    /// COFF `Characteristics`.
+    pub characteristics: String,
+    /// Optional header `ImageBase`.
+    pub image_base: String,
+    /// `AddressOfEntryPoint` (an RVA).
+    pub entry_point: String,
+    /// `SizeOfImage`.
+    pub size_of_image: String,
+    /// `CheckSum`.
+    pub checksum: String,
+    /// The subsystem's name (`Windows CUI`, …).
+    pub subsystem: String,
+    /// `DllCharacteristics`.
+    pub dll_characteristics: String,
+    /// The PDB path of the CodeView record, when the image has one.
+    pub pdb: Option<String>,
+    /// Symbol state (`!lmi` only): `pdb`, `breakpad`, `export`, `no_symbols`.
+    pub symbols: Option<String>,
+    /// The section table.
+    pub sections: Vec<PeSectionRow>,
+}
+
+/// One section of [`PeHeadersResult`].
+#[derive(Debug, Clone, Serialize)]
+pub struct PeSectionRow {
+    /// Section name.
+    pub name: String,
+    /// Its address in the process (base + RVA).
+    pub address: String,
+    /// `VirtualSize`.
+    pub virtual_size: String,
+    /// `SizeOfRawData`.
+    pub raw_size: String,
+    /// `Characteristics`.
+    pub characteristics: String,
+}
+
+/// One hit of `s`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchHit {
+    /// Where the match starts (`0x` hex).
+    pub address: String,
+    /// The string found, for string scans (`-sa`, `-su`) and text searches (`-a`, `-u`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Whether the match lies (partly) in bytes read from the module's image file rather
+    /// than the dump.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub from_image: bool,
 }
 
 /// A named value (`0x` hex string).

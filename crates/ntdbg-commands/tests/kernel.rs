@@ -153,7 +153,7 @@ fn kernel_commands_work() {
     let db = run(&mut s, "dq ffff850429890ee8 L1");
     assert!(db.contains("fffff804`7be0f4e1"), "{db}");
     let hole = run(&mut s, "db 1000 L4");
-    assert!(hole.contains("?? ?? ?? ??"), "{hole}");
+    assert!(hole.starts_with("Memory access error at"), "{hole}");
     let a = run(&mut s, "!analyze -v");
     for want in [
         "Bugcheck Analysis",
@@ -210,7 +210,7 @@ fn synthetic_full_dump_commands() {
     let db = run(&mut s, &format!("db {:x} L4", kva + 0x1000));
     assert!(db.contains("cc c3 90 90"), "{db}");
     let hole = run(&mut s, &format!("db {:x} L4", kva + 0x5000));
-    assert!(hole.contains("?? ?? ?? ??"), "{hole}");
+    assert!(hole.starts_with("Memory access error at"), "{hole}");
     let lm = run(&mut s, "lm");
     assert!(lm.contains("ntoskrnl"), "{lm}");
     let k = run(&mut s, "kn");

@@ -26,6 +26,7 @@ mod expr_env;
 mod extensions;
 pub mod frame_vars;
 pub mod live;
+pub mod memory;
 pub mod module_info;
 pub mod place;
 mod prefetch;

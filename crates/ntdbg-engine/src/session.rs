@@ -344,9 +344,11 @@ impl Session {
         (!bytes.is_empty()).then(|| Cow::Owned(bytes.to_vec()))
     }
 
-    /// Reads memory (never invents bytes: `None` marks a hole).
+    /// Reads memory: the dump's bytes, and inside a module the read-only bytes of its image
+    /// file where the dump has none (see [`Session::read_memory`], which also says which
+    /// bytes came from an image). Never invents bytes: `None` marks a hole.
     pub fn read_virtual(&self, addr: u64, len: usize) -> Vec<Option<u8>> {
-        self.target.read_virtual(addr, len)
+        self.read_memory(addr, len).bytes
     }
 
     /// Where an argument-less memory display (`db`, `dd`, …) continues.

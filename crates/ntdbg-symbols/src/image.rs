@@ -8,7 +8,9 @@
 use std::ops::Range;
 use std::path::PathBuf;
 
-use ntdbg_formats::pe::{map_file_image, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE};
+use ntdbg_formats::pe::{
+    apply_base_relocations, map_file_image, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE,
+};
 use ntdbg_formats::FormatError;
 
 use crate::SharedBytes;
@@ -33,13 +35,23 @@ pub(crate) struct MappedImage {
     pub info: PeInfo,
     /// Where it came from.
     pub source: ImageSource,
+    /// Whether the bytes are as they were at the module's load address: false when base
+    /// relocations could not be applied (the image still serves unwinding, whose tables hold
+    /// RVAs, but not memory display).
+    pub at_load_address: bool,
 }
 
 impl MappedImage {
-    /// Maps a file image.
-    pub fn from_file(file: &[u8], path: PathBuf) -> Result<MappedImage, FormatError> {
+    /// Maps a file image as the loader would at `load_base`: sections at their RVAs, base
+    /// relocations applied when `load_base` is not the image's preferred base.
+    pub fn from_file(
+        file: &[u8],
+        path: PathBuf,
+        load_base: u64,
+    ) -> Result<MappedImage, FormatError> {
         let info = PeInfo::parse(file, PeLayout::File)?;
-        let bytes = map_file_image(file, &info)?;
+        let mut bytes = map_file_image(file, &info)?;
+        let at_load_address = apply_base_relocations(&mut bytes, &info, load_base).is_ok();
         let len = bytes.len() as u32;
         Ok(MappedImage {
             bytes: bytes.into(),
@@ -47,6 +59,7 @@ impl MappedImage {
             valid: vec![Range { start: 0, end: len }],
             info,
             source: ImageSource::File(path),
+            at_load_address,
         })
     }
 
@@ -71,6 +84,7 @@ impl MappedImage {
                 }],
                 info,
                 source: ImageSource::DumpMemory,
+                at_load_address: true,
             }));
         }
         let header_len = size.min(0x1000);
@@ -117,6 +131,7 @@ impl MappedImage {
             valid,
             info,
             source: ImageSource::DumpMemory,
+            at_load_address: true,
         }))
     }
 
@@ -142,6 +157,39 @@ impl MappedImage {
         false
     }
 
+    /// The RVA ranges the loader maps from the file unchanged at run time: a file image's
+    /// headers and read-only sections (code, constants), sorted. Writable sections (`.data`:
+    /// the process may have changed them) and gaps between sections are left out, and an
+    /// image read from dump memory has none (the dump itself holds those bytes), nor one
+    /// whose relocations could not be applied.
+    pub fn read_only_ranges(&self) -> Vec<Range<u32>> {
+        if self.source == ImageSource::DumpMemory || !self.at_load_address {
+            return Vec::new();
+        }
+        let len = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
+        let mut ranges = Vec::with_capacity(self.info.sections.len() + 1);
+        ranges.push(0..self.info.size_of_headers.min(len));
+        for s in self.info.sections.iter().filter(|s| !s.is_writable()) {
+            let end = s.virtual_address.saturating_add(s.mapped_size()).min(len);
+            if s.virtual_address < end {
+                ranges.push(s.virtual_address..end);
+            }
+        }
+        ranges.retain(|r| !r.is_empty());
+        ranges.sort_by_key(|r| r.start);
+        ranges
+    }
+
+    /// Up to `len` bytes at `rva` inside one of [`MappedImage::read_only_ranges`].
+    pub fn read_only_bytes(&self, rva: u32, len: usize) -> Option<&[u8]> {
+        let range = self
+            .read_only_ranges()
+            .into_iter()
+            .find(|r| r.contains(&rva))?;
+        let end = (range.end as usize).min(rva as usize + len);
+        self.bytes.get(rva as usize..end)
+    }
+
     /// The bytes at `rva` to the end of the image, if `rva` is inside it.
     pub fn at(&self, rva: u32) -> Option<&[u8]> {
         self.bytes.get(rva as usize..)
@@ -156,8 +204,8 @@ mod tests {
     fn sparse_memory_images_track_their_holes() {
         ntdbg_testutil::require_testdata!();
         let file = std::fs::read(ntdbg_testutil::testdata("winelab/x64/crashy.exe")).unwrap();
-        let full = MappedImage::from_file(&file, PathBuf::from("crashy.exe")).unwrap();
         let base = 0x1_4000_0000u64;
+        let full = MappedImage::from_file(&file, PathBuf::from("crashy.exe"), base).unwrap();
         let text = full
             .info
             .sections

@@ -429,9 +429,11 @@ fn verified<T>(
 fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
     let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
     let img = guarded(path, "PE reader", || {
-        MappedImage::from_file(&bytes, path.to_path_buf()).map_err(|source| SymbolError::Pe {
-            path: path.to_path_buf(),
-            source,
+        MappedImage::from_file(&bytes, path.to_path_buf(), ident.base).map_err(|source| {
+            SymbolError::Pe {
+                path: path.to_path_buf(),
+                source,
+            }
         })
     })?;
     let want_ts = ident.time_date_stamp;

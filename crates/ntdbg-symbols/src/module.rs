@@ -276,6 +276,27 @@ impl ModuleSymbols {
         image.bytes.get(start as usize..end)
     }
 
+    /// Up to `len` bytes at `rva` from the image file found on the symbol path (relocated to
+    /// the module's load address) where the loader maps the file unchanged: headers and
+    /// read-only sections. Writable sections (`.data`) and images read from dump memory give
+    /// `None`, so a caller filling holes in dump memory never shows bytes the process may
+    /// have changed.
+    pub fn image_file_bytes(&self, rva: u64, len: usize) -> Option<&[u8]> {
+        self.image
+            .as_ref()?
+            .read_only_bytes(u32::try_from(rva).ok()?, len)
+    }
+
+    /// The RVA ranges [`ModuleSymbols::image_file_bytes`] answers for, sorted.
+    pub fn image_file_ranges(&self) -> Vec<std::ops::Range<u64>> {
+        self.image.as_ref().map_or_else(Vec::new, |i| {
+            i.read_only_ranges()
+                .into_iter()
+                .map(|r| u64::from(r.start)..u64::from(r.end))
+                .collect()
+        })
+    }
+
     /// Where the unwind tables used by [`ModuleSymbols::walk_frame`] come from, if any.
     pub fn unwind_source(&self) -> Option<&ImageSource> {
         self.unwinder.as_ref().map(|u| &u.image().source)

@@ -34,7 +34,9 @@ pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
-pub use model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+pub use model::{
+    Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
+};
 pub use process_facts::{HandleInfo, ThreadTimes, UnloadedModule};
 pub use user_dump::UserDump;
 
@@ -97,6 +99,11 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// empty when the target records none.
     fn unloaded_modules(&self) -> &[UnloadedModule] {
         &[]
+    }
+    /// The address-space layout at dump time (MemoryInfoList stream), sorted by base; `None`
+    /// when the target does not record one.
+    fn memory_info(&self) -> Option<&[MemoryInfo]> {
+        None
     }
     /// The stack memory around stack pointer `sp` that a stack walk may read: the captured
     /// region holding it, or (kernel dumps) the mapped pages from `sp` up, for a register

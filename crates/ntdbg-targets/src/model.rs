@@ -152,3 +152,31 @@ pub struct Bugcheck {
     /// The processor that bugchecked, when the dump records it.
     pub processor: Option<u32>,
 }
+
+/// One region of the process's address space as the dump's MemoryInfoList stream records it
+/// (`MINIDUMP_MEMORY_INFO`, the `VirtualQuery` answer at dump time). Flags keep their Windows
+/// values (`MEM_COMMIT`, `PAGE_READONLY`, `MEM_IMAGE`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// First address of the region.
+    pub base: u64,
+    /// Base of the allocation the region belongs to.
+    pub allocation_base: u64,
+    /// Protection the allocation was made with.
+    pub allocation_protect: u32,
+    /// Size in bytes.
+    pub size: u64,
+    /// `MEM_COMMIT` (0x1000), `MEM_RESERVE` (0x2000) or `MEM_FREE` (0x10000).
+    pub state: u32,
+    /// Current page protection (`PAGE_*`); 0 for reserved and free regions.
+    pub protect: u32,
+    /// `MEM_IMAGE` (0x1000000), `MEM_MAPPED` (0x40000), `MEM_PRIVATE` (0x20000), or 0.
+    pub kind: u32,
+}
+
+impl MemoryInfo {
+    /// One past the last address (saturating).
+    pub fn end(&self) -> u64 {
+        self.base.saturating_add(self.size)
+    }
+}

@@ -2,15 +2,15 @@
 
 use crate::error::TargetError;
 use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
-use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 use crate::process_facts::{self, HandleInfo, ThreadTimes, UnloadedModule};
 use crate::Target;
 use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
-    Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMiscInfo, MinidumpModuleList,
-    MinidumpSystemInfo, MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames,
-    MinidumpUnloadedModuleList, UnifiedMemory,
+    Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
+    MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo, MinidumpThreadInfoList,
+    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList, UnifiedMemory,
 };
 use std::borrow::Cow;
 use std::fs::File;
@@ -39,6 +39,7 @@ pub struct UserDump {
     handles: Option<Vec<HandleInfo>>,
     thread_times: Option<Vec<ThreadTimes>>,
     unloaded: Vec<UnloadedModule>,
+    memory_info: Option<Vec<MemoryInfo>>,
 }
 
 impl UserDump {
@@ -154,6 +155,8 @@ impl UserDump {
             }
         });
 
+        let memory_info = read_memory_info(&dump, mask);
+
         let raw = &system_info.raw;
         let misc_raw = misc.as_ref().map(|m| &m.raw);
         let system = SystemFacts {
@@ -202,6 +205,7 @@ impl UserDump {
             handles,
             thread_times,
             unloaded,
+            memory_info,
         })
     }
 
@@ -216,6 +220,25 @@ impl UserDump {
         let range = self.ranges.get(candidate)?;
         range.region.contains(addr).then_some(candidate)
     }
+}
+
+/// The MemoryInfoList stream as owned regions sorted by base, if the dump has one.
+fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryInfo>> {
+    let list = dump.get_stream::<MinidumpMemoryInfoList>().ok()?;
+    let mut regions: Vec<MemoryInfo> = list
+        .iter()
+        .map(|m| MemoryInfo {
+            base: m.raw.base_address & mask,
+            allocation_base: m.raw.allocation_base & mask,
+            allocation_protect: m.raw.allocation_protection,
+            size: m.raw.region_size,
+            state: m.raw.state,
+            protect: m.raw.protection,
+            kind: m.raw._type,
+        })
+        .collect();
+    regions.sort_by_key(|r| r.base);
+    Some(regions)
 }
 
 /// Records a captured range, given the slice of the mapping that holds it.
@@ -350,5 +373,8 @@ impl Target for UserDump {
     }
     fn unloaded_modules(&self) -> &[UnloadedModule] {
         &self.unloaded
+    }
+    fn memory_info(&self) -> Option<&[MemoryInfo]> {
+        self.memory_info.as_deref()
     }
 }

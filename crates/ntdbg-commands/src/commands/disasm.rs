@@ -43,6 +43,28 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
+/// Which way `u`, `ub` and `uf` disassemble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    /// `u`: forward from the address (and the next `u` continues).
+    Forward,
+    /// `ub`: the instructions before the address.
+    Backward,
+    /// `uf`: the whole function holding the address.
+    Function,
+}
+
+impl Direction {
+    /// The command word.
+    fn word(self) -> &'static str {
+        match self {
+            Direction::Forward => "u",
+            Direction::Backward => "ub",
+            Direction::Function => "uf",
+        }
+    }
+}
+
 fn u(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     disassemble(session, inv.args, Direction::Forward)
 }

@@ -105,7 +105,7 @@ fn select(
     let mut text = crate::render::stack::numbered_line(session, &frame);
     if registers {
         text.push_str(&frame_registers(&frame));
-        text.push_str(&super::disasm::current_instruction(
+        text.push_str(&crate::render::code::current_instruction(
             session,
             frame.instruction,
         ));

@@ -1,5 +1,8 @@
 //! Memory display: `db`, `dw`, `dd`, `dq`, `dp`, `dps`, `dds`, `dqs`, `da`, `du`, `dc`.
-//! Bytes the dump does not hold print as `??`, never as invented values.
+//! Bytes the dump does not hold come from the module's image file when they lie in a
+//! read-only section (as WinDbg reads minidumps), else print as `??`, never as invented
+//! values; a display with nothing readable at all is one line naming the nearest captured
+//! ranges.
 
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
@@ -20,7 +23,9 @@ const MAX_STRING_CHARS: u64 = 0x1000;
 
 const D_DETAILS: &str = "ADDR is a MASM expression (`@rsp`, `poi(@rcx+8)`, `crashy!main`). \
 `L COUNT` counts units (bytes for db, dwords for dd…), `L? COUNT` lifts the size check, \
-`ADDR1 ADDR2` gives an end address. Without ADDR the display continues where the last one ended.";
+`ADDR1 ADDR2` gives an end address. Without ADDR the display continues where the last one ended. \
+Memory the dump lacks inside a module is read from the module's image on the symbol path \
+(read-only sections only; `.data` stays `??`); the typed result lists those ranges in `from_image`.";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -178,16 +183,21 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         ));
     }
     let len = usize::try_from(bytes).unwrap_or(0);
-    let data = session.read_virtual(start, len);
-    let text = match shape {
-        Shape::Bytes => render_bytes(session, start, &data),
-        Shape::DwordsAscii => render_values(session, start, &data, 4, 4, true),
-        Shape::Values { unit, per_line } => {
-            render_values(session, start, &data, unit, per_line, false)
+    let read = session.read_memory(start, len);
+    let data = read.bytes;
+    let text = if len > 0 && data.iter().all(Option::is_none) {
+        missing_line(session, start, bytes)
+    } else {
+        match shape {
+            Shape::Bytes => render_bytes(session, start, &data),
+            Shape::DwordsAscii => render_values(session, start, &data, 4, 4, true),
+            Shape::Values { unit, per_line } => {
+                render_values(session, start, &data, unit, per_line, false)
+            }
+            Shape::Symbols { unit } => render_symbols(session, start, &data, unit),
+            Shape::Ascii => render_string(session, start, &data, false),
+            Shape::Unicode => render_string(session, start, &data, true),
         }
-        Shape::Symbols { unit } => render_symbols(session, start, &data, unit),
-        Shape::Ascii => render_string(session, start, &data, false),
-        Shape::Unicode => render_string(session, start, &data, true),
     };
     session.set_display_cursor(start.wrapping_add(bytes));
     // Strings: the typed value stops at the terminator, like the text.
@@ -212,8 +222,34 @@ fn display(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             address: format!("{start:#x}"),
             unit,
             values,
+            from_image: read
+                .from_image
+                .iter()
+                .map(|r| [format!("{:#x}", r.start), format!("{:#x}", r.end)])
+                .collect(),
         },
     ))
+}
+
+/// The one line for a display the dump holds nothing of, in WinDbg's `Memory access error`
+/// wording, with the nearest ranges the dump does hold.
+fn missing_line(session: &Session, start: u64, len: u64) -> String {
+    let (before, after) = session.nearest_dump_regions(start);
+    let show = |r: Option<ntdbg_targets::MemoryRegion>| {
+        r.map_or("none".to_string(), |r| {
+            format!(
+                "{}-{}",
+                addr(session, r.base),
+                addr(session, r.end().saturating_sub(1))
+            )
+        })
+    };
+    format!(
+        "Memory access error at '{}': {len:#x} bytes not in the dump (nearest captured ranges: {} below, {} above)\n",
+        addr(session, start),
+        show(before),
+        show(after)
+    )
 }
 
 /// Little-endian value of a unit, `None` if any byte is missing.
@@ -225,7 +261,7 @@ fn value_of(bytes: &[Option<u8>]) -> Option<u64> {
     Some(v)
 }
 
-fn render_bytes(session: &Session, start: u64, data: &[Option<u8>]) -> String {
+pub(crate) fn render_bytes(session: &Session, start: u64, data: &[Option<u8>]) -> String {
     let mut out = String::new();
     for (line_no, line) in data.chunks(16).enumerate() {
         let a = start.wrapping_add(16 * line_no as u64);
@@ -259,7 +295,7 @@ fn printable(b: Option<u8>) -> char {
     }
 }
 
-fn render_values(
+pub(crate) fn render_values(
     session: &Session,
     start: u64,
     data: &[Option<u8>],

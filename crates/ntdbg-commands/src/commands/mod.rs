@@ -1,5 +1,6 @@
 //! The command families, one module each. Every module exports `COMMANDS`.
 
+pub(crate) mod address;
 pub(crate) mod breakpoints;
 pub(crate) mod disasm;
 pub(crate) mod errors;
@@ -11,9 +12,11 @@ pub(crate) mod kernel_objects;
 pub(crate) mod memory;
 pub(crate) mod meta;
 pub(crate) mod modules;
+pub(crate) mod pe_headers;
 pub(crate) mod process;
 pub(crate) mod registers;
 pub(crate) mod run_control;
+pub(crate) mod search;
 pub(crate) mod stack;
 pub(crate) mod symbols;
 pub(crate) mod threads;

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::error::{CommandError, ErrorCode};
+use crate::render::dt;
 use crate::output::{CommandOutput, MemberValue, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::expr::ExprError;
@@ -190,19 +191,19 @@ pub(crate) fn dt_value(
         .types()
         .map_err(|_| no_types())?;
     let read = |addr: u64, len: usize| session.read_virtual(addr, len);
-    let options = ntdbg_symbols::DtOptions {
+    let options = dt::DtOptions {
         fields,
-        recursion: recursion.min(ntdbg_symbols::MAX_RECURSION),
+        recursion: recursion.min(dt::MAX_RECURSION),
         ..Default::default()
     };
-    let layout = types
-        .layout_with(
-            &ntdbg_engine::module_name(&module.name),
-            &record.name,
-            Some((record.address, &read as ntdbg_symbols::ReadMemory<'_>)),
-            &options,
-        )
-        .ok_or_else(no_types)?;
+    let layout = dt::layout(
+        &types,
+        &ntdbg_engine::module_name(&module.name),
+        &record.name,
+        Some((record.address, &read as dt::ReadMemory<'_>)),
+        &options,
+    )
+    .ok_or_else(no_types)?;
     // The layout's first line names the type; `dt VAR` shows the pointer's value instead.
     let body = layout.split_once('\n').map_or("", |(_, rest)| rest);
     let text = if record.through_pointer {

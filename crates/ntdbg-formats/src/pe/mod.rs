@@ -19,13 +19,17 @@
 
 mod codeview;
 mod exports;
+mod headers;
 mod image;
 pub mod pdata;
+mod relocs;
 mod version;
 
 pub use codeview::CodeViewRecord;
 pub use exports::Export;
+pub use headers::{FileHeader, OptionalHeader, PeHeaders, SectionTableEntry};
 pub use image::{map_file_image, MAX_MAPPED_IMAGE_SIZE};
+pub use relocs::apply_base_relocations;
 pub use version::VersionInfo;
 
 use object::pe as raw;
@@ -108,6 +112,12 @@ impl SectionHeader {
     pub fn contains_rva(&self, rva: u32) -> bool {
         rva >= self.virtual_address
             && u64::from(rva) < u64::from(self.virtual_address) + u64::from(self.mapped_size())
+    }
+
+    /// Whether the loader maps the section writable (`IMAGE_SCN_MEM_WRITE`): its contents at
+    /// run time may differ from the file's.
+    pub fn is_writable(&self) -> bool {
+        self.characteristics & raw::IMAGE_SCN_MEM_WRITE != 0
     }
 
     /// Whether the section holds code (`IMAGE_SCN_MEM_EXECUTE` or `IMAGE_SCN_CNT_CODE`).

@@ -122,7 +122,7 @@ pub fn primitive_named(name: &str) -> Option<u32> {
 
 /// A primitive as WinDbg's C++ evaluator names it.
 fn base(p: Primitive) -> BaseType {
-    let name = match p.c {
+    let name = match p.c_name {
         "__int64" => "int64",
         "unsigned __int64" => "unsigned int64",
         "__int128" => "int128",
@@ -162,7 +162,7 @@ pub(super) fn pointer_records(db: &TypeDb) -> HashMap<u32, u32> {
 impl TypeDb {
     /// What `index` denotes, behind `const`/`volatile` and forward references.
     pub fn kind(&self, index: u32) -> TypeKind {
-        let (index, ty) = self.strip(index);
+        let (index, ty) = self.strip_index(index);
         match ty {
             Some(Ty::Primitive(p)) => TypeKind::Base(base(*p)),
             Some(Ty::Pointer { to, size }) => TypeKind::Pointer {
@@ -174,7 +174,7 @@ impl TypeDb {
                 size: *size,
             },
             Some(Ty::Array { element, size }) => {
-                let element_size = self.size_of(*element, 0).unwrap_or(0);
+                let element_size = self.size_of_index(*element, 0).unwrap_or(0);
                 TypeKind::Array {
                     element: *element,
                     count: size.checked_div(element_size).unwrap_or(0),
@@ -193,7 +193,7 @@ impl TypeDb {
             }) => TypeKind::Enum {
                 name: name.clone(),
                 underlying: *underlying,
-                size: self.size_of(*underlying, 0).unwrap_or(4),
+                size: self.size_of_index(*underlying, 0).unwrap_or(4),
             },
             Some(Ty::Bitfield {
                 of,
@@ -211,7 +211,7 @@ impl TypeDb {
 
     /// The size in bytes of the type at `index`, when known.
     pub fn type_size(&self, index: u32) -> Option<u64> {
-        self.size_of(index, 0)
+        self.size_of_index(index, 0)
     }
 
     /// The type's name in WinDbg's C++ spelling: `int`, `char *`, `struct Node *`,
@@ -224,7 +224,7 @@ impl TypeDb {
         if depth > MAX_DEPTH {
             return "<too deep>".to_string();
         }
-        let (_, ty) = self.strip(index);
+        let (_, ty) = self.strip_index(index);
         match ty {
             Some(Ty::Primitive(p)) => base(*p).name.to_string(),
             Some(Ty::Pointer { to, .. }) => {
@@ -240,7 +240,7 @@ impl TypeDb {
             }
             Some(Ty::Array { element, size }) => {
                 let count = size
-                    .checked_div(self.size_of(*element, depth + 1).unwrap_or(0))
+                    .checked_div(self.size_of_index(*element, depth + 1).unwrap_or(0))
                     .unwrap_or(0);
                 format!("{} [{count}]", self.cpp(*element, depth + 1))
             }
@@ -255,12 +255,12 @@ impl TypeDb {
     /// The data members of a structure, class or union, in declaration order (base classes
     /// as `__BaseClass` entries); empty for anything else.
     pub fn record_members(&self, index: u32) -> Vec<Member> {
-        self.members(index, 0)
+        self.members(super::TypeId(index))
             .into_iter()
-            .map(|(name, offset, type_index)| Member {
-                name,
-                offset,
-                type_index,
+            .map(|f| Member {
+                name: f.name,
+                offset: f.offset,
+                type_index: f.ty.0,
             })
             .collect()
     }
@@ -293,7 +293,7 @@ impl TypeDb {
 
     /// The name of the enumerator of the enum at `index` whose value is `value`.
     pub fn enumerator_name(&self, index: u32, value: i128) -> Option<String> {
-        let Some(Ty::Enum { fields, .. }) = self.strip(index).1 else {
+        let Some(Ty::Enum { fields, .. }) = self.strip_index(index).1 else {
             return None;
         };
         self.field_list(*fields).into_iter().find_map(|f| match f {
@@ -306,8 +306,8 @@ impl TypeDb {
     /// (case-insensitive, as `dt`).
     pub fn named_type(&self, name: &str) -> Option<u32> {
         self.lookup(name)
-            .map(|(index, _)| index)
             .or_else(|| self.typedef(name))
+            .map(|ty| ty.0)
     }
 
     /// The index of a pointer of the machine's size to the type at `index`, when the PDB has
