@@ -55,7 +55,10 @@ pub(crate) fn frame_locals(
         .into_iter()
         .filter_map(|index| {
             let frame = stack.frames.get(index)?;
-            let variables = session.stack_frame_variables(stack, index).ok()?;
+            let variables = session
+                .stack_frame_variables(stack, index)
+                .ok()
+                .filter(|v| !v.is_empty())?;
             let omitted = variables.len().saturating_sub(MAX_FRAME_LOCALS);
             Some(FrameLocals {
                 frame: index,

@@ -21,8 +21,12 @@ pub fn list_dumps(
     recursive: bool,
     allowed: &AllowedDirs,
 ) -> Result<ListDumpsResult, ToolError> {
-    let found = find_dump_files(dir, &WalkLimits::SERVER.recursive(recursive))
-        .map_err(|e| ToolError::new(ErrorCode::IoError, format!("cannot read {}: {e}", dir.display())))?;
+    let found = find_dump_files(dir, &WalkLimits::SERVER.recursive(recursive)).map_err(|e| {
+        ToolError::new(
+            ErrorCode::IoError,
+            format!("cannot read {}: {e}", dir.display()),
+        )
+    })?;
     Ok(ListDumpsResult {
         directory: dir.display().to_string(),
         dumps: found.files.iter().map(|p| summarize(p, allowed)).collect(),

@@ -66,8 +66,8 @@ pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{
-    primitive_named, BaseType, Enumerator, FieldInfo, Member, PointerTarget, Primitive,
-    SymbolType, TypeDb, TypeId, TypeKind, TypeRecord,
+    primitive_named, BaseType, Enumerator, FieldInfo, Member, PointerTarget, Primitive, SymbolType,
+    TypeDb, TypeId, TypeKind, TypeRecord,
 };
 pub use variables::{
     CvRegister, FrameBase, LiveRange, Location, Machine, Procedure, RecordKind, Scope, ScopeAt,

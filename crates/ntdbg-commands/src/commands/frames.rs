@@ -125,7 +125,9 @@ fn select(
 
 /// The frame's registers in `r`'s layout, `?` for those the unwinder did not recover.
 fn frame_registers(frame: &Frame) -> String {
-    crate::render::registers::render_known_registers(&frame.context, &|name| frame.register(name).is_some())
+    crate::render::registers::render_known_registers(&frame.context, &|name| {
+        frame.register(name).is_some()
+    })
 }
 
 struct DvStyle {

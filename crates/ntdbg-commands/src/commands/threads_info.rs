@@ -1,10 +1,10 @@
 //! What threads did: `!runaway` (times from the ThreadInfoList stream) and `!uniqstack`
 //! (every thread's stack, identical ones shown once).
 
-use crate::render::stack::render_with;
-use crate::render::threads::header_line;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
+use crate::render::stack::render_with;
+use crate::render::threads::header_line;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::stack::Stack;
 use ntdbg_engine::Session;

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use crate::error::{CommandError, ErrorCode};
-use crate::render::dt;
 use crate::output::{CommandOutput, MemberValue, TypedResult};
+use crate::render::dt;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::expr::ExprError;
 use ntdbg_engine::typed::{self, address_text, Style, Value, ValueView, MAX_EXPANSION};

@@ -145,10 +145,7 @@ fn failed(addr: u64, bytes: &[u8], readable: bool) -> Decoded {
 
 /// `address word mnemonic(12 columns)operands`, without trailing spaces.
 fn layout(addr: u64, word: &str, mnemonic: &str, operands: &str) -> String {
-    let mut line = format!(
-        "{} {word} {mnemonic}",
-        Bitness::Bits64.address(addr)
-    );
+    let mut line = format!("{} {word} {mnemonic}", Bitness::Bits64.address(addr));
     if !operands.is_empty() {
         let pad = MNEMONIC_WIDTH.saturating_sub(mnemonic.len()).max(1);
         line.extend(std::iter::repeat_n(' ', pad));

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::forward::with_source_line;
 use super::line::{decode_at, Decoded, Flow};
-use crate::text::{has_offset, strip_offset};
 use super::types::{AddressNamer, CodeMemory, DisasmError, Instruction, Isa};
+use crate::text::{has_offset, strip_offset};
 
 /// Most instructions followed when no function range is known.
 pub const MAX_FLOW_INSTRUCTIONS: usize = 2000;

@@ -1,8 +1,8 @@
 //! `u`: linear disassembly forward from an address, with WinDbg's label lines.
 
 use super::line::decode_at;
-use crate::text::has_offset;
 use super::types::{AddressNamer, CodeMemory, Instruction, Isa};
+use crate::text::has_offset;
 
 /// Instructions WinDbg's `u` and `ub` show when no length is given (x86 and x64 alike).
 pub const DEFAULT_COUNT: usize = 8;

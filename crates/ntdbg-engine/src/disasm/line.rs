@@ -8,8 +8,8 @@ use iced_x86::{Code, Decoder, DecoderError, DecoderOptions, FlowControl, OpKind}
 
 use super::format::format_instruction;
 use super::text::{hex_bytes, layout_line};
-use crate::text::UNREADABLE;
 use super::types::{AddressNamer, Bitness, CodeMemory, Instruction, Isa};
+use crate::text::UNREADABLE;
 
 /// The longest x86 instruction.
 pub(crate) const MAX_INSTRUCTION_LEN: usize = 15;

@@ -34,7 +34,10 @@ pub async fn triage_dumps(
             .recursive(recursive)
             .max_dumps(MAX_TRIAGE_DUMPS);
         let found = find_dump_files(&dir, &limits).map_err(|e| {
-            ToolError::new(ErrorCode::IoError, format!("cannot read {}: {e}", dir.display()))
+            ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot read {}: {e}", dir.display()),
+            )
         })?;
         if found.truncated {
             return Err(ToolError::new(

@@ -488,7 +488,11 @@ impl<'a, 's> ModuleReader<'a, 's> {
 
     fn register(&self, number: u16) -> Result<CvRegister, Location> {
         CvRegister::from_number(self.machine, number).ok_or_else(|| {
-            Location::Unsupported(format!("CodeView register {number} (not a frame register)"))
+            Location::Unsupported(match number {
+                // CV_ALLREG_VFRAME: relative to x86's virtual frame (`$T0` of the frame data).
+                30006 => "relative to the x86 virtual frame ($T0), not computed yet".to_string(),
+                _ => format!("in CodeView register {number}, which ntdbg does not map yet"),
+            })
         })
     }
 
