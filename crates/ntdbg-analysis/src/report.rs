@@ -20,11 +20,9 @@ pub struct Report {
     pub event: EventFacts,
     /// The module holding the exception address.
     pub faulting_module: Option<ModuleFacts>,
-    /// The faulting thread's stack from the exception context, innermost first.
+    /// The faulting thread's stack, innermost first.
     pub stack: Vec<StackEntry>,
-    /// A stable crash signature: the exception kind, then the first application frames
-    /// (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`); see
-    /// [`crate::signature::bucket_signature`].
+    /// The crash signature: the exception kind, then the first application frames.
     pub signature: String,
     /// Variables of the faulting and first application frames.
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
