@@ -21,7 +21,7 @@ pub struct FrameLocals {
     /// Parameters and locals (at most [`MAX_FRAME_LOCALS`]), each `{name, kind, type,
     /// value, location, available}` as `dv`'s typed result; the output schema leaves their
     /// shape open to keep MCP's `tools/list` small.
-    #[schemars(with = "Vec<serde_json::Value>")]
+    #[schemars(with = "Vec<serde_json::Map<String, serde_json::Value>>")]
     pub variables: Vec<VariableView>,
     /// How many more were left out (said in the text report; not in the JSON, whose MCP
     /// output schema must stay small).
