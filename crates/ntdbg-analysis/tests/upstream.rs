@@ -1943,6 +1943,7 @@ fn results() -> &'static Vec<(Case, Outcome)> {
 
 /// Asserts that one case met every expectation (known differences aside).
 fn assert_case(name: &str) {
+    ntdbg_testutil::require_testdata!();
     let (case, out) = results()
         .iter()
         .find(|(c, _)| c.name == name)

@@ -239,6 +239,7 @@ fn sample_goldens() {
 
 #[test]
 fn address_uses_the_memory_info_list_of_a_real_dump() {
+    ntdbg_testutil::require_testdata!();
     let Some(mut session) =
         open_shared("mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp")
     else {

@@ -29,6 +29,7 @@ fn text(session: &mut Session, command: &str) -> String {
 
 #[test]
 fn handles_on_a_dump_with_handle_data() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open(HANDLES_DUMP);
     for (name, command) in [
         ("handle_one_all_flags", "!handle 10 f"),
@@ -61,6 +62,7 @@ fn handles_on_a_dump_with_handle_data() {
 
 #[test]
 fn thread_times_on_a_dump_with_thread_info() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open(THREAD_INFO_DUMP);
     for (name, command) in [
         ("runaway_all", "!runaway 7"),
@@ -73,6 +75,7 @@ fn thread_times_on_a_dump_with_thread_info() {
 
 #[test]
 fn error_texts_and_formats() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open(THREAD_INFO_DUMP);
     for (name, command) in [
         ("error_win32", "!error 2"),
@@ -93,6 +96,7 @@ fn error_texts_and_formats() {
 
 #[test]
 fn unique_stacks_collapse_identical_threads() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open(X64_FIREFOX_DUMP);
     let out = run_command(&mut session, "!uniqstack").expect("!uniqstack");
     let Some(TypedResult::UniqueStacks {
@@ -125,6 +129,7 @@ fn unique_stacks_collapse_identical_threads() {
 
 #[test]
 fn arm64_disassembly_and_names() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open(ARM64_DUMP);
     for (name, command) in [
         // The breakpoint in xul.dll: its code is in the dump (no xul symbols here).
@@ -144,6 +149,7 @@ fn arm64_disassembly_and_names() {
 
 #[test]
 fn dumps_without_the_streams_keep_their_lm() {
+    ntdbg_testutil::require_testdata!();
     let mut session = open("winelab/x64/null.inproc.dmp");
     let lm = text(&mut session, "lm");
     assert!(!lm.contains("Unloaded modules:"));

@@ -280,6 +280,7 @@ fn open_corpus(rel: &str) -> Session {
 
 #[test]
 fn msvc_pdbs_golden() {
+    ntdbg_testutil::require_testdata!();
     // lldb's sigsegv.dmp (MSVC x64, S_REGREL32): `crash(bool crash_self)`.
     let mut session =
         open_corpus("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp");

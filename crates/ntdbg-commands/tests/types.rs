@@ -267,6 +267,7 @@ fn symbol_types_and_values_for_x() {
 
 #[test]
 fn type_data_behind_the_text() {
+    ntdbg_testutil::require_testdata!();
     let db = open("winelab/x64/crashy.pdb");
     let record = db
         .lookup("_exception_record")

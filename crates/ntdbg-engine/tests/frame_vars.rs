@@ -205,6 +205,7 @@ fn open_corpus(rel: &str) -> Session {
 
 #[test]
 fn msvc_x64_regrel32_on_a_real_dump() {
+    ntdbg_testutil::require_testdata!();
     // lldb's sigsegv.dmp: `crash(bool crash_self)` crashed because crash_self was true.
     let s = open_corpus("llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.dmp");
     let crash = s.frame_variables(0).expect("frame 0 variables");
@@ -220,6 +221,7 @@ fn msvc_x64_regrel32_on_a_real_dump() {
 
 #[test]
 fn msvc_x86_locals_with_inline_frames_on_a_real_dump() {
+    ntdbg_testutil::require_testdata!();
     // symbolic's mini.dmp (MSVC x86): `crash` and `start` are inlined into main; main's
     // variables are S_LOCAL + S_DEFRANGE_REGISTER_REL on ebp, repeated as S_BPREL32 (kept once).
     let s = open_corpus("getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp");

@@ -135,6 +135,7 @@ fn primitives_by_c_name() {
 
 #[test]
 fn msvc_enums_functions_and_x86_pointers() {
+    ntdbg_testutil::require_testdata!();
     let db = TypeDb::open(&testdata(
         "getsentry-symbolic/symbolic-testutils/fixtures/windows/crash.pdb",
     ))

@@ -155,6 +155,7 @@ fn clang_o0_frame_relative() {
 
 #[test]
 fn msvc_regrel32_parameters_by_the_procedure_type() {
+    ntdbg_testutil::require_testdata!();
     let t = table(&ntdbg_testutil::testdata(
         "llvm-lldb/test/Shell/Minidump/Windows/Sigsegv/Inputs/sigsegv.pdb",
     ));
@@ -177,6 +178,7 @@ fn msvc_regrel32_parameters_by_the_procedure_type() {
 
 #[test]
 fn record_kinds_seen_in_the_corpus() {
+    ntdbg_testutil::require_testdata!();
     // Counts printed with --nocapture are the figures of the report; the asserts pin the
     // kinds each compiler's output exercises.
     let pdbs = [
