@@ -307,10 +307,7 @@ impl<'a, 's> ModuleReader<'a, 's> {
                 );
             }
             SymbolData::RegisterVariable(r) => {
-                let location = match self.register(r.register.0) {
-                    Ok(register) => Location::Register(register),
-                    Err(unsupported) => unsupported,
-                };
+                let location = self.register_location(r.register.0);
                 self.push_whole_scope(
                     o,
                     current,
@@ -321,10 +318,7 @@ impl<'a, 's> ModuleReader<'a, 's> {
                 );
             }
             SymbolData::DefRangeRegister(d) => {
-                let location = match self.register(d.register.0) {
-                    Ok(register) => Location::Register(register),
-                    Err(unsupported) => unsupported,
-                };
+                let location = self.register_location(d.register.0);
                 return self.add_range(o, &d.range, &d.gaps, location);
             }
             SymbolData::DefRangeFramePointerRelative(d) => {
@@ -484,6 +478,12 @@ impl<'a, 's> ModuleReader<'a, 's> {
             o.procedure.local_base
         };
         Location::FrameRelative { base, offset }
+    }
+
+    /// The value held whole in register `number`, or why it cannot be read.
+    fn register_location(&self, number: u16) -> Location {
+        self.register(number)
+            .map_or_else(|unsupported| unsupported, Location::Register)
     }
 
     fn register(&self, number: u16) -> Result<CvRegister, Location> {
