@@ -861,6 +861,7 @@ pub(crate) fn bugcheck_report(
                 "{basis} lies in {} ({}..{}+{})",
                 m.name, m.base, m.base, m.size
             ),
+            kind: "faulting_module".into(),
         });
     }
     if matches!(
@@ -874,6 +875,7 @@ pub(crate) fn bugcheck_report(
                 "bugcheck {:#x} with exception code 0xc0000005 in parameter 1",
                 bugcheck.code
             ),
+            kind: "bugcheck".into(),
         });
     }
 

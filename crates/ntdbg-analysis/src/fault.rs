@@ -224,6 +224,33 @@ impl FaultingInstruction {
             .map(|(r, v)| (r.as_str(), *v))
     }
 
+    /// The value of `register` in the exception context, when the instruction uses it.
+    pub fn value_of(&self, register: &str) -> Option<u64> {
+        self.registers
+            .iter()
+            .find(|(r, _)| r == register)
+            .map(|(_, v)| *v)
+    }
+
+    /// The memory operand's effective address, `base + index * scale + displacement`, from the
+    /// context's registers; `None` with a segment override (its base is not in the context) or
+    /// a register the context lacks.
+    pub fn effective_address(&self) -> Option<u64> {
+        let m = self.memory.as_ref()?;
+        if m.segment.is_some() {
+            return None;
+        }
+        let base = match &m.base {
+            Some(r) => self.value_of(r)?,
+            None => 0,
+        };
+        let index = match &m.index {
+            Some(r) => self.value_of(r)?.wrapping_mul(u64::from(m.scale)),
+            None => 0,
+        };
+        Some(base.wrapping_add(index).wrapping_add(m.displacement as u64))
+    }
+
     /// `mov dword ptr [rax],ecx with rax=0, ecx=2a`.
     pub fn summary(&self) -> String {
         if self.values.is_empty() {

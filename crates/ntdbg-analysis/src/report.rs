@@ -112,6 +112,23 @@ pub struct Inference {
     pub text: String,
     /// The facts behind it.
     pub basis: String,
+    /// The family of the conclusion, a stable key: `heap_corruption`, `fill_pattern`,
+    /// `fail_fast`, `stack_overflow`, `assertion`, `deliberate`, `constant_address`, `bit_flip`,
+    /// `context_thread`, `null_deref`, `access_violation`, `cpp_exception`, `bugcheck`, ….
+    /// Serialized, but left out of the MCP output schema (its size budget is spent).
+    #[schemars(skip)]
+    pub kind: String,
+}
+
+impl Inference {
+    /// An inference of family `kind` (see [`Inference::kind`]).
+    pub fn new(kind: &str, text: impl Into<String>, basis: impl Into<String>) -> Inference {
+        Inference {
+            text: text.into(),
+            basis: basis.into(),
+            kind: kind.to_string(),
+        }
+    }
 }
 
 pub(crate) fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {

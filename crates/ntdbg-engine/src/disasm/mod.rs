@@ -16,6 +16,7 @@
 
 mod arm64;
 mod backward;
+mod effects;
 mod flow;
 mod format;
 mod forward;
@@ -29,6 +30,7 @@ mod types;
 mod tests;
 
 pub use backward::disassemble_backward;
+pub use effects::{decode_run, instruction_effects, ControlFlow, InstructionEffects, Store};
 pub use flow::{disassemble_function, MAX_FLOW_INSTRUCTIONS};
 pub use forward::{disassemble_forward, DEFAULT_COUNT};
 pub use registers::instruction_registers;

@@ -45,14 +45,17 @@ pub fn instruction_registers(
     Some((text, registers, memory_operand(bitness, &instr)))
 }
 
-fn full_register(bitness: Bitness, register: Register) -> Register {
+pub(super) fn full_register(bitness: Bitness, register: Register) -> Register {
     match bitness {
         Bitness::Bits64 => register.full_register(),
         Bitness::Bits32 => register.full_register32(),
     }
 }
 
-fn memory_operand(bitness: Bitness, instr: &iced_x86::Instruction) -> Option<MemoryOperand> {
+pub(super) fn memory_operand(
+    bitness: Bitness,
+    instr: &iced_x86::Instruction,
+) -> Option<MemoryOperand> {
     let size = instr.memory_size().size();
     let explicit_segment = match instr.segment_prefix() {
         seg @ (Register::FS | Register::GS) => Some(register_name(seg)),
