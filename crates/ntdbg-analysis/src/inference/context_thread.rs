@@ -56,7 +56,7 @@ pub(super) fn context_thread(session: &Session, event: &ExceptionEvent) -> Optio
     Some(Inference::new(
         "context_thread",
         format!(
-            "the exception context belongs to thread {:#x} (~{index}), not to thread {:#x} that the dump names: its stack pointer lies in that thread's stack; read the crash on ~{index}s and treat the dump's thread id as the writer's mistake",
+            "the exception context belongs to thread {:#x} (~{index}), not to thread {:#x} that the dump names: its stack pointer lies in that thread's stack, so the crash's stack and registers are ~{index}'s (the dump writer named the wrong thread)",
             owner.id, event.thread_id
         ),
         format!(

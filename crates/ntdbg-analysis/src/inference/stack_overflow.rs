@@ -22,9 +22,9 @@ struct Run {
 }
 
 /// The stack with consecutive repeats collapsed.
-fn collapse(frames: &[Frame]) -> Vec<Run> {
+fn collapse(names: &[String]) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
-    for name in frames.iter().map(frame_name) {
+    for name in names.iter().cloned() {
         match runs.last_mut() {
             Some(r) if r.name == name => r.count += 1,
             _ => runs.push(Run { name, count: 1 }),
@@ -131,18 +131,7 @@ pub(super) fn stack_overflow(
         }
         None => "stack overflow: the thread exhausted its stack".into(),
     };
-    let shape = collapse(frames)
-        .iter()
-        .take(6)
-        .map(|r| {
-            if r.count > 1 {
-                format!("{} x{}", r.name, r.count)
-            } else {
-                r.name.clone()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" <- ");
+    let shape = shape(&names, cycle.as_ref());
     let mut basis = format!(
         "exception code 0xC00000FD (stack overflow); {} frames walked, collapsed: {shape}",
         frames.len()
@@ -155,6 +144,39 @@ pub(super) fn stack_overflow(
         basis.push_str(&size);
     }
     Inference::new("stack_overflow", text, basis)
+}
+
+/// The stack in a few words, innermost first: runs of one function as `f x12`, and a longer
+/// cycle as `(f <- g) x40`.
+fn shape(names: &[String], cycle: Option<&Cycle>) -> String {
+    let runs = |part: &[String]| -> Vec<String> {
+        collapse(part)
+            .into_iter()
+            .map(|r| {
+                if r.count > 1 {
+                    format!("{} x{}", r.name, r.count)
+                } else {
+                    r.name
+                }
+            })
+            .collect()
+    };
+    let mut parts = match cycle.filter(|c| c.period > 1) {
+        Some(c) => {
+            let end = c.first + c.repeats * c.period;
+            let mut parts = runs(&names[..c.first]);
+            parts.push(format!(
+                "({}) x{}",
+                names[c.first..c.first + c.period].join(" <- "),
+                c.repeats
+            ));
+            parts.extend(runs(&names[end..]));
+            parts
+        }
+        None => runs(names),
+    };
+    parts.truncate(6);
+    parts.join(" <- ")
 }
 
 /// The stack one repetition of the cycle takes, when every repetition takes the same (frames
