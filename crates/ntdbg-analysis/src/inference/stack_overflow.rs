@@ -261,9 +261,9 @@ fn stack_size(session: &Session, event: &ExceptionEvent, frames: &[Frame]) -> Op
 
 /// `1 MiB`, `256 KiB`, `0x1230 bytes`.
 fn human(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
-    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
         format!("{} KiB", bytes >> 10)
     } else {
         format!("{bytes:#x} bytes")

@@ -176,16 +176,12 @@ fn register_constant(bitness: Bitness, instr: &iced_x86::Instruction) -> Option<
             // Only whole-register writes (32-bit ones zero-extend on x64) define the register.
             let size = destination.size();
             let whole = size == bitness.pointer_size() || (size == 4 && bitness == Bitness::Bits64);
-            whole.then(|| {
-                (
-                    full,
-                    if size == 4 {
-                        value & 0xffff_ffff
-                    } else {
-                        value
-                    },
-                )
-            })
+            let value = if size == 4 {
+                value & 0xffff_ffff
+            } else {
+                value
+            };
+            whole.then_some((full, value))
         }
         Mnemonic::Xor | Mnemonic::Sub
             if instr.op1_kind() == OpKind::Register
