@@ -211,7 +211,7 @@ fn breakpad_exploitability_set() {
         (
             "read_av_non_null.dmp",
             "AV_READ ",
-            &["invalid read of 0x4e3c9"],
+            &["constant address 0x4e3c9", "`mov eax,4E3C9h`"],
             false,
         ),
     ];

@@ -77,16 +77,18 @@ pub(super) fn access_violation(
             )
         });
     if let Some(c) = constant {
-        let what = match &class {
-            AddressClass::Null | AddressClass::NearNull { .. } => "in the never-mapped NULL page: a deliberate crash or a hard-coded bad pointer",
-            _ => "that nothing in the dump maps: a deliberate crash or a hard-coded bad pointer, not a freed or corrupted one",
+        let text = match &class {
+            AddressClass::Null => format!("null pointer dereference: {verb} of the constant address 0x0, which the code itself supplies: a deliberate crash or a hard-coded bad pointer"),
+            AddressClass::NearNull { .. } => format!("{verb} of the constant address {address:#x} in the never-mapped NULL page: a deliberate crash or a hard-coded bad pointer"),
+            _ => format!("{verb} of the constant address {address:#x} that nothing in the dump maps: a deliberate crash or a hard-coded bad pointer, not a freed or corrupted one"),
         };
         out.push(Inference::new(
             "constant_address",
-            format!("{verb} of the constant address {address:#x} {what}"),
+            text,
             format!(
-                "access violation parameters: {verb} at {target:#x}; {}; at {site}",
-                c.evidence
+                "access violation parameters: {verb} at {target:#x}; {}; at {site}{}",
+                c.evidence,
+                instr_basis(instruction.as_ref())
             ),
         ));
         return out;
