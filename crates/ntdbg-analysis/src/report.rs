@@ -113,8 +113,10 @@ pub struct Inference {
     /// The facts behind it.
     pub basis: String,
     /// The family of the conclusion, a stable key: `heap_corruption`, `fill_pattern`,
-    /// `fail_fast`, `stack_overflow`, `assertion`, `deliberate`, `constant_address`, `bit_flip`,
-    /// `context_thread`, `null_deref`, `access_violation`, `cpp_exception`, `bugcheck`, ….
+    /// `fail_fast`, `stack_overflow`, `assertion`, `abort`, `breakpoint`, `deliberate`,
+    /// `constant_address`, `bit_flip`, `context_thread`, `null_deref`, `access_violation`,
+    /// `divide_by_zero`, `invalid_parameter`, `raised_exception`, `cpp_exception`,
+    /// `faulting_module`, `bugcheck`.
     /// Serialized, but left out of the MCP output schema (its size budget is spent).
     #[schemars(skip)]
     pub kind: String,
