@@ -454,3 +454,92 @@ fn context_stack_pointer_in_another_threads_stack() {
         &["context rsp = 0x210800 is inside thread 0x30's stack 0x210000..0x211000"],
     );
 }
+
+#[test]
+fn without_function_bounds_only_the_adjacent_instruction_proves_a_constant() {
+    // mov eax,4E3C9h ; nop ; mov ebx,[rax]: decoded backwards, the nop could be a jump target.
+    let code = [0xb8, 0xc9, 0xe3, 0x04, 0x00, 0x90, 0x8b, 0x18, 0xc3];
+    let ctx = X64Context {
+        rax: 0x4e3c9,
+        ..X64Context::default()
+    };
+    let all = analyze_built(&synthetic(&code, 6, ctx, vec![0, 0x4e3c9]));
+    assert!(
+        !all.iter().any(|i| i.kind == "constant_address"),
+        "{all:#?}"
+    );
+}
+
+#[test]
+fn heap_manager_named_by_its_symbols() {
+    use ntdbg_testutil::minidump_builder::{CodeView, Guid};
+    const NTDLL: u64 = 0x7ffa_0000_0000;
+    let guid = Guid {
+        data1: 0x1234_5678,
+        data2: 0x9abc,
+        data3: 0xdef0,
+        data4: [1, 2, 3, 4, 5, 6, 7, 8],
+    };
+    let identifier = "123456789ABCDEF00102030405060708".to_string() + "1";
+    // mov qword ptr [rdx+8],rax inside RtlpFreeHeap, rdx and rax overwritten with 'A's.
+    let fault = NTDLL + 0x1010;
+    let ctx = X64Context {
+        rip: fault,
+        rsp: STACK + 0x800,
+        rax: 0x4141_4141_4141_4141,
+        rdx: 0x4141_4141_4141_4141,
+        ..X64Context::default()
+    };
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.thread(Thread {
+        id: 0x24,
+        context: Some(Context::X64(ctx.clone())),
+        stack_base: STACK,
+        stack: vec![0; 0x1000],
+        ..Thread::default()
+    })
+    .module(Module {
+        codeview: Some(CodeView::Pdb70 {
+            guid,
+            age: 1,
+            pdb: "ntdll.pdb".into(),
+        }),
+        ..Module::new(r"C:\Windows\System32\ntdll.dll", NTDLL, 0x20_0000)
+    })
+    .memory(fault, vec![0x48, 0x89, 0x42, 0x08, 0xc3])
+    .exception(Exception {
+        parameters: vec![0, u64::MAX],
+        context: Some(Context::X64(ctx)),
+        ..Exception::new(0x24, 0xC000_0005, fault)
+    });
+    let dir = TempDir::new("faults-heap");
+    let sym_dir = dir.path().join("ntdll.pdb").join(&identifier);
+    std::fs::create_dir_all(&sym_dir).expect("symbol folder");
+    std::fs::write(
+        sym_dir.join("ntdll.sym"),
+        format!("MODULE windows x86_64 {identifier} ntdll.pdb\nFUNC 1000 200 0 RtlpFreeHeap\nFUNC 1200 100 0 RtlFreeHeap\n"),
+    )
+    .expect("sym file");
+    let path = dir.path().join("heap.dmp");
+    dump.write(&path);
+    let symbols = dir.path().display().to_string();
+    let session = Session::open_dump(&path, Some(&symbols)).expect("the built dump opens");
+    session.symbols().set_offline(true);
+    let all = analyze(&session).inferences;
+    let i = of_kind(&all, "heap_corruption");
+    has(
+        &i.text,
+        &[
+            "inside the heap manager (ntdll!RtlpFreeHeap+0x10)",
+            "the bug is earlier than this stack",
+        ],
+    );
+    has(
+        &i.basis,
+        &[
+            "frame 0 ntdll!RtlpFreeHeap+0x10 is a heap function",
+            "rdx=4141414141414141",
+            "hypothesis: a heap buffer overflow",
+        ],
+    );
+}

@@ -101,12 +101,20 @@ pub(super) fn heap_manager_fault(
     if !in_ntdll || first.function.is_some() {
         return None;
     }
-    Some(Inference::new(
-        "heap_corruption",
+    let text = if p.hypothesis == "use_after_free" {
+        format!(
+            "heap corruption or a freed object used inside ntdll (home of the heap manager): it followed {place} = {}, a pointer taken from freed memory",
+            p.name
+        )
+    } else {
         format!(
             "heap corruption is likely: the fault is inside ntdll (home of the heap manager) through {place} = {}, memory the heap would only follow if its metadata had been overwritten",
             p.name
-        ),
+        )
+    };
+    Some(Inference::new(
+        "heap_corruption",
+        text,
         format!(
             "frame 0 is in ntdll without symbols (the function cannot be named){caller}{instr}{}",
             hypothesis(pattern)
