@@ -543,3 +543,32 @@ fn heap_manager_named_by_its_symbols() {
         ],
     );
 }
+
+#[test]
+fn trap_after_storing_a_register_to_a_global() {
+    // nop x40 ; mov dword ptr [rip+0x0fd2],ecx (a global of app.exe) ; int 3
+    let mut code = vec![0x90; 40];
+    code.extend([0x89, 0x0d, 0xd2, 0x0f, 0x00, 0x00, 0xcc]);
+    let ctx = X64Context {
+        rcx: 0x1234_0000_0bad_0002,
+        ..X64Context::default()
+    };
+    let mut dump = synthetic(&code, 46, ctx.clone(), Vec::new());
+    let mut context = ctx;
+    context.rip = CODE + 46;
+    context.rsp = STACK + 0x800;
+    dump.exception(Exception {
+        context: Some(Context::X64(context)),
+        ..Exception::new(0x24, 0x8000_0003, CODE + 46)
+    });
+    let all = analyze_built(&dump);
+    let i = of_kind(&all, "deliberate");
+    has(
+        &i.text,
+        &["reason code 0xbad0002", "0x140002000 (in app)", "`int 3`"],
+    );
+    has(
+        &i.basis,
+        &["a store of rcx to a global of the image; rcx still holds it at the trap"],
+    );
+}

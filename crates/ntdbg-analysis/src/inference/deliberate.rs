@@ -62,9 +62,13 @@ pub(super) fn constant_pointer(
     }
 }
 
-/// A store of a constant to a global right before the trap at the exception address:
-/// `(the store's text, the global's name or address, the value)`.
-fn reason_store(session: &Session, event: &ExceptionEvent) -> Option<(String, String, u64)> {
+/// A store to a global right before the trap at the exception address, of an immediate or of
+/// a register the context still holds: `(the store's text, the global's name or address, the
+/// value, how the value is known)`.
+fn reason_store(
+    session: &Session,
+    event: &ExceptionEvent,
+) -> Option<(String, String, u64, String)> {
     let before = code_before(session, event.address, LOOK_BACK)?;
     let store_at = before.previous()?;
     let store = store_at.store.as_ref()?;
@@ -73,7 +77,27 @@ fn reason_store(session: &Session, event: &ExceptionEvent) -> Option<(String, St
     }
     let target = store.operand.displacement as u64;
     let module = session.module_at(target)?;
-    let value = store.immediate?;
+    let (value, how) = match (store.immediate, &store.register) {
+        (Some(v), _) => (
+            v,
+            "a store of an immediate to a global of the image".to_string(),
+        ),
+        // The trap follows the store at once, so the register still holds what was stored.
+        (None, Some(r)) => {
+            let v = ntdbg_engine::registers::register(event.context.as_ref()?, r)?;
+            let bits = 8 * store.operand.size.clamp(1, 8) as u32;
+            let v = if bits == 64 {
+                v
+            } else {
+                v & ((1u64 << bits) - 1)
+            };
+            (
+                v,
+                format!("a store of {r} to a global of the image; {r} still holds it at the trap"),
+            )
+        }
+        _ => return None,
+    };
     let symbol = session.symbolize(target);
     let name = match (&symbol.function, symbol.function_offset) {
         (Some(f), Some(0)) => format!("{}!{f}", symbol.module.as_deref().unwrap_or("?")),
@@ -82,7 +106,7 @@ fn reason_store(session: &Session, event: &ExceptionEvent) -> Option<(String, St
             ntdbg_engine::module_name(&module.name)
         ),
     };
-    Some((store_at.text.clone(), name, value))
+    Some((store_at.text.clone(), name, value, how))
 }
 
 /// The trap instruction at the exception address, decoded: `ud2`, `int 3`, ….
@@ -100,11 +124,11 @@ fn deliberate_trap(
     trap: &str,
     site: &str,
 ) -> Option<Inference> {
-    let (store, global, value) = reason_store(session, event)?;
+    let (store, global, value, how) = reason_store(session, event)?;
     Some(Inference::new(
         "deliberate",
         format!("a deliberate crash: the code stored the reason code {value:#x} to {global} and then executed `{trap}`"),
-        format!("exception code {:#010x} at {site}; the instruction before the trap is `{store}` (a store of an immediate to a global of the image)", event.code),
+        format!("exception code {:#010x} at {site}; the instruction before the trap is `{store}` ({how})", event.code),
     ))
 }
 
