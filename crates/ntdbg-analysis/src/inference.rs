@@ -1,6 +1,5 @@
 //! Inferences: what the facts of a crash suggest, each with the facts it rests on.
 
-use crate::cxx::{thrown_type, ThrownType, GCC_CPP_CODE};
 use crate::exception::{Access, DecodedException, ExceptionKind};
 use crate::fault::{classify_address, faulting_instruction, AddressClass};
 use crate::report::Inference;
@@ -15,7 +14,7 @@ pub fn infer(
     decoded: &DecodedException,
     frames: &[Frame],
 ) -> Vec<Inference> {
-    let mut out = Vec::new();
+    let mut out: Vec<Inference> = crate::cxx::inference(session, event, frames).into_iter().collect();
     let site = frames
         .first()
         .map(|f| f.call_site())
@@ -98,7 +97,6 @@ pub fn infer(
                 basis: "exception code 0x40000015 (STATUS_FATAL_APP_EXIT)".into(),
             },
         }),
-        ExceptionKind::CppException => out.push(cpp_exception(session, event)),
         ExceptionKind::HeapCorruption => out.push(Inference {
             text: "heap corruption: a buffer overrun, double free or use after free damaged heap metadata; the bug is earlier than this stack".into(),
             basis: format!("exception code 0xC0000374 (STATUS_HEAP_CORRUPTION) raised at {site}; enable page heap (gflags /p /enable) to catch the first bad write"),
@@ -210,30 +208,6 @@ fn access_violation(
     };
     out.push(Inference { text, basis });
     out
-}
-
-/// The C++ exception inference: the thrown type for MSVC, the runtime for GCC/Clang.
-fn cpp_exception(session: &Session, event: &ExceptionEvent) -> Inference {
-    if event.code == GCC_CPP_CODE {
-        return Inference {
-            text: "an unhandled C++ exception thrown by the GCC/Clang (libstdc++/libc++) runtime; the thrown type is not recorded in the exception record".into(),
-            basis: "exception code 0x20474343 (' GCC')".into(),
-        };
-    }
-    match thrown_type(session, event) {
-        Some(ThrownType::Known { name, decorated }) => Inference {
-            text: format!("an unhandled C++ exception of type {name}"),
-            basis: format!("exception code 0xE06D7363; ThrowInfo {:#x} -> CatchableTypeArray -> TypeDescriptor {decorated}", event.parameters.get(2).copied().unwrap_or(0)),
-        },
-        Some(ThrownType::Unknown(why)) => Inference {
-            text: format!("an unhandled C++ exception (MSVC); {why}"),
-            basis: "exception code 0xE06D7363".into(),
-        },
-        None => Inference {
-            text: "an unhandled C++ exception".into(),
-            basis: format!("exception code {:#010x}", event.code),
-        },
-    }
 }
 
 /// A run of consecutive frames with the same function.
