@@ -14,7 +14,9 @@ pub fn infer(
     decoded: &DecodedException,
     frames: &[Frame],
 ) -> Vec<Inference> {
-    let mut out: Vec<Inference> = crate::cxx::inference(session, event, frames).into_iter().collect();
+    let mut out: Vec<Inference> = crate::cxx::inference(session, event, frames)
+        .into_iter()
+        .collect();
     let site = frames
         .first()
         .map(|f| f.call_site())

@@ -21,7 +21,9 @@
 use super::memory::{instruction_bytes, one_line, Memory, MAX_STRING};
 use super::names::demangle_itanium_type;
 use super::{Abi, Message, UncaughtException};
-use ntdbg_engine::disasm::{disassemble_backward, instruction_registers, Bitness, NoSymbols, SliceMemory};
+use ntdbg_engine::disasm::{
+    disassemble_backward, instruction_registers, Bitness, NoSymbols, SliceMemory,
+};
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;
 
@@ -72,15 +74,15 @@ pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> Uncaught
     };
     let memory = Memory::new(session);
     if memory.pointer_size != 8 {
-        found.evidence.push(
-            "the 32-bit GCC exception layout is not decoded: thrown type unknown".into(),
-        );
+        found
+            .evidence
+            .push("the 32-bit GCC exception layout is not decoded: thrown type unknown".into());
         return found;
     }
     let Some(header) = event.parameters.first().copied().filter(|&p| p != 0) else {
-        found.evidence.push(
-            "the record holds no _Unwind_Exception pointer: thrown type unknown".into(),
-        );
+        found
+            .evidence
+            .push("the record holds no _Unwind_Exception pointer: thrown type unknown".into());
         return found;
     };
     match memory.u64(header) {
@@ -115,7 +117,11 @@ pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> Uncaught
 /// Names the type from the code before the call at `return_address` (which called
 /// `__cxa_throw`): the last instruction that touches `rdx` must be `lea rdx,[rip+X]`, with a
 /// valid `type_info` at X. Sets the type and its evidence when it is; notes why not otherwise.
-pub(super) fn type_at_throw_site(session: &Session, return_address: u64, found: &mut UncaughtException) {
+pub(super) fn type_at_throw_site(
+    session: &Session,
+    return_address: u64,
+    found: &mut UncaughtException,
+) {
     let memory = Memory::new(session);
     if memory.pointer_size != 8 {
         return;
@@ -154,15 +160,22 @@ fn type_info_loaded_before(session: &Session, return_address: u64) -> Result<(u6
         ));
     }
     let memory = SliceMemory { base, bytes: &code };
-    let lines = disassemble_backward(Bitness::Bits64, &memory, &NoSymbols, return_address, SITE_WINDOW);
+    let lines = disassemble_backward(
+        Bitness::Bits64,
+        &memory,
+        &NoSymbols,
+        return_address,
+        SITE_WINDOW,
+    );
     let (_call, before) = lines
         .split_last()
         .filter(|(c, _)| c.readable && c.mnemonic == "call")
         .ok_or_else(|| format!("no call instruction ends at {return_address:#x}"))?;
     for line in before.iter().rev() {
         let bytes = instruction_bytes(line).ok_or("unreadable code before the call")?;
-        let (text, registers, operand) = instruction_registers(Bitness::Bits64, &bytes, line.address)
-            .ok_or("undecodable code before the call")?;
+        let (text, registers, operand) =
+            instruction_registers(Bitness::Bits64, &bytes, line.address)
+                .ok_or("undecodable code before the call")?;
         if line.mnemonic.starts_with('j') || line.mnemonic == "call" || line.mnemonic == "ret" {
             return Err("control flow between the argument and the call".into());
         }
@@ -214,10 +227,13 @@ fn message(memory: &Memory, object: u64, name: &str, evidence: &mut Vec<String>)
     }
     let ptr = memory.pointer_size as u64;
     let Some(chars) = memory.pointer(object + ptr) else {
-        return Message::Unavailable(format!("the thrown object at {object:#x} is not in the dump"));
+        return Message::Unavailable(format!(
+            "the thrown object at {object:#x} is not in the dump"
+        ));
     };
     let header = chars.wrapping_sub(3 * ptr);
-    let (Some(length), Some(capacity)) = (memory.pointer(header), memory.pointer(header + ptr)) else {
+    let (Some(length), Some(capacity)) = (memory.pointer(header), memory.pointer(header + ptr))
+    else {
         return Message::Unavailable(format!(
             "the message string at {chars:#x} is not in the dump"
         ));
@@ -228,7 +244,9 @@ fn message(memory: &Memory, object: u64, name: &str, evidence: &mut Vec<String>)
         ));
     }
     let Some(bytes) = memory.bytes(chars, length as usize + 1) else {
-        return Message::Unavailable(format!("the message string at {chars:#x} is not in the dump"));
+        return Message::Unavailable(format!(
+            "the message string at {chars:#x} is not in the dump"
+        ));
     };
     if bytes.last() != Some(&0) || bytes[..length as usize].contains(&0) {
         return Message::Unavailable(format!(

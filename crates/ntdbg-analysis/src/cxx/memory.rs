@@ -97,7 +97,6 @@ impl<'a> Memory<'a> {
     pub fn module_base(&self, addr: u64) -> Option<u64> {
         self.session.module_at(addr).map(|m| m.raw.base_of_image)
     }
-
 }
 
 /// The bytes of a disassembled instruction (its `bytes` field is hex).

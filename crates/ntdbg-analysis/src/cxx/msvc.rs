@@ -82,9 +82,9 @@ pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> Uncaught
     let types = match catchable_types(&memory, throw_info, image_base) {
         Ok(types) => types,
         Err(why) => {
-            found
-                .evidence
-                .push(format!("ThrowInfo {throw_info:#x}: {why}: thrown type unknown"));
+            found.evidence.push(format!(
+                "ThrowInfo {throw_info:#x}: {why}: thrown type unknown"
+            ));
             return found;
         }
     };

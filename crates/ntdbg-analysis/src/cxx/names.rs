@@ -75,7 +75,11 @@ mod tests {
             (".H", "int"),
         ];
         for (decorated, name) in cases {
-            assert_eq!(demangle_msvc_type(decorated).as_deref(), Some(name), "{decorated}");
+            assert_eq!(
+                demangle_msvc_type(decorated).as_deref(),
+                Some(name),
+                "{decorated}"
+            );
         }
         assert_eq!(demangle_msvc_type(".PEBD").as_deref(), Some("char const *"));
         assert_eq!(

@@ -72,18 +72,18 @@ impl ThrowSite {
     /// The evidence, in one clause.
     pub fn describe(&self) -> String {
         let how = match &self.recognised {
-            Recognised::CalleeFrame => format!("frame {} is {}", self.frame - 1, self.thrower),
+            Recognised::CalleeFrame => format!("frame {:02x} is {}", self.frame - 1, self.thrower),
             Recognised::CallTarget(target) => {
                 format!("the call before its return address targets {target}")
             }
         };
         let mut text = format!(
-            "thrown at frame {} {} (found by {}; {how})",
+            "thrown at frame {:02x} {} (found by {}; {how})",
             self.frame, self.call_site, self.found_by
         );
         if let Some(t) = self.terminate_frame {
             text.push_str(&format!(
-                "; {} then called std::terminate (frame {t}): no handler caught it",
+                "; {} then called std::terminate (frame {t:02x}): no handler caught it",
                 self.thrower
             ));
         }
@@ -96,7 +96,9 @@ pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
     let bitness = Bitness::of_arch(session.arch());
     let frames = &frames[..frames.len().min(MAX_FRAMES)];
     for k in 1..frames.len() {
-        let by_frame = bare_name(&frames[k - 1]).and_then(thrower).map(|t| (t, Recognised::CalleeFrame));
+        let by_frame = bare_name(&frames[k - 1])
+            .and_then(thrower)
+            .map(|t| (t, Recognised::CalleeFrame));
         let found = by_frame.or_else(|| {
             let target = call_target(session, bitness?, frames[k].instruction)?;
             let t = thrower(target.strip_prefix("__imp_").unwrap_or(&target))?;
@@ -135,7 +137,9 @@ fn call_target(session: &Session, bitness: Bitness, return_address: u64) -> Opti
     let (base, code) = Memory::new(session).code_before(return_address, CALL_BYTES);
     let memory = SliceMemory { base, bytes: &code };
     let lines = disassemble_backward(bitness, &memory, &NoSymbols, return_address, 1);
-    let call = lines.last().filter(|l| l.readable && l.mnemonic == "call")?;
+    let call = lines
+        .last()
+        .filter(|l| l.readable && l.mnemonic == "call")?;
     let target = match call.branch_target {
         Some(t) => t,
         None => {
@@ -150,5 +154,7 @@ fn call_target(session: &Session, bitness: Bitness, return_address: u64) -> Opti
         }
     };
     let symbol = session.symbolize(target);
-    symbol.function.filter(|_| symbol.function_offset == Some(0))
+    symbol
+        .function
+        .filter(|_| symbol.function_offset == Some(0))
 }
