@@ -50,6 +50,28 @@ fn msvc_runtime_error_names_type_message_and_site() {
 }
 
 #[test]
+fn msvc_terminate_finds_the_record_on_the_stack() {
+    let r = report("msvc_terminate");
+    assert!(r.signature.starts_with("ABORT"), "{}", r.signature);
+    let (text, basis) = first_inference(&r);
+    assert!(
+        text.starts_with(
+            "uncaught C++ exception std::runtime_error: settings.ini: no [server] section"
+        ),
+        "{text}"
+    );
+    for fact in [
+        "exception code 0x40000015",
+        "the 0xE06D7363 exception record at 0x11fb70, on the event thread's stack",
+        "thrown object at 0x11fca0 higher on the same stack",
+        "TypeDescriptor .?AVruntime_error@std@@",
+    ] {
+        assert!(basis.contains(fact), "{fact} missing from {basis}");
+    }
+    assert!(r.inferences.iter().any(|i| i.text.contains("abort()")));
+}
+
+#[test]
 fn msvc_int_names_the_value() {
     let (text, basis) = first_inference(&report("msvc_int"));
     assert_eq!(

@@ -11,7 +11,7 @@
 //
 // See the "cxx.exe" section of tools/crashgen/README.md for every mode.
 //
-// crashgen-modes: msvc_runtime_error msvc_int itanium_runtime_error itanium_custom
+// crashgen-modes: msvc_runtime_error msvc_int msvc_terminate itanium_runtime_error itanium_custom
 // crashgen-flags: -O1 -isystem /usr/lib/gcc/x86_64-w64-mingw32/12-win32/include/c++ -isystem /usr/lib/gcc/x86_64-w64-mingw32/12-win32/include/c++/x86_64-w64-mingw32
 // crashgen-libs: -static
 #include "crashgen.h"
@@ -88,8 +88,9 @@ extern "C" {
 extern const char msvc_throw_info_runtime_error[];
 extern const char msvc_throw_info_int[];
 extern const void *const msvc_runtime_error_vftable[];
-// Wine's msvcrt.dll exports MSVC's throw helper.
+// Wine's msvcrt.dll exports MSVC's throw helper and std::terminate.
 __declspec(dllimport) void _CxxThrowException(void *object, const void *throw_info);
+__declspec(dllimport) void msvcrt_terminate(void) __asm__("?terminate@@YAXXZ");
 }
 
 // MSVC's std::exception: the vftable, then __std_exception_data.
@@ -124,6 +125,27 @@ static void msvc_int(void)
     parse_port_msvc();
 }
 
+static void install_abort_hook(void);
+
+// MSVC's runtime ends an uncaught C++ exception from its unhandled-exception
+// filter: terminate() -> abort(). This filter does the same for 0xE06D7363
+// with Wine's msvcrt!terminate, so the exception record stays on the stack
+// below the terminate path.
+static LONG WINAPI terminate_on_cxx_exception(EXCEPTION_POINTERS *ep)
+{
+    const EXCEPTION_RECORD *r = ep->ExceptionRecord;
+    if (r->ExceptionCode == 0xE06D7363 && r->NumberParameters >= 3 && r->ExceptionInformation[0] == 0x19930520)
+        msvcrt_terminate();
+    return crashgen_filter(ep);
+}
+
+static void msvc_terminate(void)
+{
+    SetUnhandledExceptionFilter(terminate_on_cxx_exception);
+    install_abort_hook();
+    load_settings_msvc();
+}
+
 // ---------------------------------------------------------------------------
 // Itanium ABI (libstdc++).
 // ---------------------------------------------------------------------------
@@ -156,10 +178,15 @@ static void dump_on_abort(int)
     crashgen_write_dump(&pointers, GetCurrentThreadId(), FALSE);
 }
 
+static void install_abort_hook(void)
+{
+    signal(SIGABRT, dump_on_abort);
+}
+
 static void terminate_through_abort(void)
 {
     SetUnhandledExceptionFilter(continue_gcc_exceptions);
-    signal(SIGABRT, dump_on_abort);
+    install_abort_hook();
 }
 
 namespace app {
@@ -195,6 +222,7 @@ static void itanium_custom(void)
 static const struct crashgen_mode modes[] = {
     {"msvc_runtime_error", msvc_runtime_error},
     {"msvc_int", msvc_int},
+    {"msvc_terminate", msvc_terminate},
     {"itanium_runtime_error", itanium_runtime_error},
     {"itanium_custom", itanium_custom},
 };

@@ -31,6 +31,15 @@ impl<'a> Memory<'a> {
         self.session.read_virtual(addr, len).into_iter().collect()
     }
 
+    /// The readable bytes from `addr` on, at most `len`: they stop at the first hole.
+    pub fn readable_prefix(&self, addr: u64, len: usize) -> Vec<u8> {
+        self.session
+            .read_virtual(addr, len)
+            .into_iter()
+            .map_while(|b| b)
+            .collect()
+    }
+
     /// A little-endian `u32`.
     pub fn u32(&self, addr: u64) -> Option<u32> {
         let b: [u8; 4] = self.bytes(addr, 4)?.try_into().ok()?;

@@ -10,6 +10,9 @@
 //!   process ended in `std::terminate` → `abort()` instead, the throw site's own code names the
 //!   `type_info` it passed to `__cxa_throw`.
 //!
+//! When an MSVC process ended in `std::terminate`, the 0xE06D7363 record is looked for on the
+//! live stack between the throw site and the event ([`record`]).
+//!
 //! The throw site ([`site`]) is the frame that called the throw function. Every fact is read
 //! and validated, never guessed: what cannot be read is said to be missing, and why.
 
@@ -17,6 +20,7 @@ mod itanium;
 mod memory;
 mod msvc;
 mod names;
+mod record;
 mod site;
 
 pub use names::{demangle_itanium_type, demangle_msvc_type};
@@ -70,7 +74,9 @@ pub struct UncaughtException {
 
 /// The uncaught C++ exception of this event: the exception itself (0xE06D7363, 0x20474343), or
 /// one still in flight on the event thread's stack, where a throw function called
-/// `std::terminate` (the process then ended in `abort()`). `None` when there is none.
+/// `std::terminate` (the process then ended in `abort()`), or, for an `abort()` whose stack walk
+/// does not reach a throw function, a validated MSVC exception record on that stack. `None` when
+/// there is none.
 pub fn uncaught_exception(
     session: &Session,
     event: &ExceptionEvent,
@@ -78,25 +84,21 @@ pub fn uncaught_exception(
 ) -> Option<UncaughtException> {
     let site = site::find(session, frames);
     let mut found = match event.code {
-        MSVC_CPP_CODE => msvc::from_record(session, event),
+        MSVC_CPP_CODE => msvc::from_parameters(session, &event.parameters),
         GCC_CPP_CODE => itanium::from_record(session, event),
-        _ => {
-            let site = site.as_ref().filter(|s| s.terminated())?;
-            let mut found = UncaughtException {
-                abi: site.abi,
+        _ => match site.as_ref().filter(|s| s.terminated()) {
+            Some(s) if s.abi == Abi::Itanium => UncaughtException {
+                abi: Abi::Itanium,
                 type_name: None,
                 message: Message::None,
                 throw_site: None,
                 evidence: Vec::new(),
-            };
-            if site.abi == Abi::Msvc {
-                found.evidence.push(
-                    "the 0xE06D7363 exception record is not in the dump, so the thrown type is unknown"
-                        .into(),
-                );
-            }
-            found
-        }
+            },
+            Some(s) => record::msvc_on_stack(session, frames, Some(s))
+                .unwrap_or_else(record::msvc_record_missing),
+            None if ends_in_abort(event) => record::msvc_on_stack(session, frames, None)?,
+            None => return None,
+        },
     };
     if let Some(site) = &site {
         found.throw_site = Some(site.call_site.clone());
@@ -106,6 +108,12 @@ pub fn uncaught_exception(
         }
     }
     Some(found)
+}
+
+/// Whether the event is the end of `abort()`: STATUS_FATAL_APP_EXIT, or
+/// `__fastfail(FAST_FAIL_FATAL_APP_EXIT)`.
+fn ends_in_abort(event: &ExceptionEvent) -> bool {
+    event.code == 0x4000_0015 || (event.code == 0xC000_0409 && event.parameters.first() == Some(&7))
 }
 
 /// The inference for [`uncaught_exception`]: "uncaught C++ exception TYPE: MESSAGE".

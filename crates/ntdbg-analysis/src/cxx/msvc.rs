@@ -16,7 +16,6 @@ use super::memory::{one_line, Memory, MAX_STRING};
 use super::names::demangle_msvc_type;
 use super::{Abi, Message, UncaughtException};
 use ntdbg_engine::Session;
-use ntdbg_targets::ExceptionEvent;
 
 /// The `magic` values of MSVC throws (VC6, VC7 /clr pure, VC8, /clr:pure).
 const MAGICS: [u64; 4] = [0x1993_0520, 0x1993_0521, 0x1993_0522, 0x0199_4000];
@@ -34,8 +33,8 @@ struct CatchableType {
     name: String,
 }
 
-/// Reads what an MSVC exception record says.
-pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> UncaughtException {
+/// Reads what an MSVC exception record's parameters say.
+pub(super) fn from_parameters(session: &Session, parameters: &[u64]) -> UncaughtException {
     let mut found = UncaughtException {
         abi: Abi::Msvc,
         type_name: None,
@@ -44,7 +43,7 @@ pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> Uncaught
         evidence: Vec::new(),
     };
     let memory = Memory::new(session);
-    let p = |i: usize| event.parameters.get(i).copied();
+    let p = |i: usize| parameters.get(i).copied();
     match p(0) {
         Some(magic) if MAGICS.contains(&magic) => {}
         Some(magic) => {
