@@ -65,9 +65,11 @@ fn msvc_terminate_finds_the_record_on_the_stack() {
         "the 0xE06D7363 exception record at 0x11fb70, on the event thread's stack",
         "thrown object at 0x11fca0 higher on the same stack",
         "TypeDescriptor .?AVruntime_error@std@@",
+        "follows a call to __imp__CxxThrowException",
     ] {
         assert!(basis.contains(fact), "{fact} missing from {basis}");
     }
+    assert!(text.ends_with(", thrown at cxx!load_settings_msvc+0x2e"), "{text}");
     assert!(r.inferences.iter().any(|i| i.text.contains("abort()")));
 }
 

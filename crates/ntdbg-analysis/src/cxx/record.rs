@@ -8,7 +8,7 @@
 
 use super::memory::Memory;
 use super::msvc::from_parameters;
-use super::site::ThrowSite;
+use super::site::{return_into_thrower, ThrowSite};
 use super::{Abi, Message, UncaughtException, MSVC_CPP_CODE};
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
@@ -58,6 +58,16 @@ pub(super) fn msvc_on_stack(
                 0,
                 format!("the 0xE06D7363 exception record at {record:#x}, on the event thread's stack {bound}, with its thrown object at {object:#x} higher on the same stack"),
             );
+            if site.is_none() {
+                if let Some((slot, name, target)) =
+                    return_into_thrower(session, Abi::Msvc, record, object)
+                {
+                    found.evidence.push(format!(
+                        "thrown at {name}: the return address at {slot:#x}, between the record and the object, follows a call to {target} (the frame walk did not reach it)"
+                    ));
+                    found.throw_site = Some(name);
+                }
+            }
             return Some(found);
         }
     }

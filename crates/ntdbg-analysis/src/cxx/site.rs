@@ -30,6 +30,8 @@ const TERMINATE: &[&str] = &[
 ];
 /// Frames searched for a throw function.
 const MAX_FRAMES: usize = 64;
+/// Most stack bytes searched for a return address into a throw site.
+const MAX_SLOT_SEARCH: u64 = 64 * 1024;
 /// Longest x86 instruction: the bytes read before a return address for its call.
 const CALL_BYTES: u64 = 15;
 
@@ -119,6 +121,34 @@ pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
                 terminate_frame: terminate_frame.map(|i| frames[i].index),
             });
         }
+    }
+    None
+}
+
+/// A throw site the frame walk did not reach: the highest stack slot in `[low, high)` that holds
+/// a return address whose call targets a throw function of `abi`: `(slot, site name, target)`.
+pub(super) fn return_into_thrower(
+    session: &Session,
+    abi: Abi,
+    low: u64,
+    high: u64,
+) -> Option<(u64, String, String)> {
+    let bitness = Bitness::of_arch(session.arch())?;
+    let memory = Memory::new(session);
+    let ptr = memory.pointer_size as u64;
+    let high = high.min(low.saturating_add(MAX_SLOT_SEARCH));
+    let mut slot = high.checked_sub(ptr)? / ptr * ptr;
+    while slot >= low {
+        if let Some(value) = memory.pointer(slot).filter(|&v| memory.in_module(v)) {
+            if let Some(target) = call_target(session, bitness, value) {
+                if thrower(target.strip_prefix("__imp_").unwrap_or(&target))
+                    .is_some_and(|(_, a)| a == abi)
+                {
+                    return Some((slot, session.symbolize(value).display(), target));
+                }
+            }
+        }
+        slot = slot.checked_sub(ptr)?;
     }
     None
 }
