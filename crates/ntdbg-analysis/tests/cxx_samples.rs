@@ -69,7 +69,10 @@ fn msvc_terminate_finds_the_record_on_the_stack() {
     ] {
         assert!(basis.contains(fact), "{fact} missing from {basis}");
     }
-    assert!(text.ends_with(", thrown at cxx!load_settings_msvc+0x2e"), "{text}");
+    assert!(
+        text.ends_with(", thrown at cxx!load_settings_msvc+0x2e"),
+        "{text}"
+    );
     assert!(r.inferences.iter().any(|i| i.text.contains("abort()")));
 }
 

@@ -124,6 +124,9 @@ pub(super) fn type_at_throw_site(
 ) {
     let memory = Memory::new(session);
     if memory.pointer_size != 8 {
+        found.evidence.push(
+            "thrown type unknown: the arguments of a 32-bit throw site are not decoded".into(),
+        );
         return;
     }
     match type_info_loaded_before(session, return_address) {

@@ -103,8 +103,15 @@ pub fn uncaught_exception(
     if let Some(site) = &site {
         found.throw_site = Some(site.call_site.clone());
         found.evidence.push(site.describe());
-        if found.type_name.is_none() && site.thrower == "__cxa_throw" {
-            itanium::type_at_throw_site(session, site.return_address, &mut found);
+        if found.type_name.is_none() && site.abi == Abi::Itanium {
+            if site.thrower == "__cxa_throw" {
+                itanium::type_at_throw_site(session, site.return_address, &mut found);
+            } else {
+                found.evidence.push(format!(
+                    "{} (a `throw;`) passes no type_info: thrown type unknown",
+                    site.thrower
+                ));
+            }
         }
     }
     Some(found)
