@@ -118,3 +118,28 @@ fn itanium_custom_class_has_no_message() {
     );
     assert!(basis.contains("named N3app12config_errorE"), "{basis}");
 }
+
+/// The corpus's Wine `abort()` dumps (a plain C `abort()`, no C++ throw) must not gain a C++
+/// claim; skipped without the shared corpus.
+#[test]
+fn plain_aborts_claim_no_cxx_exception() {
+    let Some(dir) = ntdbg_testutil::testdata_dir() else {
+        return;
+    };
+    for name in ["abort.aedebug", "abort.dbgrun", "abort.inproc"] {
+        let path = dir.join(format!("winelab/x64/{name}.dmp"));
+        if !path.exists() {
+            continue;
+        }
+        let symbols = dir.join("winelab/x64").display().to_string();
+        let session = Session::open_dump(&path, Some(&symbols)).expect("corpus dump opens");
+        session.symbols().set_offline(true);
+        let r = analyze(&session);
+        assert!(r.signature.starts_with("ABORT"), "{name}: {}", r.signature);
+        assert!(
+            r.inferences.iter().all(|i| !i.text.contains("C++")),
+            "{name}: {:?}",
+            r.inferences
+        );
+    }
+}
