@@ -284,6 +284,26 @@ fn itanium_header_type_and_message() {
 }
 
 #[test]
+fn itanium_dependent_exception_leads_to_its_primary() {
+    // std::rethrow_exception: a dependent header at HEAP+0x800 whose primaryException is the
+    // primary's thrown object (UNWIND + 64).
+    let mut l = itanium(GNU, "St13runtime_error", Some("boom"));
+    let dependent = HEAP + 0x800;
+    l.u64s(dependent - 80, &[UNWIND + 64])
+        .put(dependent, b"\x01++CCUNG");
+    let text = first(&inferences(Cpu::X64, &l, GCC, vec![dependent]));
+    assert!(
+        text.starts_with("uncaught C++ exception std::runtime_error: boom ["),
+        "{text}"
+    );
+    assert!(text.contains("is a dependent exception"), "{text}");
+    // A dependent header pointing at something that is not a primary exception.
+    l.u64s(dependent - 80, &[UNWIND + 128]);
+    let text = first(&inferences(Cpu::X64, &l, GCC, vec![dependent]));
+    assert!(text.contains("is not a primary exception"), "{text}");
+}
+
+#[test]
 fn itanium_hostile_headers_degrade_with_a_reason() {
     // A string header whose length exceeds its capacity.
     let mut lying = itanium(GNU, "St13runtime_error", Some("boom"));
@@ -310,7 +330,7 @@ fn itanium_hostile_headers_degrade_with_a_reason() {
         (
             itanium(b"\0++CCUNH", "i", None),
             vec![UNWIND],
-            "not a C++ primary exception",
+            "not a C++ exception",
         ),
         (
             itanium(GNU, "not a type!", None),

@@ -5,7 +5,9 @@
 //! (checked against MinGW 12's libstdc++ and libc++abi's layout, which agree from the end):
 //!
 //! - `_Unwind_Exception { u64 exception_class; cleanup; u64 private_[6] }`, 64 bytes, whose
-//!   class is `GNUCC++\0` (libstdc++) or `CLNGC++\0` (libc++abi) for a primary exception;
+//!   class is `GNUCC++\0` (libstdc++) or `CLNGC++\0` (libc++abi) for a primary exception,
+//!   ending in 1 instead for a dependent one (whose `primaryException` sits where a primary
+//!   keeps `exceptionType`);
 //! - `exceptionType` (the `std::type_info *`) 80 bytes before it;
 //! - the thrown object right after it.
 //!
@@ -85,33 +87,84 @@ pub(super) fn from_record(session: &Session, event: &ExceptionEvent) -> Uncaught
             .push("the record holds no _Unwind_Exception pointer: thrown type unknown".into());
         return found;
     };
-    match memory.u64(header) {
-        None => found.evidence.push(format!(
-            "the exception object's header at {header:#x} (parameter 0) is not in the dump (libstdc++ allocates it on the heap, which this dump does not hold)"
-        )),
-        Some(class) if class == LIBSTDCXX_CLASS || class == LIBCXXABI_CLASS => {
-            let runtime = if class == LIBSTDCXX_CLASS { "GNUCC++" } else { "CLNGC++" };
-            let type_at = header - TYPE_BEFORE_UNWIND_HEADER;
-            match memory.pointer(type_at).ok_or_else(|| format!("exceptionType at {type_at:#x} is not in the dump")).and_then(|t| read_type_info(&memory, t).map(|i| (t, i))) {
-                Ok((address, info)) => {
-                    found.evidence.push(format!(
-                        "_Unwind_Exception {header:#x} (class {runtime}) -> __cxa_exception.exceptionType {address:#x} -> type_info name {}",
-                        info.mangled
-                    ));
-                    let object = header + UNWIND_HEADER_SIZE;
-                    found.message = message(&memory, object, &info.name, &mut found.evidence);
-                    found.type_name = Some(info.name);
-                }
-                Err(why) => found
-                    .evidence
-                    .push(format!("_Unwind_Exception {header:#x} (class {runtime}): {why}: thrown type unknown")),
-            }
+    let (header, runtime) = match primary(&memory, header) {
+        Ok((primary, runtime, note)) => {
+            found.evidence.extend(note);
+            (primary, runtime)
         }
-        Some(class) => found.evidence.push(format!(
-            "_Unwind_Exception {header:#x} has class {class:#018x}, not a C++ primary exception: thrown type unknown"
+        Err(why) => {
+            found.evidence.push(format!("{why}: thrown type unknown"));
+            return found;
+        }
+    };
+    let type_at = header - TYPE_BEFORE_UNWIND_HEADER;
+    let type_info = memory
+        .pointer(type_at)
+        .ok_or_else(|| format!("exceptionType at {type_at:#x} is not in the dump"))
+        .and_then(|t| read_type_info(&memory, t).map(|info| (t, info)));
+    match type_info {
+        Ok((address, info)) => {
+            found.evidence.push(format!(
+                "_Unwind_Exception {header:#x} (class {runtime}) -> __cxa_exception.exceptionType {address:#x} -> type_info name {}",
+                info.mangled
+            ));
+            let object = header + UNWIND_HEADER_SIZE;
+            found.message = message(&memory, object, &info.name, &mut found.evidence);
+            found.type_name = Some(info.name);
+        }
+        Err(why) => found.evidence.push(format!(
+            "_Unwind_Exception {header:#x} (class {runtime}): {why}: thrown type unknown"
         )),
     }
     found
+}
+
+/// The runtime whose primary exception class `class` is.
+fn runtime_of(class: u64) -> Option<&'static str> {
+    match class {
+        LIBSTDCXX_CLASS => Some("GNUCC++"),
+        LIBCXXABI_CLASS => Some("CLNGC++"),
+        _ => None,
+    }
+}
+
+/// The primary exception behind the `_Unwind_Exception` at `header`: itself when its class is a
+/// primary one; for a dependent exception (`std::rethrow_exception`, class ending in 1), the
+/// primary whose thrown object its `primaryException` (where a primary keeps
+/// `exceptionType`) points to, with a note. `(header, runtime, note)`, or why not.
+fn primary(memory: &Memory, header: u64) -> Result<(u64, &'static str, Option<String>), String> {
+    let class = memory.u64(header).ok_or_else(|| format!(
+        "the exception object's header at {header:#x} (parameter 0) is not in the dump (libstdc++ allocates it on the heap, which this dump does not hold)"
+    ))?;
+    if let Some(runtime) = runtime_of(class) {
+        return Ok((header, runtime, None));
+    }
+    let dependent = runtime_of(class & !0xff).filter(|_| class & 0xff == 1);
+    let Some(runtime) = dependent else {
+        return Err(format!(
+            "_Unwind_Exception {header:#x} has class {class:#018x}, not a C++ exception"
+        ));
+    };
+    let at = header - TYPE_BEFORE_UNWIND_HEADER;
+    let object = memory.pointer(at).ok_or_else(|| {
+        format!("dependent exception {header:#x}: primaryException at {at:#x} is not in the dump")
+    })?;
+    let primary = object.wrapping_sub(UNWIND_HEADER_SIZE);
+    match memory.u64(primary) {
+        Some(c) if runtime_of(c) == Some(runtime) => Ok((
+            primary,
+            runtime,
+            Some(format!(
+                "_Unwind_Exception {header:#x} is a dependent exception (std::rethrow_exception) of the primary {primary:#x}"
+            )),
+        )),
+        Some(c) => Err(format!(
+            "dependent exception {header:#x} points to {primary:#x}, whose class {c:#018x} is not a primary exception"
+        )),
+        None => Err(format!(
+            "dependent exception {header:#x}: its primary at {primary:#x} is not in the dump"
+        )),
+    }
 }
 
 /// Names the type from the code before the call at `return_address` (which called
