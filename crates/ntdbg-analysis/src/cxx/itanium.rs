@@ -243,11 +243,14 @@ fn type_info_loaded_before(session: &Session, return_address: u64) -> Result<(u6
                 Ok((line.address, op.displacement as u64))
             }
             _ => Err(format!(
-                "rdx is last set by `{text}`, not a constant type_info address"
+                "the last instruction before the call that uses rdx is `{text}`, not a load of a constant type_info address"
             )),
         };
     }
-    Err("no instruction before the call sets rdx".into())
+    Err(format!(
+        "none of the {} instructions before the call sets rdx",
+        before.len()
+    ))
 }
 
 /// Reads and validates a `type_info` at `address`: its vftable pointer inside a module, its

@@ -3,8 +3,9 @@
 //! dispatcher keeps the `EXCEPTION_RECORD` on the stack, between the frame that called
 //! `_CxxThrowException` and the frames of the filter. Only that live part of the stack is
 //! searched (up to the throw site's frame when the walk reached it; for an `abort()` whose
-//! walk did not, the readable stack above the event), and a candidate counts only when its code, flags, parameter count and magic fit
-//! and its ThrowInfo walks to a named type.
+//! walk did not, the readable stack above the event), and a candidate counts only when its
+//! flags and parameter count fit, its thrown object lies higher on the same stack, and its
+//! magic and ThrowInfo walk to a named type.
 
 use super::memory::Memory;
 use super::msvc::from_parameters;

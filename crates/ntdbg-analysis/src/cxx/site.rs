@@ -38,8 +38,8 @@ const CALL_BYTES: u64 = 15;
 /// How the throw site was recognised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Recognised {
-    /// The frame above it is the throw function.
-    CalleeFrame,
+    /// The frame above it (this frame number) is the throw function.
+    CalleeFrame(usize),
     /// Its call instruction targets the throw function (this symbol).
     CallTarget(String),
 }
@@ -74,7 +74,7 @@ impl ThrowSite {
     /// The evidence, in one clause.
     pub fn describe(&self) -> String {
         let how = match &self.recognised {
-            Recognised::CalleeFrame => format!("frame {:02x} is {}", self.frame - 1, self.thrower),
+            Recognised::CalleeFrame(callee) => format!("frame {callee:02x} is {}", self.thrower),
             Recognised::CallTarget(target) => {
                 format!("the call before its return address targets {target}")
             }
@@ -100,7 +100,7 @@ pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
     for k in 1..frames.len() {
         let by_frame = bare_name(&frames[k - 1])
             .and_then(thrower)
-            .map(|t| (t, Recognised::CalleeFrame));
+            .map(|t| (t, Recognised::CalleeFrame(frames[k - 1].index)));
         let found = by_frame.or_else(|| {
             let target = call_target(session, bitness?, frames[k].instruction)?;
             let t = thrower(target.strip_prefix("__imp_").unwrap_or(&target))?;
