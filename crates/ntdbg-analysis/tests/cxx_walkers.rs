@@ -150,6 +150,30 @@ fn msvc_message_unavailable_when_the_object_is_missing() {
 }
 
 #[test]
+fn msvc_thrown_scalars_show_their_value() {
+    let params = || vec![0x1993_0520, HEAP, APP + 0x100, APP];
+    let mut text_ptr = msvc_x64(&[".PEBD"]);
+    text_ptr
+        .u64s(HEAP, &[APP + 0x800])
+        .text(APP + 0x800, "out of cheese");
+    let text = first(&inferences(Cpu::X64, &text_ptr, MSVC, params()));
+    assert!(
+        text.starts_with("uncaught C++ exception char const * (value \"out of cheese\")"),
+        "{text}"
+    );
+    let mut negative = msvc_x64(&[".H"]);
+    negative.u32s(HEAP, &[(-7i32) as u32]);
+    let text = first(&inferences(Cpu::X64, &negative, MSVC, params()));
+    assert!(
+        text.starts_with("uncaught C++ exception int (value -7)"),
+        "{text}"
+    );
+    // The value's memory missing: the type alone, no invented value.
+    let text = first(&inferences(Cpu::X64, &msvc_x64(&[".H"]), MSVC, params()));
+    assert!(text.starts_with("uncaught C++ exception int ["), "{text}");
+}
+
+#[test]
 fn msvc_image_base_from_the_module_when_the_record_has_none() {
     let l = msvc_x64(&[".?AUconfig_error@app@@"]);
     let text = first(&inferences(
