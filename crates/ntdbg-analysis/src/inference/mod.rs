@@ -7,7 +7,6 @@ mod assertion;
 mod bit_flip;
 mod code;
 mod context_thread;
-mod cpp;
 mod deliberate;
 mod fail_fast;
 mod fill_pattern;
@@ -27,7 +26,9 @@ pub fn infer(
     decoded: &DecodedException,
     frames: &[Frame],
 ) -> Vec<Inference> {
-    let mut out = Vec::new();
+    let mut out: Vec<Inference> = crate::cxx::inference(session, event, frames)
+        .into_iter()
+        .collect();
     let site = frames
         .first()
         .map(|f| f.call_site())
@@ -53,7 +54,6 @@ pub fn infer(
         }
         ExceptionKind::FastFail { code } => out.push(fail_fast::fail_fast(*code)),
         ExceptionKind::Abort => out.push(assertion::abort(frames)),
-        ExceptionKind::CppException => out.push(cpp::cpp_exception(session, event)),
         ExceptionKind::HeapCorruption => out.push(heap::heap_corruption_status(&site)),
         ExceptionKind::InvalidParameter => out.push(Inference::new(
             "invalid_parameter",
