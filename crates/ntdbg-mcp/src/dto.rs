@@ -30,6 +30,8 @@ pub struct TriageDumpsParams {
     pub directory: Option<String>,
     /// Also triage subfolders (default true).
     pub recursive: Option<bool>,
+    /// Symbol path for every dump, as open_dump's.
+    pub symbols_path: Option<String>,
 }
 
 /// `open_dump` arguments.

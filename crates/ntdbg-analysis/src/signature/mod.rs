@@ -174,10 +174,7 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
         if !trusted(f) {
             note(
                 SignatureRole::Stop,
-                format!(
-                    "found by {}, not by the context or unwind data: this frame and those after it are not used",
-                    f.found_by.name()
-                ),
+                "not vouched for by the context or unwind data: the signature ends here".into(),
             );
             break;
         }

@@ -22,6 +22,8 @@ const MAX_FRAMES: usize = 16;
 /// Why a rules file was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RulesError {
+    /// The rules file, when the rules came from one.
+    pub file: Option<String>,
     /// The 1-based line the error is on (0 when the file itself could not be read).
     pub line: usize,
     /// What is wrong.
@@ -30,11 +32,18 @@ pub struct RulesError {
 
 impl fmt::Display for RulesError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line == 0 {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "line {}: {}", self.line, self.message)
+        if let Some(file) = &self.file {
+            write!(f, "signature rules {file}")?;
+            if self.line > 0 {
+                write!(f, ", ")?;
+            } else {
+                return write!(f, ": {}", self.message);
+            }
         }
+        if self.line > 0 {
+            write!(f, "line {}: ", self.line)?;
+        }
+        write!(f, "{}", self.message)
     }
 }
 
@@ -46,7 +55,11 @@ impl SignatureConfig {
         let mut config = SignatureConfig::default();
         for (index, raw) in text.lines().enumerate() {
             let line = index + 1;
-            let err = |message: String| RulesError { line, message };
+            let err = |message: String| RulesError {
+                file: None,
+                line,
+                message,
+            };
             let content = raw.split('#').next().unwrap_or_default().trim();
             if content.is_empty() {
                 continue;
@@ -99,9 +112,11 @@ impl SignatureConfig {
 
     /// [`SignatureConfig::from_rules`] on a file; the error names the file.
     pub fn from_rules_file(path: &Path) -> Result<SignatureConfig, RulesError> {
+        let file = Some(path.display().to_string());
         let read_error = |message: String| RulesError {
+            file: file.clone(),
             line: 0,
-            message: format!("signature rules {}: {message}", path.display()),
+            message,
         };
         let size = std::fs::metadata(path)
             .map_err(|e| read_error(e.to_string()))?
@@ -112,10 +127,7 @@ impl SignatureConfig {
             )));
         }
         let text = std::fs::read_to_string(path).map_err(|e| read_error(e.to_string()))?;
-        SignatureConfig::from_rules(&text).map_err(|e| RulesError {
-            line: e.line,
-            message: format!("signature rules {}: {}", path.display(), e.message),
-        })
+        SignatureConfig::from_rules(&text).map_err(|e| RulesError { file, ..e })
     }
 }
 
@@ -155,6 +167,9 @@ mod tests {
     fn unreadable_files_say_which() {
         let e = SignatureConfig::from_rules_file(Path::new("/nonexistent/rules.txt")).unwrap_err();
         assert_eq!(e.line, 0);
-        assert!(e.to_string().contains("/nonexistent/rules.txt"), "{e}");
+        assert!(
+            e.to_string().starts_with("signature rules /nonexistent/rules.txt: "),
+            "{e}"
+        );
     }
 }

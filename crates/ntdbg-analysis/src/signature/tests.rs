@@ -54,7 +54,8 @@ fn untrusted_frames_end_the_signature() {
         roles(&s),
         vec![(0, SignatureRole::Named), (1, SignatureRole::Stop)]
     );
-    assert!(s.frames[1].reason.contains("found by frame_pointer"));
+    assert_eq!(s.frames[1].found_by, "frame_pointer");
+    assert!(s.frames[1].reason.contains("the signature ends here"));
     let scanned = [
         frame(0, "app", Some("crash"), FoundBy::Context),
         frame(1, "app", Some("caller"), FoundBy::Scan),
