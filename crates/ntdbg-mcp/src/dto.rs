@@ -30,7 +30,7 @@ pub struct TriageDumpsParams {
     pub directory: Option<String>,
     /// Also triage subfolders (default true).
     pub recursive: Option<bool>,
-    /// Symbol path for every dump, as open_dump's.
+    /// Symbol path, as in open_dump.
     pub symbols_path: Option<String>,
 }
 

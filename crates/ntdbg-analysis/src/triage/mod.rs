@@ -37,9 +37,9 @@ pub struct TriageOptions {
 /// The result of a batch triage.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TriageResult {
-    /// How many dump files were found (analysed or failed).
+    /// Dump files found (analysed or failed).
     pub dumps: usize,
-    /// Crash buckets, largest first.
+    /// Crash buckets.
     pub buckets: Vec<Bucket>,
     /// Dumps that could not be analysed.
     pub failed: Vec<FailedDump>,
