@@ -780,6 +780,40 @@ fn fault_context(
     from_record().or_else(from_trap)
 }
 
+/// The stack of the fault itself when the parameters point at its context record or trap
+/// frame and the dump holds it (as WinDbg does); else the exception (bugcheck) context's.
+fn fault_or_event_stack(
+    session: &ntdbg_engine::Session,
+    bugcheck: &ntdbg_targets::Bugcheck,
+    d: &DecodedBugcheck,
+    limitations: &mut Vec<String>,
+) -> Vec<ntdbg_engine::stack::Frame> {
+    let fault_stack = fault_context(session, d).map(|context| {
+        ntdbg_engine::stack::walk(
+            session.target(),
+            session.symbols(),
+            bugcheck.thread_id,
+            &context,
+        )
+    });
+    let walked = match fault_stack {
+        Some(stack) if !stack.frames.is_empty() => Ok(stack),
+        _ => session.event_stack().or_else(|_| session.stack()),
+    };
+    match walked {
+        Ok(stack) => {
+            if let Some(note) = &stack.note {
+                limitations.push(note.clone());
+            }
+            stack.frames
+        }
+        Err(err) => {
+            limitations.push(err.to_string());
+            Vec::new()
+        }
+    }
+}
+
 /// The driver a kernel stack blames, as `!analyze` names it: the caller of `KeBugCheck*` when
 /// the kernel's symbols name that frame (manually initiated crashes: the keyboard or NMI
 /// driver that asked for it), else the first frame outside the kernel and the HAL. Only
@@ -809,7 +843,10 @@ fn driver_on_stack<'s>(
                 "frame {:02x} ({}), the caller of {} (frame {:02x}),",
                 f.index,
                 f.call_site(),
-                caller_of.function.as_deref().map_or("KeBugCheckEx", ntdbg_symbols::strip_parameters),
+                caller_of
+                    .function
+                    .as_deref()
+                    .map_or("KeBugCheckEx", ntdbg_symbols::strip_parameters),
                 caller_of.index
             ),
             None => format!(
@@ -859,38 +896,28 @@ pub(crate) fn bugcheck_report(
         description: d.description.clone(),
     };
 
-    // Like WinDbg, the stack of the fault itself when the parameters point at its context
-    // record or trap frame and the dump holds it; else the exception (bugcheck) context's.
-    let fault_stack = fault_context(session, &d).map(|context| {
-        ntdbg_engine::stack::walk(
-            session.target(),
-            session.symbols(),
-            bugcheck.thread_id,
-            &context,
-        )
-    });
-    let walked = match fault_stack {
-        Some(stack) if !stack.frames.is_empty() => Ok(stack),
-        _ => session.event_stack().or_else(|_| session.stack()),
-    };
-    let frames = match walked {
-        Ok(stack) => {
-            if let Some(note) = &stack.note {
-                limitations.push(note.clone());
-            }
-            stack.frames
-        }
-        Err(err) => {
-            limitations.push(err.to_string());
-            Vec::new()
-        }
+    let frames = if session.arch()
+        == ntdbg_targets::Arch::Other(ntdbg_targets::PROCESSOR_ARCHITECTURE_ARM)
+    {
+        limitations.push(
+            "32-bit ARM (ARMNT) dumps are read for their header, bugcheck and driver list only: no stack walk and no disassembly"
+                .to_string(),
+        );
+        Vec::new()
+    } else {
+        fault_or_event_stack(session, bugcheck, &d, &mut limitations)
     };
     limitations.extend(frame_limitations(session, &frames));
 
     let from_params = d
         .faulting_address
         .and_then(|a| session.module_at(a))
-        .map(|m| (m, "the faulting address in the bugcheck parameters".to_string()));
+        .map(|m| {
+            (
+                m,
+                "the faulting address in the bugcheck parameters".to_string(),
+            )
+        });
     let (faulting, basis) = from_params
         .or_else(|| driver_on_stack(session, &frames, config))
         .unzip();

@@ -239,7 +239,11 @@ fn render_bugcheck(
         ("TRAP_FRAME:", decoded.trap_frame, ".trap"),
     ] {
         if let Some(a) = value {
-            let _ = writeln!(out, "{label}  {} -- ({command} {a:#x})", pointer_hex(a, width));
+            let _ = writeln!(
+                out,
+                "{label}  {} -- ({command} {a:#x})",
+                pointer_hex(a, width)
+            );
         }
     }
 }

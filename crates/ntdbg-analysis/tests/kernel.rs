@@ -134,3 +134,101 @@ fn trap_frame_parameters_are_suggested() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 17: a 32-bit ARM (ARMNT) small dump opens for its header, bugcheck and driver list,
+/// with one limitation instead of an unknown architecture; its arguments print at 32 bits.
+#[test]
+fn armnt_small_dump_header_bugcheck_and_drivers() {
+    use ntdbg_testutil::kernel_synth::{small_dump32, MACHINE_ARMNT};
+    let bytes = small_dump32(
+        MACHINE_ARMNT,
+        0xD1,
+        [0x10, 2, 0, 0x8c12_3456],
+        &[
+            (
+                r"\SystemRoot\system32\ntoskrnl.exe",
+                0x8100_0000,
+                0x40_0000,
+                0x5010_0000,
+            ),
+            (
+                r"\SystemRoot\system32\drivers\mydriver.sys",
+                0x8c12_0000,
+                0x8000,
+                0x5011_1111,
+            ),
+        ],
+    );
+    let dir = std::env::temp_dir().join(format!("ntdbg-armnt-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("armnt.dmp");
+    std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
+    let session = Session::open_dump(&path, Some(&dir.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    session.symbols().set_offline(true);
+    let report = ntdbg_analysis::analyze(&session);
+    assert_eq!(report.dump.arch, "arm");
+    assert_eq!(report.dump.kind, "kernel-small");
+    assert_eq!(report.dump.modules, 2);
+    assert_eq!(
+        report.event.name.as_deref(),
+        Some("DRIVER_IRQL_NOT_LESS_OR_EQUAL")
+    );
+    assert_eq!(report.event.address.as_deref(), Some("0x8c123456"));
+    assert_eq!(
+        report.faulting_module.as_ref().map(|m| m.name.as_str()),
+        Some("mydriver.sys")
+    );
+    assert!(report.stack.is_empty());
+    let arm: Vec<_> = report
+        .limitations
+        .iter()
+        .filter(|l| l.contains("ARMNT"))
+        .collect();
+    assert_eq!(arm.len(), 1, "{:?}", report.limitations);
+    assert!(!report.limitations.iter().any(|l| l.contains("unknown")));
+    let text = ntdbg_analysis::render::render_report(&report);
+    assert!(
+        text.contains(
+            "DRIVER_IRQL_NOT_LESS_OR_EQUAL (d1)\nArguments:\nArg1: 00000010, memory referenced\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("Arg4: 8c123456, address which referenced memory\n"),
+        "{text}"
+    );
+    let listing = ntdbg_analysis::listing::summarize_dump(&path);
+    assert_eq!(listing.arch.as_deref(), Some("arm"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 17: arguments without a documented meaning print bare (no stray `, 0`), as WinDbg
+/// prints those of MANUALLY_INITIATED_CRASH.
+#[test]
+fn manual_crash_arguments_print_bare() {
+    use ntdbg_testutil::kernel_synth::{KernelSynth, Layout};
+    let mut synth = KernelSynth::new(Layout::Full);
+    synth.write_virtual(0xffff_f804_7ba0_0000, &[0xc3]);
+    synth.rip = 0xffff_f804_7ba0_0000;
+    synth.bugcheck_code = 0xE2;
+    let dir = std::env::temp_dir().join(format!("ntdbg-e2-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&dir);
+    let path = dir.join("manual.dmp");
+    synth.write(&path).unwrap_or_else(|e| panic!("{e}"));
+    let session = Session::open_dump(&path, Some(&dir.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = ntdbg_analysis::analyze(&session);
+    let text = ntdbg_analysis::render::render_report(&report);
+    assert!(
+        text.contains("MANUALLY_INITIATED_CRASH (e2)\nArguments:\nArg1: 0000000000000000\nArg2: 0000000000000000\nArg3: 0000000000000000\nArg4: 0000000000000000\n"),
+        "{text}"
+    );
+    assert!(report.event.description.contains("initiated manually"));
+    let d = ntdbg_analysis::bugcheck::decode_bugcheck(
+        0x3B,
+        [0xc0000005, 0xfffff800_12345678, 0xffff8000_00001000, 0],
+    );
+    assert_eq!(d.arguments[3], "");
+    let _ = std::fs::remove_dir_all(&dir);
+}

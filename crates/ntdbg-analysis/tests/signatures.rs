@@ -49,7 +49,10 @@ fn three_ways_of_dumping_give_one_signature() {
         ("raise", "0xE0001234 kernelbase+0x13d7e"),
         ("abort", "ABORT kernelbase+0x13d7e"),
         // `__debugbreak` only delivers the crash (inlined in two dumps, not in the third).
-        ("breakpoint", "BREAKPOINT crashy!mode_breakpoint / crashy!main"),
+        (
+            "breakpoint",
+            "BREAKPOINT crashy!mode_breakpoint / crashy!main",
+        ),
     ];
     for (mode, signature) in expected {
         for way in ["inproc", "aedebug", "dbgrun"] {
@@ -66,7 +69,10 @@ fn three_ways_of_dumping_give_one_signature() {
 #[test]
 fn samples_name_only_trusted_frames() {
     let expected = [
-        ("crashy-x64-null.dmp", "AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main"),
+        (
+            "crashy-x64-null.dmp",
+            "AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main",
+        ),
         ("crashy-x64-raise.dmp", "0xE0001234 kernelbase+0x13d7e"),
         ("crashy-x64-stack.dmp", "STACK_OVERFLOW crashy!recurse"),
         ("x86/crashy-x86-raise.dmp", "0xE0001234 kernelbase+0x12866"),
@@ -78,9 +84,15 @@ fn samples_name_only_trusted_frames() {
     }
     let r = report_with(&sample("crashy-x64-raise.dmp"), None);
     let stop = r.signature_frames.last().expect("frames");
-    assert_eq!((stop.role, stop.found_by.as_str()), (SignatureRole::Stop, "scan"));
+    assert_eq!(
+        (stop.role, stop.found_by.as_str()),
+        (SignatureRole::Stop, "scan")
+    );
     let text = ntdbg_analysis::render::render_report(&r);
-    assert!(text.contains("SIGNATURE_FRAMES:\n  00 kernelbase+0x13d7e  named (context): "), "{text}");
+    assert!(
+        text.contains("SIGNATURE_FRAMES:\n  00 kernelbase+0x13d7e  named (context): "),
+        "{text}"
+    );
     assert!(text.contains("  01 kernelbase+"), "{text}");
 }
 
@@ -119,7 +131,10 @@ fn another_load_address_gives_the_same_signature() {
     let target = session.target();
     let event = target.event().expect("event");
     let crashy = session.module_by_name("crashy").expect("crashy");
-    let (old_base, size) = (crashy.raw.base_of_image, u64::from(crashy.raw.size_of_image));
+    let (old_base, size) = (
+        crashy.raw.base_of_image,
+        u64::from(crashy.raw.size_of_image),
+    );
     let new_base = 0x7ff6_1230_0000u64;
     let moved = |v: u64| {
         if (old_base..old_base + size).contains(&v) {
@@ -209,13 +224,17 @@ fn another_load_address_gives_the_same_signature() {
 /// A rules file changes what is skipped; the default lists stay otherwise.
 #[test]
 fn rules_change_the_signature() {
-    let rules = SignatureConfig::from_rules("irrelevant-function write_null\nframes 1\n")
-        .expect("rules");
+    let rules =
+        SignatureConfig::from_rules("irrelevant-function write_null\nframes 1\n").expect("rules");
     let session = Session::open_dump(&sample("crashy-x64-null.dmp"), None).expect("open");
     session.symbols().set_offline(true);
     let r = analyze_with(&session, &rules);
     assert_eq!(r.signature, "AV_WRITE_NULL crashy!mode_null");
     let skipped = &r.signature_frames[0];
     assert_eq!(skipped.role, SignatureRole::Skipped);
-    assert!(skipped.reason.contains("write_null only delivers"), "{}", skipped.reason);
+    assert!(
+        skipped.reason.contains("write_null only delivers"),
+        "{}",
+        skipped.reason
+    );
 }

@@ -288,19 +288,41 @@ fn triage_takes_a_symbol_path_and_signature_rules() {
     );
     let rules = temp_file("rules.txt", b"# one frame\nframes 1\n");
     let r = rules.display().to_string();
-    let o = ntdbg(&["triage", &d, "--json", "--offline", "-s", &symbols, "--signature-rules", &r]);
+    let o = ntdbg(&[
+        "triage",
+        &d,
+        "--json",
+        "--offline",
+        "-s",
+        &symbols,
+        "--signature-rules",
+        &r,
+    ]);
     assert_eq!(signatures(&o), ["AV_WRITE_NULL crashy!write_null"]);
-    let o = ntdbg(&["analyze", &sample("crashy-x64-null.dmp"), "--signature-rules", &r]);
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--signature-rules",
+        &r,
+    ]);
     assert!(
         stdout(&o).contains("SIGNATURE:      AV_WRITE_NULL crashy!write_null\nSIGNATURE_FRAMES:\n  00 crashy!write_null  named (context)"),
         "{}",
         stdout(&o)
     );
     let bad = temp_file("bad-rules.txt", b"frames 2\nirrelevant-modul x\n");
-    let o = ntdbg(&["analyze", &sample("crashy-x64-null.dmp"), "--signature-rules", &bad.display().to_string()]);
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--signature-rules",
+        &bad.display().to_string(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains(&format!("signature rules {}, line 2: unknown directive `irrelevant-modul`", bad.display())),
+        stderr(&o).contains(&format!(
+            "signature rules {}, line 2: unknown directive `irrelevant-modul`",
+            bad.display()
+        )),
         "{}",
         stderr(&o)
     );
@@ -311,8 +333,18 @@ fn triage_takes_a_symbol_path_and_signature_rules() {
 fn kernel_sessions_prompt_kd() {
     ntdbg_testutil::require_testdata!();
     let dump = ntdbg_testutil::testdata("rizin-testbins/dmp/triage_x64.dmp");
-    let o = ntdbg(&["run", &dump.display().to_string(), "--offline", "-c", "vertarget"]);
-    assert!(stdout(&o).starts_with("0: kd> vertarget\n"), "{}", stdout(&o));
+    let o = ntdbg(&[
+        "run",
+        &dump.display().to_string(),
+        "--offline",
+        "-c",
+        "vertarget",
+    ]);
+    assert!(
+        stdout(&o).starts_with("0: kd> vertarget\n"),
+        "{}",
+        stdout(&o)
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
         .args(["repl", &dump.display().to_string(), "--offline"])
         .stdin(std::process::Stdio::piped())
@@ -326,5 +358,9 @@ fn kernel_sessions_prompt_kd() {
     let out = child.wait_with_output().expect("repl ends");
     assert_eq!(stdout(&out), "0: kd> ");
     let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "vertarget"]);
-    assert!(stdout(&o).starts_with("0:000> vertarget\n"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("0:000> vertarget\n"),
+        "{}",
+        stdout(&o)
+    );
 }

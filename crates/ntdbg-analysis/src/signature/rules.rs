@@ -74,9 +74,7 @@ impl SignatureConfig {
             match directive {
                 "prefix-function" => config.prefix_functions.push(value.to_string()),
                 "irrelevant-function" => config.irrelevant_functions.push(value.to_string()),
-                "irrelevant-module" => config
-                    .irrelevant_modules
-                    .push(value.to_ascii_lowercase()),
+                "irrelevant-module" => config.irrelevant_modules.push(value.to_ascii_lowercase()),
                 "clear" => match value {
                     "prefix-functions" => config.prefix_functions.clear(),
                     "irrelevant-functions" => config.irrelevant_functions.clear(),
@@ -154,7 +152,9 @@ mod tests {
     fn bad_lines_name_their_line() {
         let e = SignatureConfig::from_rules("frames 3\n\nprefx-function a\n").unwrap_err();
         assert_eq!(e.line, 3);
-        assert!(e.to_string().starts_with("line 3: unknown directive `prefx-function`"));
+        assert!(e
+            .to_string()
+            .starts_with("line 3: unknown directive `prefx-function`"));
         let e = SignatureConfig::from_rules("frames 0").unwrap_err();
         assert_eq!((e.line, e.message.contains("1 to 16")), (1, true));
         let e = SignatureConfig::from_rules("\nclear everything").unwrap_err();
@@ -168,7 +168,8 @@ mod tests {
         let e = SignatureConfig::from_rules_file(Path::new("/nonexistent/rules.txt")).unwrap_err();
         assert_eq!(e.line, 0);
         assert!(
-            e.to_string().starts_with("signature rules /nonexistent/rules.txt: "),
+            e.to_string()
+                .starts_with("signature rules /nonexistent/rules.txt: "),
             "{e}"
         );
     }

@@ -64,7 +64,10 @@ fn untrusted_frames_end_the_signature() {
     assert_eq!(s.text, "AV_READ app!crash");
     let s = build_signature("AV_READ", &scanned[1..], &SignatureConfig::default());
     assert_eq!(s.text, "AV_READ (no trusted frame)");
-    assert_eq!(build_signature("X", &[], &SignatureConfig::default()).text, "X (no stack)");
+    assert_eq!(
+        build_signature("X", &[], &SignatureConfig::default()).text,
+        "X (no stack)"
+    );
 }
 
 #[test]
@@ -118,10 +121,16 @@ fn unsymbolized_frames_by_module_offset_and_frame_count() {
         frames: 1,
         ..SignatureConfig::default()
     };
-    assert_eq!(build_signature("AV_READ", &frames, &one).text, "AV_READ app+0x0");
+    assert_eq!(
+        build_signature("AV_READ", &frames, &one).text,
+        "AV_READ app+0x0"
+    );
     let rules = SignatureConfig::from_rules("irrelevant-module app").unwrap_or_default();
     // Every frame skipped: the innermost trusted one names the crash.
-    assert_eq!(build_signature("AV_READ", &frames, &rules).text, "AV_READ app+0x0");
+    assert_eq!(
+        build_signature("AV_READ", &frames, &rules).text,
+        "AV_READ app+0x0"
+    );
 }
 
 #[test]
