@@ -82,6 +82,18 @@ fn samples_name_only_trusted_frames() {
         assert_eq!(r.signature, signature, "{file}");
         assert_trusted(file, &r);
     }
+    let mut all = 0;
+    for folder in ["", "x86"] {
+        let dir = ntdbg_testutil::repo_root().join("testdata").join(folder);
+        for entry in std::fs::read_dir(&dir).expect("testdata").flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "dmp") {
+                assert_trusted(&path.display().to_string(), &report_with(&path, None));
+                all += 1;
+            }
+        }
+    }
+    assert!(all >= 11, "{all} samples");
     let r = report_with(&sample("crashy-x64-raise.dmp"), None);
     let stop = r.signature_frames.last().expect("frames");
     assert_eq!(
