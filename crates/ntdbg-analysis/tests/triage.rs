@@ -327,6 +327,10 @@ fn html_report_is_well_formed_and_has_the_buckets() {
         let close = html.matches(&format!("</{tag}>")).count();
         assert_eq!(open, close, "<{tag}> opened {open}, closed {close}");
     }
+    assert!(
+        html.contains("<h3>Signature frames</h3>"),
+        "how each signature was built"
+    );
     assert!(!html.contains("<script"), "self-contained, no scripts");
     assert!(
         !html.contains("http://") && !html.contains("https://"),
