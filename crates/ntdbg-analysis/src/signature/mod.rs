@@ -235,7 +235,7 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
         note(
             SignatureRole::Named,
             format!(
-                "application frame {named} of at most {}",
+                "on no skip list: name {named} of at most {}",
                 config.frames.max(1)
             ),
         );
