@@ -208,6 +208,26 @@ async def test_triage_dumps(target: Target) -> None:
     assert null["count"] >= 2 and null["representative"]["event"]["code"] == "0xc0000005"
 
 
+async def test_triage_dumps_with_a_symbol_path(target: Target) -> None:
+    # A dump alone in a folder: its PDB is found only through symbols_path, as with open_dump.
+    folder = target.scratch / "triage-symbols"
+    folder.mkdir(exist_ok=True)
+    (folder / "x86-null.dmp").write_bytes((TESTDATA / "x86" / "crashy-x86-null.dmp").read_bytes())
+    async with target.connect() as client:
+        bare = ok(await call(client, "triage_dumps", directory=str(folder)))
+        symbolized = ok(
+            await call(client, "triage_dumps", directory=str(folder), symbols_path=str(TESTDATA / "x86"))
+        )
+        outside = err(await call(client, "triage_dumps", directory=str(folder), symbols_path="/etc"))
+    assert [b["signature"] for b in bare["buckets"]] == ["AV_WRITE_NULL crashy+0x14ea"], bare
+    assert [b["signature"] for b in symbolized["buckets"]] == [
+        "AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main"
+    ], symbolized
+    frames = symbolized["buckets"][0]["representative"]["signature_frames"]
+    assert [(f["frame"], f["role"]) for f in frames[:3]] == [(0, "named"), (1, "named"), (2, "named")]
+    assert outside["code"] != "internal_error", outside
+
+
 def shared_dump(rel: str) -> Path | None:
     """A dump of the shared corpus (beside the repository, or $NTDBG_TESTDATA), or None."""
     import os

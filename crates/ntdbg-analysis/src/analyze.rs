@@ -6,7 +6,7 @@ use crate::report::{
     frame_limitations, module_facts, stack_entry, DumpFacts, EventFacts, Report, StackEntry,
     REPORT_FRAMES,
 };
-use crate::signature::{bucket_signature, kind_tag, SignatureConfig};
+use crate::signature::{build_signature, kind_tag, SignatureConfig};
 use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::prefixed_pointer_hex;
 use ntdbg_engine::{module_name, Session};
@@ -106,7 +106,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .as_ref()
         .map(|(e, d)| kind_tag(&d.kind, e.code))
         .unwrap_or_else(|| "NO_EXCEPTION".into());
-    let signature = bucket_signature(&tag, &frames, config);
+    let signature = build_signature(&tag, &frames, config);
     let inferences = decoded
         .as_ref()
         .map(|(e, d)| crate::inference::infer(session, e, d, &frames))
@@ -141,7 +141,8 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         event,
         faulting_module,
         stack,
-        signature,
+        signature: signature.text,
+        signature_frames: signature.frames,
         frame_locals,
         inferences,
         limitations,

@@ -8,7 +8,8 @@ use crate::ntstatus;
 pub struct DecodedBugcheck {
     /// The symbolic name (`SYSTEM_THREAD_EXCEPTION_NOT_HANDLED_M`), or `BUGCHECK_0x…`.
     pub name: String,
-    /// What each of the four parameters means, as WinDbg's `!analyze -v` states it.
+    /// What each of the four parameters means, as WinDbg's `!analyze -v` states it (empty when
+    /// nothing is documented: the argument prints without a meaning).
     pub arguments: [String; 4],
     /// One line saying what happened.
     pub description: String,
@@ -469,7 +470,8 @@ fn access(kind: u64) -> &'static str {
 pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
     let name = bugcheck_name(code);
     let s = |t: &str| t.to_string();
-    let none = || s("Reserved");
+    // No documented meaning: the argument prints bare, as WinDbg prints it.
+    let none = String::new;
     let mut d = DecodedBugcheck {
         name: name.clone(),
         arguments: [none(), none(), none(), none()],
@@ -533,7 +535,7 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
                 s("the exception code"),
                 s("the address of the instruction that caused the exception"),
                 s("the address of the context record for the exception"),
-                s("0"),
+                none(),
             ];
             d.faulting_address = Some(p[1]);
             d.context_record = Some(p[2]).filter(|&v| v != 0);
@@ -682,7 +684,6 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
             d.description = format!("kernel security check failure {:#x}: {kind}", p[0]);
         }
         0x1C8 => {
-            d.arguments = [s("0"), s("0"), s("0"), s("0")];
             d.description =
                 "the user held the power button to collect a dump (manually initiated)".into();
         }
@@ -707,9 +708,9 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
         0x101 => {
             d.arguments = [
                 s("clock interrupt time-out interval, in ticks"),
-                s("0"),
+                none(),
                 s("address of the PRCB of the unresponsive processor"),
-                s("0"),
+                none(),
             ];
             d.description = format!(
                 "a secondary processor stopped answering clock interrupts (PRCB {:#x})",
@@ -744,7 +745,14 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
             d.description = format!("attempted {what} memory at {:#x}", p[0]);
         }
         0xE2 | 0xDEADDEAD => {
-            d.description = "the crash was initiated manually".into();
+            d.description =
+                "the crash was initiated manually (keyboard, debugger or a driver asking for it)"
+                    .into();
+        }
+        0x80 => {
+            d.description =
+                "a non-maskable interrupt: a hardware error, or the NMI button pressed to get a dump"
+                    .into();
         }
         _ => {}
     }
@@ -772,8 +780,87 @@ fn fault_context(
     from_record().or_else(from_trap)
 }
 
+/// The stack of the fault itself when the parameters point at its context record or trap
+/// frame and the dump holds it (as WinDbg does); else the exception (bugcheck) context's.
+fn fault_or_event_stack(
+    session: &ntdbg_engine::Session,
+    bugcheck: &ntdbg_targets::Bugcheck,
+    d: &DecodedBugcheck,
+    limitations: &mut Vec<String>,
+) -> Vec<ntdbg_engine::stack::Frame> {
+    let fault_stack = fault_context(session, d).map(|context| {
+        ntdbg_engine::stack::walk(
+            session.target(),
+            session.symbols(),
+            bugcheck.thread_id,
+            &context,
+        )
+    });
+    let walked = match fault_stack {
+        Some(stack) if !stack.frames.is_empty() => Ok(stack),
+        _ => session.event_stack().or_else(|_| session.stack()),
+    };
+    match walked {
+        Ok(stack) => {
+            if let Some(note) = &stack.note {
+                limitations.push(note.clone());
+            }
+            stack.frames
+        }
+        Err(err) => {
+            limitations.push(err.to_string());
+            Vec::new()
+        }
+    }
+}
+
+/// The driver a kernel stack blames, as `!analyze` names it: the caller of `KeBugCheck*` when
+/// the kernel's symbols name that frame (manually initiated crashes: the keyboard or NMI
+/// driver that asked for it), else the first frame outside the kernel and the HAL. Only
+/// trusted frames count; the text says which frame was used.
+fn driver_on_stack<'s>(
+    session: &'s ntdbg_engine::Session,
+    frames: &[ntdbg_engine::stack::Frame],
+    config: &crate::signature::SignatureConfig,
+) -> Option<(&'s minidump::MinidumpModule, String)> {
+    let trusted: Vec<_> = frames
+        .iter()
+        .take_while(|f| crate::signature::trusted(f))
+        .collect();
+    let bugcheck = trusted.iter().position(|f| {
+        f.function
+            .as_deref()
+            .is_some_and(|name| name.starts_with("KeBugCheck"))
+    });
+    let start = bugcheck.map_or(0, |i| i + 1);
+    trusted.iter().skip(start).find_map(|f| {
+        let module = session.module_at(f.instruction)?;
+        if config.is_system(&module.name) {
+            return None;
+        }
+        let basis = match bugcheck.and_then(|i| trusted.get(i)) {
+            Some(caller_of) => format!(
+                "frame {:02x} ({}), the caller of {} (frame {:02x}),",
+                f.index,
+                f.call_site(),
+                caller_of
+                    .function
+                    .as_deref()
+                    .map_or("KeBugCheckEx", ntdbg_symbols::strip_parameters),
+                caller_of.index
+            ),
+            None => format!(
+                "frame {:02x} ({}), the first trusted frame outside the kernel and the HAL,",
+                f.index,
+                f.call_site()
+            ),
+        };
+        Some((module, basis))
+    })
+}
+
 /// The report of a kernel dump: the bugcheck decoded, the faulting module from its parameters
-/// (else the first non-kernel frame), the stack from the exception (trap) context when the
+/// (else the driver on the stack, [`driver_on_stack`]), the stack from the exception (trap) context when the
 /// dump has one, else the bugcheck thread's own.
 pub(crate) fn bugcheck_report(
     session: &ntdbg_engine::Session,
@@ -784,7 +871,7 @@ pub(crate) fn bugcheck_report(
     use crate::report::{
         frame_limitations, module_facts, stack_entry, EventFacts, Inference, Report, REPORT_FRAMES,
     };
-    use crate::signature::{bucket_signature, is_system_module};
+    use crate::signature::build_signature;
     let hex = |v: u64| format!("{v:#x}");
     let d = decode_bugcheck(bugcheck.code, bugcheck.parameters);
     let mut limitations = Vec::new();
@@ -809,48 +896,32 @@ pub(crate) fn bugcheck_report(
         description: d.description.clone(),
     };
 
-    // Like WinDbg, the stack of the fault itself when the parameters point at its context
-    // record or trap frame and the dump holds it; else the exception (bugcheck) context's.
-    let fault_stack = fault_context(session, &d).map(|context| {
-        ntdbg_engine::stack::walk(
-            session.target(),
-            session.symbols(),
-            bugcheck.thread_id,
-            &context,
-        )
-    });
-    let walked = match fault_stack {
-        Some(stack) if !stack.frames.is_empty() => Ok(stack),
-        _ => session.event_stack().or_else(|_| session.stack()),
-    };
-    let frames = match walked {
-        Ok(stack) => {
-            if let Some(note) = &stack.note {
-                limitations.push(note.clone());
-            }
-            stack.frames
-        }
-        Err(err) => {
-            limitations.push(err.to_string());
-            Vec::new()
-        }
+    let frames = if session.arch()
+        == ntdbg_targets::Arch::Other(ntdbg_targets::PROCESSOR_ARCHITECTURE_ARM)
+    {
+        limitations.push(
+            "32-bit ARM (ARMNT) dumps are read for their header, bugcheck and driver list only: no stack walk and no disassembly"
+                .to_string(),
+        );
+        Vec::new()
+    } else {
+        fault_or_event_stack(session, bugcheck, &d, &mut limitations)
     };
     limitations.extend(frame_limitations(session, &frames));
 
-    let module_from_params = d.faulting_address.and_then(|a| session.module_at(a));
-    let module_from_stack = || {
-        frames
-            .iter()
-            .filter_map(|f| session.module_at(f.instruction))
-            .find(|m| !is_system_module(&m.name))
-    };
-    let (faulting, basis) = match module_from_params {
-        Some(m) => (Some(m), "the faulting address in the bugcheck parameters"),
-        None => (
-            module_from_stack(),
-            "the first non-kernel frame of the stack",
-        ),
-    };
+    let from_params = d
+        .faulting_address
+        .and_then(|a| session.module_at(a))
+        .map(|m| {
+            (
+                m,
+                "the faulting address in the bugcheck parameters".to_string(),
+            )
+        });
+    let (faulting, basis) = from_params
+        .or_else(|| driver_on_stack(session, &frames, config))
+        .unzip();
+    let basis = basis.unwrap_or_default();
     let faulting_module = faulting.map(module_facts);
 
     let mut inferences = Vec::new();
@@ -880,7 +951,7 @@ pub(crate) fn bugcheck_report(
     }
 
     let stack: Vec<_> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
-    let signature = bucket_signature(&format!("BUGCHECK_0x{:X}", bugcheck.code), &frames, config);
+    let signature = build_signature(&format!("BUGCHECK_0x{:X}", bugcheck.code), &frames, config);
     let mut next_commands = vec![".bugcheck".to_string()];
     if let Some(a) = d.context_record {
         next_commands.push(format!(".cxr {a:#x}"));
@@ -903,7 +974,8 @@ pub(crate) fn bugcheck_report(
         event,
         faulting_module,
         stack,
-        signature,
+        signature: signature.text,
+        signature_frames: signature.frames,
         // Kernel frames' variables are not reported yet.
         frame_locals: Vec::new(),
         inferences,
@@ -942,7 +1014,8 @@ mod tests {
         ] {
             let d = decode_bugcheck(code, [0; 4]);
             assert!(!d.name.starts_with("BUGCHECK_"), "{code:#x}");
-            assert!(d.arguments.iter().any(|a| a != "Reserved"), "{code:#x}");
+            let documented = d.arguments.iter().any(|a| !a.is_empty());
+            assert_eq!(documented, code != 0x1C8, "{code:#x}");
         }
         // Every name is unique and every code listed once.
         let mut codes: Vec<u32> = BUGCHECK_NAMES.iter().map(|(c, _)| *c).collect();

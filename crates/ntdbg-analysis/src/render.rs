@@ -85,7 +85,7 @@ pub fn render_report(report: &Report) -> String {
     let _ = writeln!(out);
     let e = &report.event;
     match (&e.code, &e.name) {
-        (Some(code), Some(name)) if bugcheck => render_bugcheck(&mut out, code, name, e),
+        (Some(code), Some(name)) if bugcheck => render_bugcheck(&mut out, code, name, e, &d.arch),
         (Some(code), Some(name)) => {
             let _ = writeln!(out, "EXCEPTION_CODE: {code} ({name})");
             if let Some(a) = &e.address {
@@ -160,6 +160,20 @@ pub fn render_report(report: &Report) -> String {
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "SIGNATURE:      {}", report.signature);
+    if !report.signature_frames.is_empty() {
+        let _ = writeln!(out, "SIGNATURE_FRAMES:");
+        for f in &report.signature_frames {
+            let _ = writeln!(
+                out,
+                "  {:02x} {}  {} ({}): {}",
+                f.frame,
+                f.name,
+                f.role.name(),
+                f.found_by,
+                f.reason
+            );
+        }
+    }
     if !report.inferences.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "INFERENCES:");
@@ -182,7 +196,13 @@ pub fn render_report(report: &Report) -> String {
 
 /// The kernel form of `!analyze -v`'s head: the bugcheck name, code and its arguments with the
 /// meaning of each.
-fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::EventFacts) {
+fn render_bugcheck(
+    out: &mut String,
+    code: &str,
+    name: &str,
+    e: &crate::report::EventFacts,
+    arch: &str,
+) {
     let parse = |t: &str| u64::from_str_radix(t.trim_start_matches("0x"), 16).ok();
     let code_value = parse(code).unwrap_or(0) as u32;
     let mut params = [0u64; 4];
@@ -192,9 +212,16 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
     let decoded = crate::bugcheck::decode_bugcheck(code_value, params);
     let _ = writeln!(out, "{name} ({code_value:x})");
     let _ = writeln!(out, "Arguments:");
-    // The report keeps no pointer size here: arguments print at 64-bit width, as on x64.
+    // Arguments print at the dump's pointer width; one without a documented meaning prints
+    // bare, as WinDbg does.
+    let width = if matches!(arch, "x86" | "arm") { 4 } else { 8 };
     for (i, (value, meaning)) in params.iter().zip(&decoded.arguments).enumerate() {
-        let _ = writeln!(out, "Arg{}: {}, {meaning}", i + 1, pointer_hex(*value, 8));
+        let value = pointer_hex(*value, width);
+        if meaning.is_empty() {
+            let _ = writeln!(out, "Arg{}: {value}", i + 1);
+        } else {
+            let _ = writeln!(out, "Arg{}: {value}, {meaning}", i + 1);
+        }
     }
     let _ = writeln!(out);
     let _ = writeln!(out, "BUGCHECK_CODE:  {code}");
@@ -212,7 +239,11 @@ fn render_bugcheck(out: &mut String, code: &str, name: &str, e: &crate::report::
         ("TRAP_FRAME:", decoded.trap_frame, ".trap"),
     ] {
         if let Some(a) = value {
-            let _ = writeln!(out, "{label}  {} -- ({command} {a:#x})", pointer_hex(a, 8));
+            let _ = writeln!(
+                out,
+                "{label}  {} -- ({command} {a:#x})",
+                pointer_hex(a, width)
+            );
         }
     }
 }

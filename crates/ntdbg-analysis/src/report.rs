@@ -24,6 +24,10 @@ pub struct Report {
     pub stack: Vec<StackEntry>,
     /// The crash signature: the exception kind, then the first application frames.
     pub signature: String,
+    /// The frames the signature looked at, each with its role (`named`, `prefix`, `skipped`,
+    /// `stop`) and why. Left out of the MCP output schema to keep `tools/list` small.
+    #[schemars(skip)]
+    pub signature_frames: Vec<crate::signature::SignatureFrame>,
     /// Variables of the faulting and first application frames.
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.

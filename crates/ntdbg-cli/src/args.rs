@@ -45,6 +45,10 @@ pub enum Command {
         /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
         #[arg(long)]
         offline: bool,
+        /// Signature rules: a file of prefix and irrelevant functions and modules that
+        /// changes the built-in lists (format: docs/signatures.md).
+        #[arg(long, value_name = "FILE")]
+        signature_rules: Option<PathBuf>,
     },
     /// Run WinDbg commands on a dump (or a live target with --attach) and print their output.
     #[command(
@@ -156,6 +160,10 @@ pub enum Command {
         /// Do not contact symbol servers (also NTDBG_OFFLINE=1); cached files are still used.
         #[arg(long)]
         offline: bool,
+        /// Signature rules: a file of prefix and irrelevant functions and modules that
+        /// changes the built-in lists (format: docs/signatures.md).
+        #[arg(long, value_name = "FILE")]
+        signature_rules: Option<PathBuf>,
     },
 }
 

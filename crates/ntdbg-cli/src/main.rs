@@ -42,10 +42,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             symbols,
             offline,
+            signature_rules,
         } => {
+            let rules = signature_config(signature_rules.as_deref())?;
             let session = open(&dump, symbols.as_deref(), offline)?;
             let indicator = progress::Indicator::install(session.symbols());
-            let report = ntdbg_analysis::analyze(&session);
+            let report = ntdbg_analysis::analyze_with(&session, &rules);
             drop(indicator);
             // One write for the whole report, not one per line (stdout is line-buffered).
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -131,17 +133,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             top_level,
             symbols,
             offline,
+            signature_rules,
         } => {
             let options = ntdbg_analysis::triage::TriageOptions {
                 recursive: !top_level,
                 jobs: jobs.unwrap_or(0),
                 symbols,
                 offline,
-                ..Default::default()
+                signature: signature_config(signature_rules.as_deref())?,
             };
             batch::triage(&dir, &options, json, html.as_deref())
         }
     }
+}
+
+/// The signature lists: the built-in ones, changed by `--signature-rules FILE` when given.
+fn signature_config(
+    rules: Option<&std::path::Path>,
+) -> anyhow::Result<ntdbg_analysis::signature::SignatureConfig> {
+    Ok(match rules {
+        Some(path) => ntdbg_analysis::signature::SignatureConfig::from_rules_file(path)?,
+        None => Default::default(),
+    })
 }
 
 /// What `ntdbg mcp` serves, besides its transport.
@@ -275,7 +288,7 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
     } else {
         for r in &results {
             // The prompt each command was given at, as cdb shows it.
-            let prompt = format!("0:{:03}> ", r.thread);
+            let prompt = repl::prompt(session, r.thread);
             match r.status {
                 Status::Succeeded => {
                     write!(out, "{prompt}{}\n{}", r.command, r.output)?;

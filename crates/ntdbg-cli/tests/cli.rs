@@ -256,3 +256,111 @@ fn list_and_triage_a_folder() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn triage_takes_a_symbol_path_and_signature_rules() {
+    let dir = std::env::temp_dir().join(format!("ntdbg-cli-triage-sym-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::copy(sample("x86/crashy-x86-null.dmp"), dir.join("a.dmp")).expect("copy");
+    let d = dir.display().to_string();
+    let symbols = ntdbg_testutil::sample("x86/crashy.pdb")
+        .parent()
+        .expect("dir")
+        .display()
+        .to_string();
+    let signatures = |o: &Output| -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("valid JSON");
+        v["buckets"]
+            .as_array()
+            .expect("buckets")
+            .iter()
+            .map(|b| b["signature"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let bare = ntdbg(&["triage", &d, "--json", "--offline"]);
+    assert!(bare.status.success(), "stderr: {}", stderr(&bare));
+    assert_eq!(signatures(&bare), ["AV_WRITE_NULL crashy+0x14ea"]);
+    let o = ntdbg(&["triage", &d, "--json", "--offline", "--symbols", &symbols]);
+    assert!(o.status.success(), "stderr: {}", stderr(&o));
+    assert_eq!(
+        signatures(&o),
+        ["AV_WRITE_NULL crashy!write_null / crashy!mode_null / crashy!main"]
+    );
+    let rules = temp_file("rules.txt", b"# one frame\nframes 1\n");
+    let r = rules.display().to_string();
+    let o = ntdbg(&[
+        "triage",
+        &d,
+        "--json",
+        "--offline",
+        "-s",
+        &symbols,
+        "--signature-rules",
+        &r,
+    ]);
+    assert_eq!(signatures(&o), ["AV_WRITE_NULL crashy!write_null"]);
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--signature-rules",
+        &r,
+    ]);
+    assert!(
+        stdout(&o).contains("SIGNATURE:      AV_WRITE_NULL crashy!write_null\nSIGNATURE_FRAMES:\n  00 crashy!write_null  named (context)"),
+        "{}",
+        stdout(&o)
+    );
+    let bad = temp_file("bad-rules.txt", b"frames 2\nirrelevant-modul x\n");
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--signature-rules",
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(&format!(
+            "signature rules {}, line 2: unknown directive `irrelevant-modul`",
+            bad.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kernel_sessions_prompt_kd() {
+    ntdbg_testutil::require_testdata!();
+    let dump = ntdbg_testutil::testdata("rizin-testbins/dmp/triage_x64.dmp");
+    let o = ntdbg(&[
+        "run",
+        &dump.display().to_string(),
+        "--offline",
+        "-c",
+        "vertarget",
+    ]);
+    assert!(
+        stdout(&o).starts_with("0: kd> vertarget\n"),
+        "{}",
+        stdout(&o)
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(["repl", &dump.display().to_string(), "--offline"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("repl");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        let _ = stdin.write_all(b"q\n");
+    }
+    let out = child.wait_with_output().expect("repl ends");
+    assert_eq!(stdout(&out), "0: kd> ");
+    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "vertarget"]);
+    assert!(
+        stdout(&o).starts_with("0:000> vertarget\n"),
+        "{}",
+        stdout(&o)
+    );
+}

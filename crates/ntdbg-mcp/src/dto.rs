@@ -30,6 +30,8 @@ pub struct TriageDumpsParams {
     pub directory: Option<String>,
     /// Also triage subfolders (default true).
     pub recursive: Option<bool>,
+    /// Symbol path, as in open_dump.
+    pub symbols_path: Option<String>,
 }
 
 /// `open_dump` arguments.

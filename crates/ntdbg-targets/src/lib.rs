@@ -34,7 +34,10 @@ pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
-pub use model::{Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
+pub use model::{
+    Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
+    PROCESSOR_ARCHITECTURE_ARM,
+};
 pub use process_facts::{HandleInfo, ThreadTimes, UnloadedModule};
 pub use user_dump::UserDump;
 

@@ -479,6 +479,7 @@ fn kernel_summary(
             0x8664 => "x64",
             0x14c => "x86",
             0xaa64 => "arm64",
+            0x1c4 => "arm",
             _ => "unknown",
         }
         .to_string(),

@@ -56,20 +56,25 @@ pub enum Arch {
     Other(u16),
 }
 
+/// `PROCESSOR_ARCHITECTURE_ARM`: 32-bit ARM (ARMNT), known by name and pointer size only
+/// (dumps of it are read for their facts; no stack or disassembly).
+pub const PROCESSOR_ARCHITECTURE_ARM: u16 = 5;
+
 impl Arch {
-    /// Stable key, as used in JSON (`"x86"`, `"x64"`, `"arm64"`).
+    /// Stable key, as used in JSON (`"x86"`, `"x64"`, `"arm64"`, `"arm"`).
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86 => "x86",
             Arch::X64 => "x64",
             Arch::Arm64 => "arm64",
+            Arch::Other(PROCESSOR_ARCHITECTURE_ARM) => "arm",
             Arch::Other(_) => "unknown",
         }
     }
     /// Size of a pointer in bytes.
     pub fn pointer_size(self) -> usize {
         match self {
-            Arch::X86 => 4,
+            Arch::X86 | Arch::Other(PROCESSOR_ARCHITECTURE_ARM) => 4,
             _ => 8,
         }
     }

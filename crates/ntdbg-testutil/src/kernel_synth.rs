@@ -855,3 +855,70 @@ impl KernelSynth {
         out
     }
 }
+
+/// `IMAGE_FILE_MACHINE_ARMNT`: 32-bit ARM (Thumb-2), Windows RT.
+pub const MACHINE_ARMNT: u32 = 0x1c4;
+
+/// A 32-bit small memory dump (`PAGEDUMP`, DumpType 4) for `machine`
+/// (`IMAGE_FILE_MACHINE_*`): the header with the bugcheck and its breakpoint exception
+/// record, then a `TRIAGE_DUMP32` whose driver list holds `drivers` as
+/// `(name, base, size, timestamp)` (`DUMP_DRIVER_ENTRY32`: the name offset, then a 32-bit
+/// `KLDR_DATA_TABLE_ENTRY`; names are `DUMP_STRING`s). No memory, stack or context.
+pub fn small_dump32(
+    machine: u32,
+    bugcheck_code: u32,
+    parameters: [u32; 4],
+    drivers: &[(&str, u32, u32, u32)],
+) -> Vec<u8> {
+    const TRIAGE: usize = HEADER32_SIZE as usize;
+    const ENTRY: usize = 0x4c;
+    let put = |b: &mut Vec<u8>, off: usize, v: u32| {
+        if b.len() < off + 4 {
+            b.resize(off + 4, 0);
+        }
+        b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    };
+    let mut b = b"PAGE".repeat(TRIAGE / 4);
+    b[..8].copy_from_slice(b"PAGEDUMP");
+    put(&mut b, 0x08, 0xf);
+    put(&mut b, 0x0c, 9600);
+    put(&mut b, 0x20, machine);
+    put(&mut b, 0x24, 1);
+    put(&mut b, 0x28, bugcheck_code);
+    for (i, p) in parameters.iter().enumerate() {
+        put(&mut b, 0x2c + i * 4, *p);
+    }
+    // EXCEPTION_RECORD32: the bugcheck breakpoint.
+    b[0x7d0..0x820].fill(0);
+    put(&mut b, 0x7d0, 0x8000_0003);
+    put(&mut b, 0xf88, 4);
+    b[0xfc0..0xfc8].copy_from_slice(&0x01d7_07f2_3dbb_3399u64.to_le_bytes());
+    // TRIAGE_DUMP32: the driver list right after its 0x68-byte header, then the names.
+    let list = TRIAGE + 0x68;
+    let mut pool = list + drivers.len() * ENTRY;
+    b.resize(pool, 0);
+    put(&mut b, TRIAGE + 0x30, list as u32);
+    put(&mut b, TRIAGE + 0x34, drivers.len() as u32);
+    put(&mut b, TRIAGE + 0x38, pool as u32);
+    for (i, (name, base, size, timestamp)) in drivers.iter().enumerate() {
+        let entry = list + i * ENTRY;
+        put(&mut b, entry, pool as u32);
+        put(&mut b, entry + 4 + 0x18, *base);
+        put(&mut b, entry + 4 + 0x20, *size);
+        put(&mut b, entry + 4 + 0x44, *timestamp);
+        let units: Vec<u16> = name.encode_utf16().collect();
+        let mut string = (units.len() as u32).to_le_bytes().to_vec();
+        string.extend(units.iter().flat_map(|u| u.to_le_bytes()));
+        string.extend([0, 0]);
+        b.extend_from_slice(&string);
+        pool += string.len();
+    }
+    put(
+        &mut b,
+        TRIAGE + 0x3c,
+        (pool - (list + drivers.len() * ENTRY)) as u32,
+    );
+    let size = b.len() as u32;
+    put(&mut b, TRIAGE + 0x04, size);
+    b
+}

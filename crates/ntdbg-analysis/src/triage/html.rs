@@ -207,6 +207,20 @@ fn bucket(h: &mut String, i: usize, b: &Bucket) {
             );
         }
     }
+    if !r.signature_frames.is_empty() {
+        h.push_str("<h3>Signature frames</h3>");
+        for f in &r.signature_frames {
+            let _ = write!(
+                h,
+                "<div class=\"inf\">{:02} {} &middot; {}<div class=\"basis\">{} frame: {}</div></div>",
+                f.frame,
+                esc(&f.name),
+                f.role.name(),
+                esc(&f.found_by),
+                esc(&f.reason)
+            );
+        }
+    }
     if !b.modules.is_empty() {
         h.push_str("<h3>Affected modules</h3><ul>");
         for m in &b.modules {

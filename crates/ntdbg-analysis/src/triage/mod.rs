@@ -37,9 +37,9 @@ pub struct TriageOptions {
 /// The result of a batch triage.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TriageResult {
-    /// How many dump files were found (analysed or failed).
+    /// Dump files found (analysed or failed).
     pub dumps: usize,
-    /// Crash buckets, largest first.
+    /// Crash buckets.
     pub buckets: Vec<Bucket>,
     /// Dumps that could not be analysed.
     pub failed: Vec<FailedDump>,
@@ -141,7 +141,7 @@ fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedD
             session.symbols().set_offline(true);
         }
         let report = analyze_with(&session, &options.signature);
-        let modules = affected_modules(&session, &report, &options.signature);
+        let modules = affected_modules(&session, &report);
         Ok::<(Report, Vec<String>), String>((report, modules))
     }));
     let (report, modules) = match outcome {
@@ -158,19 +158,21 @@ fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedD
     })
 }
 
-/// The faulting module and the first application module on the stack, each as
-/// `name version` (or `name (timestamp)` without a version resource).
-fn affected_modules(session: &Session, report: &Report, config: &SignatureConfig) -> Vec<String> {
+/// The faulting module and the module of the first application frame the signature named
+/// (never a frame the walker only guessed), each as `name version` (or `name (timestamp)`
+/// without a version resource).
+fn affected_modules(session: &Session, report: &Report) -> Vec<String> {
     let label = |m: &crate::report::ModuleFacts| match &m.version {
         Some(v) => format!("{} {v}", m.name),
         None => format!("{} ({})", m.name, m.timestamp),
     };
     let mut out: Vec<String> = report.faulting_module.iter().map(label).collect();
     let app = report
-        .stack
+        .signature_frames
         .iter()
-        .filter_map(|f| f.module.as_deref())
-        .find(|m| !config.is_system(m))
+        .find(|f| f.role == crate::signature::SignatureRole::Named)
+        .and_then(|f| report.stack.iter().find(|s| s.frame == f.frame))
+        .and_then(|f| f.module.as_deref())
         .and_then(|m| session.module_by_name(m))
         .map(|m| label(&crate::report::module_facts(m)));
     if let Some(a) = app {

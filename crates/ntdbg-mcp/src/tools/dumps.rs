@@ -28,6 +28,7 @@ pub async fn triage_dumps(
 ) -> Result<Rendered<TriageResult>, ToolError> {
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
     let recursive = p.recursive.unwrap_or(true);
+    let symbols = checked_symbol_path(p.symbols_path, &state.allowed)?;
     let st = state.clone();
     let result = blocking("triaging dumps", move || {
         let limits = WalkLimits::SERVER
@@ -59,6 +60,7 @@ pub async fn triage_dumps(
         let options = TriageOptions {
             recursive,
             offline: st.offline,
+            symbols,
             ..Default::default()
         };
         let mut result = triage::triage_paths(&inside, &options, &|_, _| {});
@@ -108,10 +110,7 @@ pub async fn open_dump(
     p: OpenDumpParams,
 ) -> Result<Rendered<OpenDumpResult>, ToolError> {
     let path = state.allowed.check_existing(Path::new(&p.path))?;
-    let symbols = p.symbols_path.clone().filter(|s| !s.trim().is_empty());
-    if let Some(s) = &symbols {
-        check_symbol_path(s, &state.allowed)?;
-    }
+    let symbols = checked_symbol_path(p.symbols_path.clone(), &state.allowed)?;
     let opened_path = path.clone();
     let sym = symbols.clone();
     let offline = state.offline;
@@ -156,6 +155,18 @@ pub async fn open_dump(
     };
     let text = render_open(&result, &report);
     Ok(Rendered::new(result, text))
+}
+
+/// A client's symbol path, checked ([`check_symbol_path`]); blank means none.
+fn checked_symbol_path(
+    text: Option<String>,
+    allowed: &AllowedDirs,
+) -> Result<Option<String>, ToolError> {
+    let symbols = text.filter(|s| !s.trim().is_empty());
+    if let Some(s) = &symbols {
+        check_symbol_path(s, allowed)?;
+    }
+    Ok(symbols)
 }
 
 /// Every local folder of a client's symbol path must lie inside the allowed directories.

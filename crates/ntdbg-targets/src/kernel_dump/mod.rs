@@ -20,7 +20,9 @@ pub use triage::{DriverEntry, TriageHeader};
 
 use crate::error::TargetError;
 use crate::memory::{MemoryRegion, MemoryView};
-use crate::model::{Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::model::{
+    Arch, Bugcheck, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo, PROCESSOR_ARCHITECTURE_ARM,
+};
 use crate::Target;
 use header::{u32_at, u64_at};
 use memmap2::Mmap;
@@ -106,6 +108,7 @@ impl KernelDump {
             0x8664 => Arch::X64,
             0x14c => Arch::X86,
             0xaa64 => Arch::Arm64,
+            0x1c4 => Arch::Other(PROCESSOR_ARCHITECTURE_ARM),
             other => Arch::Other(other as u16),
         };
         let Some(kind) = header.kind() else {
@@ -156,7 +159,14 @@ impl KernelDump {
                 triage = Some(t);
                 PhysicalMemory::None
             }
-            // 32-bit small, kernel and bitmap dumps: header facts only.
+            // 32-bit small dumps: the header facts and the driver list.
+            4 => {
+                if let Some(t) = TriageHeader::parse32(&map, header.size()) {
+                    drivers = triage::drivers32(&map, &t);
+                }
+                PhysicalMemory::None
+            }
+            // 32-bit kernel and bitmap dumps: header facts only.
             _ => PhysicalMemory::None,
         };
         let paging = match arch {
@@ -262,7 +272,7 @@ impl KernelDump {
             process_user_time: None,
             process_kernel_time: None,
         };
-        let modules = if self.triage.is_some() {
+        let modules = if self.triage.is_some() || !self.drivers.is_empty() {
             self.drivers
                 .iter()
                 .map(|d| module(&d.name, d.base, d.size, d.timestamp, d.checksum))

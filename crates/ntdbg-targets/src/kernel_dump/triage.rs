@@ -1,10 +1,41 @@
 //! Small memory (triage) dumps: the `TRIAGE_DUMP64` header after the dump header, its driver
-//! list and the memory it carries (the crashing thread's stack and the data blocks).
+//! list and the memory it carries (the crashing thread's stack and the data blocks); of 32-bit
+//! ones (`TRIAGE_DUMP32`: x86, ARMNT) the header and the driver list.
 
 use super::header::{u32_at, u64_at};
 
-/// Size of one `DUMP_DRIVER_ENTRY64`.
-const DRIVER_ENTRY64_SIZE: usize = 0x90;
+/// Where a driver entry's fields lie: `DUMP_DRIVER_ENTRY{32,64}` is the name offset, then a
+/// `KLDR_DATA_TABLE_ENTRY` laid out at the pointer width.
+struct DriverEntryLayout {
+    /// Size of one entry.
+    size: usize,
+    /// `DllBase` and its width in bytes.
+    base: (usize, usize),
+    /// `SizeOfImage`.
+    image_size: usize,
+    /// `CheckSum`.
+    checksum: usize,
+    /// `TimeDateStamp`.
+    timestamp: usize,
+}
+
+/// `DUMP_DRIVER_ENTRY64`.
+const DRIVER_ENTRY64: DriverEntryLayout = DriverEntryLayout {
+    size: 0x90,
+    base: (0x38, 8),
+    image_size: 0x48,
+    checksum: 0x80,
+    timestamp: 0x88,
+};
+
+/// `DUMP_DRIVER_ENTRY32`.
+const DRIVER_ENTRY32: DriverEntryLayout = DriverEntryLayout {
+    size: 0x4c,
+    base: (0x1c, 4),
+    image_size: 0x24,
+    checksum: 0x44,
+    timestamp: 0x48,
+};
 /// Size of one `TRIAGE_DATA_BLOCK64`.
 const DATA_BLOCK64_SIZE: usize = 16;
 /// Upper bound on listed drivers (a real dump has a few hundred).
@@ -116,6 +147,43 @@ impl TriageHeader {
     }
 }
 
+impl TriageHeader {
+    /// Parses a `TRIAGE_DUMP32` at `at` (right after the 32-bit dump header): the same fields
+    /// at 32-bit widths, without the IA-64 backing store.
+    pub fn parse32(buf: &[u8], at: usize) -> Option<TriageHeader> {
+        let r = |off: usize| u32_at(buf, at.checked_add(off)?);
+        Some(TriageHeader {
+            service_pack_build: r(0x00)?,
+            size_of_dump: r(0x04)?,
+            valid_offset: r(0x08)?,
+            context_offset: r(0x0c)?,
+            exception_offset: r(0x10)?,
+            mm_offset: r(0x14)?,
+            unloaded_drivers_offset: r(0x18)?,
+            prcb_offset: r(0x1c)?,
+            process_offset: r(0x20)?,
+            thread_offset: r(0x24)?,
+            call_stack_offset: r(0x28)?,
+            size_of_call_stack: r(0x2c)?,
+            driver_list_offset: r(0x30)?,
+            driver_count: r(0x34)?,
+            string_pool_offset: r(0x38)?,
+            string_pool_size: r(0x3c)?,
+            broken_driver_offset: r(0x40)?,
+            triage_options: r(0x44)?,
+            top_of_stack: u64::from(r(0x48)?),
+            data_page_address: u64::from(r(0x4c)?),
+            data_page_offset: r(0x50)?,
+            data_page_size: r(0x54)?,
+            debugger_data_offset: r(0x58)?,
+            debugger_data_size: r(0x5c)?,
+            data_blocks_offset: r(0x60)?,
+            data_blocks_count: r(0x64)?,
+            ..TriageHeader::default()
+        })
+    }
+}
+
 /// One loaded driver from the triage driver list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverEntry {
@@ -131,27 +199,41 @@ pub struct DriverEntry {
     pub timestamp: u32,
 }
 
-/// The driver list; entries whose fields lie outside the file are skipped.
+/// The driver list of a 64-bit triage dump; entries whose fields lie outside the file are
+/// skipped.
 pub fn drivers64(buf: &[u8], triage: &TriageHeader) -> Vec<DriverEntry> {
+    drivers(buf, triage, &DRIVER_ENTRY64)
+}
+
+/// The driver list of a 32-bit triage dump.
+pub fn drivers32(buf: &[u8], triage: &TriageHeader) -> Vec<DriverEntry> {
+    drivers(buf, triage, &DRIVER_ENTRY32)
+}
+
+fn drivers(buf: &[u8], triage: &TriageHeader, layout: &DriverEntryLayout) -> Vec<DriverEntry> {
     let count = (triage.driver_count as usize).min(MAX_DRIVERS);
     let start = triage.driver_list_offset as usize;
     let mut out = Vec::new();
     for i in 0..count {
         let Some(at) = i
-            .checked_mul(DRIVER_ENTRY64_SIZE)
+            .checked_mul(layout.size)
             .and_then(|o| o.checked_add(start))
         else {
             break;
         };
-        if at.saturating_add(DRIVER_ENTRY64_SIZE) > buf.len() {
+        if at.saturating_add(layout.size) > buf.len() {
             break;
         }
+        let base = match layout.base.1 {
+            8 => u64_at(buf, at + layout.base.0),
+            _ => u32_at(buf, at + layout.base.0).map(u64::from),
+        };
         let (Some(name_off), Some(base), Some(size), Some(checksum), Some(timestamp)) = (
             u32_at(buf, at),
-            u64_at(buf, at + 0x38),
-            u32_at(buf, at + 0x48),
-            u32_at(buf, at + 0x80),
-            u32_at(buf, at + 0x88),
+            base,
+            u32_at(buf, at + layout.image_size),
+            u32_at(buf, at + layout.checksum),
+            u32_at(buf, at + layout.timestamp),
         ) else {
             continue;
         };
