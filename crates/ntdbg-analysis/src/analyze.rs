@@ -107,10 +107,14 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .map(|(e, d)| kind_tag(&d.kind, e.code))
         .unwrap_or_else(|| "NO_EXCEPTION".into());
     let signature = bucket_signature(&tag, &frames, config);
-    let inferences = decoded
-        .as_ref()
-        .map(|(e, d)| crate::inference::infer(session, e, d, &frames))
-        .unwrap_or_default();
+    let (inferences, waits) = match &decoded {
+        Some((e, d)) => (crate::inference::infer(session, e, d, &frames), Vec::new()),
+        None => {
+            let waits = crate::hang::wait_chain::thread_waits(session);
+            let facts = crate::hang::wait_facts(&waits);
+            (crate::hang::hang_inferences(&waits), facts)
+        }
+    };
     let mut next_commands = vec![".ecxr".to_string(), "kb".to_string()];
     if let Some(m) = &faulting_module {
         next_commands.push(format!("lmv m {}", module_name(&m.name)));
@@ -135,6 +139,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         next_commands.push(format!(".frame {n:x}; dv /t"));
     }
     next_commands.push("~*k".into());
+    if waits.iter().any(|w| w.waits_on == Some("critical_section")) {
+        next_commands.push("!locks".into());
+    }
 
     Report {
         dump,
@@ -144,6 +151,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         signature,
         frame_locals,
         inferences,
+        waits,
         limitations,
         next_commands,
     }

@@ -28,6 +28,11 @@ pub struct Report {
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,
+    /// Dumps without an exception: what every thread waits on (absent otherwise). Not in the
+    /// MCP output schema, which keeps `tools/list` within its budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub waits: Vec<crate::hang::WaitFacts>,
     /// What could not be known, and why.
     pub limitations: Vec<String>,
     /// Commands worth running next.
