@@ -110,9 +110,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     let (inferences, waits) = match &decoded {
         Some((e, d)) => (crate::inference::infer(session, e, d, &frames), Vec::new()),
         None => {
-            let waits = crate::hang::wait_chain::thread_waits(session);
-            let facts = crate::hang::wait_facts(&waits);
-            (crate::hang::hang_inferences(&waits), facts)
+            let (inferences, waits, notes) = crate::hang::analyze_hang(session);
+            limitations.extend(notes);
+            (inferences, waits)
         }
     };
     let mut next_commands = vec![".ecxr".to_string(), "kb".to_string()];
@@ -139,8 +139,8 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         next_commands.push(format!(".frame {n:x}; dv /t"));
     }
     next_commands.push("~*k".into());
-    if waits.iter().any(|w| w.waits_on == Some("critical_section")) {
-        next_commands.push("!locks".into());
+    if decoded.is_none() {
+        next_commands.extend(["!waits".to_string(), "!locks".to_string()]);
     }
 
     Report {

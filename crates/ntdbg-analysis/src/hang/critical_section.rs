@@ -91,8 +91,8 @@ pub struct CriticalSection {
     pub lock_semaphore: u64,
     /// `SpinCount`.
     pub spin_count: u64,
-    /// How `LockCount` is encoded.
-    pub encoding: LockEncoding,
+    /// How `LockCount` is encoded; `None` for -1 (free in both encodings).
+    pub encoding: Option<LockEncoding>,
     /// Whether it is held.
     pub locked: bool,
     /// Threads waiting for it, as `LockCount` counts them.
@@ -226,15 +226,15 @@ pub fn check(
                 "LockCount {lock} does not fit RecursionCount {recursion}"
             ));
         }
-        (LockEncoding::Counted, true, waiters, None)
+        (Some(LockEncoding::Counted), true, waiters, None)
     } else if lock == -1 {
-        (LockEncoding::Counted, false, 0, None)
+        (None, false, 0, None)
     } else {
         let waiters = (-1 - lock) >> 2;
         if waiters >= MAX_COUNT {
             return Err(format!("LockCount {lock} counts too many waiters"));
         }
-        (LockEncoding::BitField, lock & 1 == 0, waiters, Some(lock & 2 == 0))
+        (Some(LockEncoding::BitField), lock & 1 == 0, waiters, Some(lock & 2 == 0))
     };
     if locked {
         if recursion == 0 {
@@ -321,7 +321,7 @@ mod tests {
     #[test]
     fn counted_encoding_counts_waiters() {
         let cs = check(&raw(1, 1, 0xd4), 8, &[0xd4, 0xd8]).unwrap();
-        assert_eq!((cs.encoding, cs.locked, cs.waiters), (LockEncoding::Counted, true, 1));
+        assert_eq!((cs.encoding, cs.locked, cs.waiters), (Some(LockEncoding::Counted), true, 1));
         let free = check(&raw(-1, 0, 0), 8, &[0xd4]).unwrap();
         assert!(!free.locked);
     }
@@ -330,7 +330,7 @@ mod tests {
     fn bit_field_encoding_counts_waiters() {
         // -6: locked (bit 0 clear), no waiter woken (bit 1 set), one waiter.
         let cs = check(&raw(-6, 1, 0xd4), 8, &[0xd4]).unwrap();
-        assert_eq!(cs.encoding, LockEncoding::BitField);
+        assert_eq!(cs.encoding, Some(LockEncoding::BitField));
         assert!(cs.locked);
         assert_eq!(cs.waiters, 1);
         assert_eq!(cs.waiter_woken, Some(false));

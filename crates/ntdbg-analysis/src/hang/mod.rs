@@ -75,6 +75,54 @@ pub fn deadlocks(waits: &[ThreadWait]) -> Vec<Deadlock> {
     out
 }
 
+/// What a dump without an exception says about hangs: the inferences (deadlock cycles, held
+/// sections with waiters, or what the threads wait on), each thread's wait, and the
+/// limitations met on the way.
+pub fn analyze_hang(session: &ntdbg_engine::Session) -> (Vec<Inference>, Vec<WaitFacts>, Vec<String>) {
+    let waits = wait_chain::thread_waits(session);
+    let mut inferences = hang_inferences(&waits);
+    if !inferences.iter().any(|i| i.text.starts_with("deadlock")) {
+        inferences.extend(contention_inferences(&locks::reachable_sections(session, &waits)));
+    }
+    let mut limitations = Vec::new();
+    if !waits.is_empty() && waits.iter().all(|w| w.kind.is_none()) {
+        limitations.push(
+            "what the threads wait on is unknown: no wait function was recognised on any stack (ntdll, kernelbase and kernel32 need symbols or their images on the symbol path to be named and unwound)"
+                .to_string(),
+        );
+    }
+    (inferences, wait_facts(&waits), limitations)
+}
+
+/// Held critical sections with waiters that no wait chain explained (found by scanning).
+fn contention_inferences(sections: &[locks::Reachable]) -> Vec<Inference> {
+    sections
+        .iter()
+        .filter_map(|r| match r.found {
+            locks::Found::StackScan { thread_id } if r.section.waiters > 0 => {
+                Some((thread_id, &r.section))
+            }
+            _ => None,
+        })
+        .map(|(thread_id, cs)| {
+            Inference {
+                text: format!(
+                    "contention: critical section {:#x} is held by thread {:#x} and {} thread{} wait{} for it (the waiters are not identified)",
+                    cs.address,
+                    cs.owning_thread,
+                    cs.waiters,
+                    if cs.waiters == 1 { "" } else { "s" },
+                    if cs.waiters == 1 { "s" } else { "" },
+                ),
+                basis: format!(
+                    "found by scanning the stack of thread {thread_id:#x}: RTL_CRITICAL_SECTION fields check out (LockCount {}, RecursionCount {}, OwningThread {:#x})",
+                    cs.lock_count, cs.recursion_count, cs.owning_thread
+                ),
+            }
+        })
+        .collect()
+}
+
 /// The typed facts of every wait.
 pub fn wait_facts(waits: &[ThreadWait]) -> Vec<WaitFacts> {
     waits.iter().map(facts).collect()
@@ -113,7 +161,7 @@ fn wait_text(w: &ThreadWait) -> String {
             format!("{who} waits to enter a critical section (which one is unknown){from}")
         }
         (Some(k), _) => format!("{who} {}{from}", k.describe()),
-        (None, _) => format!("{who} is not in a known wait function"),
+        (None, _) => format!("{who}: no wait function recognised on top of its stack{from}"),
     }
 }
 
@@ -250,7 +298,7 @@ mod tests {
                     owning_thread: u64::from(owner),
                     lock_semaphore: 0,
                     spin_count: 0,
-                    encoding: LockEncoding::Counted,
+                    encoding: Some(LockEncoding::Counted),
                     locked: true,
                     waiters: 1,
                     waiter_woken: None,

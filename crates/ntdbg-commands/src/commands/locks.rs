@@ -78,7 +78,7 @@ pub struct CriticalSectionRow {
     pub waiters: Option<u32>,
     /// Bit-field encoding only: whether a waiter was woken.
     pub waiter_woken: Option<bool>,
-    /// `bit_field` or `counted`.
+    /// `bit_field` or `counted`; `null` when free (-1 in both) or not a critical section.
     pub encoding: Option<LockEncoding>,
     /// `EntryCount`, when the dump holds the debug record.
     pub entry_count: Option<u32>,
@@ -214,7 +214,7 @@ fn section_row(
         locked: Some(cs.locked),
         waiters: Some(cs.waiters),
         waiter_woken: cs.waiter_woken,
-        encoding: Some(cs.encoding),
+        encoding: cs.encoding,
         entry_count: cs.debug.map(|d| d.entry_count),
         contention_count: cs.debug.map(|d| d.contention_count),
         found_by,
@@ -285,7 +285,7 @@ fn render_cs(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
         }
         None => {}
     }
-    let _ = writeln!(text, "LockCount          = {}", signed_hex(row.lock_count));
+    let _ = writeln!(text, "LockCount          = {}", signed_hex(shown_lock_count(row)));
     if let Some(woken) = row.waiter_woken {
         let _ = writeln!(text, "WaiterWoken        = {}", yes_no(woken));
     }
@@ -305,12 +305,8 @@ fn render_cs(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
         "SpinCount          = 0x{}",
         pointer_hex(parse_hex(&row.spin_count), ptr)
     );
-    if let (Some(waiters), Some(encoding)) = (row.waiters, row.encoding) {
-        let _ = writeln!(
-            text,
-            "Waiters            = {waiters} ({})",
-            encoding_text(encoding)
-        );
+    if let (Some(waiters), Some(LockEncoding::Counted)) = (row.waiters, row.encoding) {
+        let _ = writeln!(text, "Waiters            = {waiters} ({COUNTED_NOTE})");
     }
     if let Some(problem) = &row.problem {
         let _ = writeln!(text, "*** Not taken for a critical section: {problem}");
@@ -329,7 +325,7 @@ fn render_locks(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
     if let Some(woken) = row.waiter_woken {
         let _ = writeln!(text, "WaiterWoken        {}", yes_no(woken));
     }
-    let _ = writeln!(text, "LockCount          {}", row.lock_count);
+    let _ = writeln!(text, "LockCount          {}", shown_lock_count(row));
     let _ = writeln!(text, "RecursionCount     {}", row.recursion_count);
     let _ = writeln!(
         text,
@@ -339,8 +335,8 @@ fn render_locks(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
     let count = |c: Option<u32>| c.map_or_else(|| "??".to_string(), |c| c.to_string());
     let _ = writeln!(text, "EntryCount         {}", count(row.entry_count));
     let _ = writeln!(text, "ContentionCount    {}", count(row.contention_count));
-    if let (Some(waiters), Some(encoding)) = (row.waiters, row.encoding) {
-        let _ = writeln!(text, "Waiters            {waiters} ({})", encoding_text(encoding));
+    if let (Some(waiters), Some(LockEncoding::Counted)) = (row.waiters, row.encoding) {
+        let _ = writeln!(text, "Waiters            {waiters} ({COUNTED_NOTE})");
     }
     found_line(text, row);
     if row.locked == Some(true) {
@@ -364,10 +360,15 @@ fn found_line(text: &mut String, row: &CriticalSectionRow) {
     let _ = writeln!(text, "Found              {how}");
 }
 
-fn encoding_text(encoding: LockEncoding) -> &'static str {
-    match encoding {
-        LockEncoding::BitField => "LockCount bit field",
-        LockEncoding::Counted => "LockCount counts Enter calls: Wine / Windows XP encoding",
+/// Why a counted `LockCount` gets a `Waiters` line of its own.
+const COUNTED_NOTE: &str = "LockCount counts Enter calls: Wine / Windows XP encoding";
+
+/// The `LockCount` the text shows: as stored, except that the bit-field encoding shows its
+/// waiter count, as WinDbg does (the stored value is in the typed result).
+fn shown_lock_count(row: &CriticalSectionRow) -> i32 {
+    match (row.encoding, row.waiters) {
+        (Some(LockEncoding::BitField), Some(waiters)) => waiters as i32,
+        _ => row.lock_count,
     }
 }
 

@@ -1,0 +1,162 @@
+//! `!cs`, `!locks` and the hang analysis on synthetic minidumps: critical sections whose fields
+//! check out are listed, corrupt ones are not, both `LockCount` encodings decode, and the stack
+//! scan stays bounded.
+
+use ntdbg_engine::Session;
+use ntdbg_testutil::corrupt::TempDir;
+use ntdbg_testutil::minidump_builder::{Context, Cpu, MinidumpBuilder, Thread, X64Context};
+
+const STACK: u64 = 0x0000_00c4_5678_0000;
+const MAIN: u32 = 0x1a4;
+const WORKER: u32 = 0x2b8;
+
+/// An x64 `RTL_CRITICAL_SECTION`: DebugInfo, LockCount, RecursionCount, OwningThread,
+/// LockSemaphore, SpinCount.
+fn section(debug_info: u64, lock: i32, recursion: i32, owner: u64) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(debug_info.to_le_bytes());
+    b.extend(lock.to_le_bytes());
+    b.extend(recursion.to_le_bytes());
+    b.extend(owner.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b
+}
+
+/// Offsets of the sections in the main thread's stack.
+const COUNTED: u64 = 0x40;
+const BIT_FIELD: u64 = 0x80;
+const CORRUPT: u64 = 0xc0;
+const FREE: u64 = 0x100;
+
+fn dump(worker_stack: Vec<u8>) -> MinidumpBuilder {
+    let mut stack = vec![0u8; 0x200];
+    let mut put = |at: u64, bytes: Vec<u8>| {
+        stack[at as usize..at as usize + bytes.len()].copy_from_slice(&bytes);
+    };
+    // Wine / XP encoding: held by the worker, one waiter.
+    put(COUNTED, section(0x0000_0200_0000_1000, 1, 1, u64::from(WORKER)));
+    // Bit field: -6 = held, no waiter woken, one waiter; owned by main.
+    put(BIT_FIELD, section(u64::MAX, -6, 1, u64::from(MAIN)));
+    // Owner is no thread of the dump.
+    put(CORRUPT, section(0, 0, 1, 0x9999));
+    // Free: not held, so not listed.
+    put(FREE, section(0, -1, 0, 0));
+    let context = |rsp: u64| {
+        Some(Context::X64(X64Context {
+            rip: 0x7ff6_1234_1010,
+            rsp,
+            ..X64Context::default()
+        }))
+    };
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.thread(Thread {
+        id: MAIN,
+        context: context(STACK),
+        stack_base: STACK,
+        stack,
+        ..Thread::default()
+    })
+    .thread(Thread {
+        id: WORKER,
+        context: context(STACK + 0x10_0000),
+        stack_base: STACK + 0x10_0000,
+        stack: worker_stack,
+        ..Thread::default()
+    });
+    dump
+}
+
+fn open(dir: &TempDir, dump: &MinidumpBuilder) -> Session {
+    let path = dir.path().join("locks.dmp");
+    dump.write(&path);
+    let symbols = dir.path().display().to_string();
+    let session = Session::open_dump(&path, Some(&symbols)).expect("the built dump opens");
+    session.symbols().set_offline(true);
+    session
+}
+
+fn run(session: &mut Session, command: &str) -> String {
+    match ntdbg_commands::run_command(session, command) {
+        Ok(out) => out.text,
+        Err(e) => format!("ERROR {}: {}", e.code, e.message),
+    }
+}
+
+#[test]
+fn locks_lists_the_sections_whose_fields_check_out() {
+    let dir = TempDir::new("locks-synthetic");
+    let mut s = open(&dir, &dump(vec![0u8; 0x100]));
+    let text = run(&mut s, "!locks");
+    insta::assert_snapshot!("synthetic_locks", text, "!locks");
+    assert!(text.contains(&format!("CritSec +{:x} at", STACK + COUNTED)));
+    assert!(text.contains(&format!("CritSec +{:x} at", STACK + BIT_FIELD)));
+    assert!(!text.contains(&format!("{:x}", STACK + CORRUPT)), "{text}");
+    assert!(!text.contains(&format!("{:x}", STACK + FREE)), "{text}");
+    assert!(text.contains("Scanned 2 critical sections"), "{text}");
+    let out = ntdbg_commands::run_command(&mut s, "!locks").expect("runs");
+    let json = serde_json::to_value(out.typed.expect("typed")).expect("serialises");
+    assert_eq!(json["kind"], "critical_sections");
+    assert_eq!(json["sections"][0]["owning_thread"], "0x2b8");
+    assert_eq!(json["sections"][0]["encoding"], "counted");
+    assert_eq!(json["sections"][1]["encoding"], "bit_field");
+    assert_eq!(json["sections"][1]["waiters"], 1);
+    assert_eq!(json["sections"][1]["found_by"], "stack_scan");
+}
+
+#[test]
+fn cs_decodes_both_encodings_and_names_what_does_not_check_out() {
+    let dir = TempDir::new("cs-synthetic");
+    let mut s = open(&dir, &dump(vec![0u8; 0x100]));
+    for (name, offset) in [
+        ("counted", COUNTED),
+        ("bit_field", BIT_FIELD),
+        ("corrupt", CORRUPT),
+        ("free", FREE),
+    ] {
+        let command = format!("!cs {:#x}", STACK + offset);
+        insta::assert_snapshot!(format!("synthetic_cs_{name}"), run(&mut s, &command), &command);
+    }
+    let corrupt = run(&mut s, &format!("!cs {:#x}", STACK + CORRUPT));
+    assert!(corrupt.contains("*** Not taken for a critical section: OwningThread 0x9999 is not a thread of the dump"), "{corrupt}");
+    assert!(!corrupt.contains("LOCKED"), "{corrupt}");
+    assert_eq!(
+        run(&mut s, "!cs 0x5000"),
+        "ERROR memory_unavailable: Cannot read the critical section at 0000000000005000: its memory is not in the dump"
+    );
+    assert!(run(&mut s, "!cs 1 2").starts_with("ERROR syntax"));
+    assert!(run(&mut s, "!locks -q").starts_with("ERROR syntax"));
+}
+
+#[test]
+fn analysis_reports_contention_without_naming_unknown_waiters() {
+    let dir = TempDir::new("hang-synthetic");
+    let s = open(&dir, &dump(vec![0u8; 0x100]));
+    let report = ntdbg_analysis::analyze(&s);
+    let texts: Vec<&str> = report.inferences.iter().map(|i| i.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            format!("contention: critical section {:#x} is held by thread 0x2b8 and 1 thread waits for it (the waiters are not identified)", STACK + COUNTED),
+            format!("contention: critical section {:#x} is held by thread 0x1a4 and 1 thread waits for it (the waiters are not identified)", STACK + BIT_FIELD),
+        ]
+    );
+    assert!(!texts.iter().any(|t| t.starts_with("deadlock")));
+    assert_eq!(report.waits.len(), 2);
+    assert!(report.waits.iter().all(|w| w.waits_on.is_none()));
+    assert!(report
+        .limitations
+        .iter()
+        .any(|l| l.starts_with("what the threads wait on is unknown")));
+}
+
+#[test]
+fn stack_scan_is_bounded() {
+    // 64 KiB of held sections on the worker's stack: far more than the scan reports.
+    let one = section(0, 0, 1, u64::from(MAIN));
+    let worker_stack: Vec<u8> = one.iter().copied().cycle().take(0x1_0000).collect();
+    let dir = TempDir::new("locks-bounded");
+    let mut s = open(&dir, &dump(worker_stack));
+    let text = run(&mut s, "!locks");
+    assert!(text.contains("Scanned 256 critical sections"), "{}", &text[text.len().saturating_sub(300)..]);
+}
