@@ -2,11 +2,12 @@
 //! the run of system frames at the top of the stack names the kind of wait (a critical
 //! section, a kernel object, a sleep, an SRW lock, …), and for a critical section the section
 //! itself comes from a callee-saved register the unwinder recovered in one of the critical
-//! section frames, accepted only when its fields check out and another thread owns it.
+//! section frames, accepted only when its fields check out and another thread owns it. Frames
+//! found by scanning are used for neither.
 
 use super::critical_section::{read_critical_section, CriticalSection};
 use crate::signature::is_system_module;
-use ntdbg_engine::stack::Frame;
+use ntdbg_engine::stack::{Frame, FoundBy};
 use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use ntdbg_targets::Arch;
@@ -221,6 +222,7 @@ pub fn thread_wait(
         .iter()
         .take(WAIT_FRAMES)
         .take_while(|f| f.module.as_deref().is_some_and(is_system_module))
+        .take_while(|f| f.found_by != FoundBy::Scan && f.found_by != FoundBy::Other)
         .collect();
     wait.caller = frames
         .iter()
@@ -301,8 +303,11 @@ fn waited_section(
     let registers = callee_saved(session.arch());
     let mut found: Vec<FoundSection> = Vec::new();
     let mut looked = 0;
+    // Registers are trusted only while every frame from the context was unwound by unwind
+    // data: a frame-pointer or scanned step does not restore callee-saved registers.
     for frame in top
         .iter()
+        .take_while(|f| matches!(f.found_by, FoundBy::Context | FoundBy::Cfi))
         .filter(|f| bare_name(f).is_some_and(|n| CRITICAL_SECTION_FRAMES.contains(&n)))
     {
         for &register in registers {
@@ -328,7 +333,7 @@ fn waited_section(
     match found.len() {
         1 => Ok(found.remove(0)),
         0 if looked == 0 => Err(
-            "no callee-saved register was recovered in the critical section frames (unwind data for ntdll missing?): the section is unknown"
+            "no callee-saved register was recovered by unwind data in the critical section frames: the section is unknown"
                 .into(),
         ),
         0 => Err(format!(
