@@ -21,7 +21,11 @@ fn wine_dlls() -> Option<&'static str> {
 
 fn report(rel: &str, extra: Option<&str>) -> Report {
     let path = ntdbg_testutil::sample(rel);
-    let mut dir = path.parent().unwrap_or(Path::new(".")).display().to_string();
+    let mut dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
     if let Some(extra) = extra {
         dir = format!("{dir};{extra}");
     }
@@ -47,7 +51,11 @@ fn deadlock_reports_the_cycle_with_both_threads_and_both_locks() {
         "thread 0xd8: frame 3 is ntdll!RtlEnterCriticalSection+0x91",
         "OwningThread 0xd4",
     ] {
-        assert!(deadlock.basis.contains(fact), "{fact} not in {}", deadlock.basis);
+        assert!(
+            deadlock.basis.contains(fact),
+            "{fact} not in {}",
+            deadlock.basis
+        );
     }
     let json = serde_json::to_value(&r).expect("serialises");
     let waits = json["waits"].as_array().expect("waits");
@@ -114,7 +122,9 @@ fn hang_reports_each_threads_wait() {
         ]
     );
     // The handles are not in the registers Wine keeps at a system call: said, not guessed.
-    assert!(r.waits[1].basis.contains("the handles waited on are not recovered"));
+    assert!(r.waits[1]
+        .basis
+        .contains("the handles waited on are not recovered"));
     assert!(r.waits.iter().all(|w| w.object.is_none()));
     assert_eq!(r.inferences.len(), 1);
     assert!(r.inferences[0]
@@ -125,7 +135,10 @@ fn hang_reports_each_threads_wait() {
 #[test]
 fn without_system_dlls_the_waits_are_unknown_and_no_deadlock_is_claimed() {
     let r = report("hang/deadlock.dmp", None);
-    assert!(r.waits.iter().all(|w| w.waits_on.is_none() && w.object.is_none()));
+    assert!(r
+        .waits
+        .iter()
+        .all(|w| w.waits_on.is_none() && w.object.is_none()));
     assert!(!r.inferences.iter().any(|i| i.text.starts_with("deadlock")));
     // The held sections are still found on main's stack, with their owners.
     let texts: Vec<&str> = r.inferences.iter().map(|i| i.text.as_str()).collect();

@@ -15,7 +15,11 @@ fn open(rel: &str, with_wine: bool) -> Option<Session> {
         return None;
     }
     let path = ntdbg_testutil::sample(rel);
-    let mut dir = path.parent().unwrap_or(Path::new(".")).display().to_string();
+    let mut dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .display()
+        .to_string();
     if with_wine {
         dir = format!("{dir};{WINE_DLLS}");
     }
@@ -61,5 +65,7 @@ fn deadlock_sample_without_system_dlls() {
     };
     let text = run(&mut s, "!locks");
     insta::assert_snapshot!("deadlock_no_system_dlls__locks", text, "!locks");
-    assert!(text.contains("Found              on the stack of thread 24 (found by scanning; its fields check out)"));
+    assert!(text.contains(
+        "Found              on the stack of thread 24 (found by scanning; its fields check out)"
+    ));
 }

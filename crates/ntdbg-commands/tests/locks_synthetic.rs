@@ -35,7 +35,10 @@ fn dump(worker_stack: Vec<u8>) -> MinidumpBuilder {
         stack[at as usize..at as usize + bytes.len()].copy_from_slice(&bytes);
     };
     // Wine / XP encoding: held by the worker, one waiter.
-    put(COUNTED, section(0x0000_0200_0000_1000, 1, 1, u64::from(WORKER)));
+    put(
+        COUNTED,
+        section(0x0000_0200_0000_1000, 1, 1, u64::from(WORKER)),
+    );
     // Bit field: -6 = held, no waiter woken, one waiter; owned by main.
     put(BIT_FIELD, section(u64::MAX, -6, 1, u64::from(MAIN)));
     // Owner is no thread of the dump.
@@ -115,10 +118,19 @@ fn cs_decodes_both_encodings_and_names_what_does_not_check_out() {
         ("free", FREE),
     ] {
         let command = format!("!cs {:#x}", STACK + offset);
-        insta::assert_snapshot!(format!("synthetic_cs_{name}"), run(&mut s, &command), &command);
+        insta::assert_snapshot!(
+            format!("synthetic_cs_{name}"),
+            run(&mut s, &command),
+            &command
+        );
     }
     let corrupt = run(&mut s, &format!("!cs {:#x}", STACK + CORRUPT));
-    assert!(corrupt.contains("*** Not taken for a critical section: OwningThread 0x9999 is not a thread of the dump"), "{corrupt}");
+    assert!(
+        corrupt.contains(
+            "*** Not taken for a critical section: OwningThread 0x9999 is not a thread of the dump"
+        ),
+        "{corrupt}"
+    );
     assert!(!corrupt.contains("LOCKED"), "{corrupt}");
     assert_eq!(
         run(&mut s, "!cs 0x5000"),
@@ -158,5 +170,9 @@ fn stack_scan_is_bounded() {
     let dir = TempDir::new("locks-bounded");
     let mut s = open(&dir, &dump(worker_stack));
     let text = run(&mut s, "!locks");
-    assert!(text.contains("Scanned 256 critical sections"), "{}", &text[text.len().saturating_sub(300)..]);
+    assert!(
+        text.contains("Scanned 256 critical sections"),
+        "{}",
+        &text[text.len().saturating_sub(300)..]
+    );
 }

@@ -8,9 +8,10 @@ use crate::Target;
 use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
-    Minidump, MinidumpException, MinidumpStream, MinidumpHandleDataStream, MinidumpMemoryInfoList,
-    MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo, MinidumpThreadInfoList,
-    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList, UnifiedMemory,
+    Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
+    MinidumpMiscInfo, MinidumpModuleList, MinidumpStream, MinidumpSystemInfo,
+    MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList,
+    UnifiedMemory,
 };
 use std::borrow::Cow;
 use std::fs::File;
@@ -236,9 +237,7 @@ fn read_thread_list<'a>(
     }
     const COUNT: usize = 4;
     const ENTRY: usize = 48;
-    let raw = dump
-        .get_raw_stream(MinidumpThreadList::STREAM_TYPE)
-        .ok()?;
+    let raw = dump.get_raw_stream(MinidumpThreadList::STREAM_TYPE).ok()?;
     let count = u32::from_le_bytes(raw.get(..COUNT)?.try_into().ok()?) as usize;
     let needed = count.checked_mul(ENTRY)?.checked_add(COUNT)?;
     let counted = raw.get(..needed).filter(|_| raw.len() > needed)?;

@@ -155,9 +155,8 @@ pub fn parse_raw(bytes: &[u8], address: u64, pointer_size: usize) -> Option<RawC
     let layout = Layout { ptr: pointer_size };
     let bytes = bytes.get(..layout.size())?;
     let word = |at: usize| read_word(bytes, at, layout.ptr);
-    let int = |at: usize| {
-        i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
-    };
+    let int =
+        |at: usize| i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
     Some(RawCriticalSection {
         address,
         debug_info: word(0),
@@ -180,7 +179,7 @@ pub fn read_critical_section(
     thread_ids: &[u32],
 ) -> Result<CriticalSection, Rejection> {
     let ptr = session.arch().pointer_size();
-    if address % 4 != 0 || address == 0 {
+    if !address.is_multiple_of(4) || address == 0 {
         return Err(Rejection::Inconsistent(format!(
             "{address:#x} is not an aligned address"
         )));
@@ -209,9 +208,14 @@ pub fn check(
     };
     let recursion = i64::from(raw.recursion_count);
     let lock = i64::from(raw.lock_count);
-    if raw.debug_info != 0 && raw.debug_info != all_ones && raw.debug_info % pointer_size as u64 != 0
+    if raw.debug_info != 0
+        && raw.debug_info != all_ones
+        && !raw.debug_info.is_multiple_of(pointer_size as u64)
     {
-        return Err(format!("DebugInfo {:#x} is not an aligned pointer", raw.debug_info));
+        return Err(format!(
+            "DebugInfo {:#x} is not an aligned pointer",
+            raw.debug_info
+        ));
     }
     if pointer_size == 8 && raw.spin_count > u64::from(u32::MAX) {
         return Err(format!("SpinCount {:#x} is out of range", raw.spin_count));
@@ -234,13 +238,21 @@ pub fn check(
         if waiters >= MAX_COUNT {
             return Err(format!("LockCount {lock} counts too many waiters"));
         }
-        (Some(LockEncoding::BitField), lock & 1 == 0, waiters, Some(lock & 2 == 0))
+        (
+            Some(LockEncoding::BitField),
+            lock & 1 == 0,
+            waiters,
+            Some(lock & 2 == 0),
+        )
     };
     if locked {
         if recursion == 0 {
             return Err("held (by LockCount) with RecursionCount 0".into());
         }
-        if !thread_ids.iter().any(|&t| u64::from(t) == raw.owning_thread) {
+        if !thread_ids
+            .iter()
+            .any(|&t| u64::from(t) == raw.owning_thread)
+        {
             return Err(format!(
                 "OwningThread {:#x} is not a thread of the dump",
                 raw.owning_thread
@@ -283,7 +295,8 @@ fn debug_counts(session: &Session, raw: &CriticalSection, ptr: usize) -> Option<
         return None;
     }
     let at = layout.debug_entry_count();
-    let u32_at = |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
+    let u32_at =
+        |o: usize| u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]);
     Some(DebugCounts {
         entry_count: u32_at(at),
         contention_count: u32_at(at + 4),
@@ -321,7 +334,10 @@ mod tests {
     #[test]
     fn counted_encoding_counts_waiters() {
         let cs = check(&raw(1, 1, 0xd4), 8, &[0xd4, 0xd8]).unwrap();
-        assert_eq!((cs.encoding, cs.locked, cs.waiters), (Some(LockEncoding::Counted), true, 1));
+        assert_eq!(
+            (cs.encoding, cs.locked, cs.waiters),
+            (Some(LockEncoding::Counted), true, 1)
+        );
         let free = check(&raw(-1, 0, 0), 8, &[0xd4]).unwrap();
         assert!(!free.locked);
     }

@@ -78,7 +78,8 @@ fn stack_sections(session: &Session) -> Vec<Reachable> {
         let bytes = session.read_virtual(region.base, len);
         let mut offset = 0;
         while offset + size(ptr) <= bytes.len() && out.len() < MAX_SECTIONS {
-            let window: Option<Vec<u8>> = bytes[offset..offset + size(ptr)].iter().copied().collect();
+            let window: Option<Vec<u8>> =
+                bytes[offset..offset + size(ptr)].iter().copied().collect();
             let address = region.base + offset as u64;
             let section = window
                 .and_then(|w| parse_raw(&w, address, ptr))

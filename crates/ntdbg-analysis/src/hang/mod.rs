@@ -60,7 +60,9 @@ pub fn deadlocks(waits: &[ThreadWait]) -> Vec<Deadlock> {
         while members.len() <= waits.len() {
             let Some(n) = next(at) else { break };
             if n == start {
-                if members.iter().all(|&m| m >= start) && !out.iter().any(|d| d.members.contains(&start)) {
+                if members.iter().all(|&m| m >= start)
+                    && !out.iter().any(|d| d.members.contains(&start))
+                {
                     out.push(Deadlock { members });
                 }
                 break;
@@ -78,11 +80,15 @@ pub fn deadlocks(waits: &[ThreadWait]) -> Vec<Deadlock> {
 /// What a dump without an exception says about hangs: the inferences (deadlock cycles, held
 /// sections with waiters, or what the threads wait on), each thread's wait, and the
 /// limitations met on the way.
-pub fn analyze_hang(session: &ntdbg_engine::Session) -> (Vec<Inference>, Vec<WaitFacts>, Vec<String>) {
+pub fn analyze_hang(
+    session: &ntdbg_engine::Session,
+) -> (Vec<Inference>, Vec<WaitFacts>, Vec<String>) {
     let waits = wait_chain::thread_waits(session);
     let mut inferences = hang_inferences(&waits);
     if !inferences.iter().any(|i| i.text.starts_with("deadlock")) {
-        inferences.extend(contention_inferences(&locks::reachable_sections(session, &waits)));
+        inferences.extend(contention_inferences(&locks::reachable_sections(
+            session, &waits,
+        )));
     }
     let mut limitations = Vec::new();
     if !waits.is_empty() && waits.iter().all(|w| w.kind.is_none()) {
@@ -259,16 +265,19 @@ fn deadlock_inference(waits: &[ThreadWait], d: &Deadlock) -> Inference {
             section(m)
         ));
         if k + 1 == d.members.len() {
-            text.push_str(&format!(
-                " held by thread {:#x}",
-                waits[first].thread_id
-            ));
+            text.push_str(&format!(" held by thread {:#x}", waits[first].thread_id));
         }
     }
     let basis = d
         .members
         .iter()
-        .map(|&m| format!("thread {:#x}: {}", waits[m].thread_id, wait_basis(&waits[m])))
+        .map(|&m| {
+            format!(
+                "thread {:#x}: {}",
+                waits[m].thread_id,
+                wait_basis(&waits[m])
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ");
     Inference { text, basis }
@@ -313,9 +322,17 @@ mod tests {
 
     #[test]
     fn two_thread_cycle_is_one_deadlock() {
-        let waits = vec![waiting(0, 0x10, 0xa000, 0x20), waiting(1, 0x20, 0xb000, 0x10)];
+        let waits = vec![
+            waiting(0, 0x10, 0xa000, 0x20),
+            waiting(1, 0x20, 0xb000, 0x10),
+        ];
         let found = deadlocks(&waits);
-        assert_eq!(found, vec![Deadlock { members: vec![0, 1] }]);
+        assert_eq!(
+            found,
+            vec![Deadlock {
+                members: vec![0, 1]
+            }]
+        );
         let text = &hang_inferences(&waits)[0].text;
         assert_eq!(
             text,
@@ -332,7 +349,12 @@ mod tests {
             // Waits for a lock of the cycle without being part of it.
             waiting(3, 0x40, 0xa000, 0x20),
         ];
-        assert_eq!(deadlocks(&waits), vec![Deadlock { members: vec![0, 1, 2] }]);
+        assert_eq!(
+            deadlocks(&waits),
+            vec![Deadlock {
+                members: vec![0, 1, 2]
+            }]
+        );
         waits.truncate(2);
         // A chain that ends at a thread that does not wait is no deadlock.
         waits[1].section = None;

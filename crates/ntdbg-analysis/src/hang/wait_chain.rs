@@ -7,7 +7,7 @@
 
 use super::critical_section::{read_critical_section, CriticalSection};
 use crate::signature::is_system_module;
-use ntdbg_engine::stack::{Frame, FoundBy};
+use ntdbg_engine::stack::{FoundBy, Frame};
 use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use ntdbg_targets::Arch;
@@ -63,7 +63,9 @@ impl WaitKind {
             WaitKind::CriticalSection => "waits to enter a critical section",
             WaitKind::SrwLock => "waits to acquire an SRW lock",
             WaitKind::ConditionVariable => "sleeps on a condition variable",
-            WaitKind::Object => "waits on a kernel object (event, mutex, semaphore, thread, process, …)",
+            WaitKind::Object => {
+                "waits on a kernel object (event, mutex, semaphore, thread, process, …)"
+            }
             WaitKind::Objects => "waits on several kernel objects",
             WaitKind::Sleep => "sleeps",
             WaitKind::Address => "waits on an address (WaitOnAddress / alert by thread id)",
@@ -79,7 +81,10 @@ const WAIT_FUNCTIONS: &[(&str, WaitKind)] = &[
     ("EnterCriticalSection", WaitKind::CriticalSection),
     ("RtlEnterCriticalSection", WaitKind::CriticalSection),
     ("RtlpWaitForCriticalSection", WaitKind::CriticalSection),
-    ("RtlpEnterCriticalSectionContended", WaitKind::CriticalSection),
+    (
+        "RtlpEnterCriticalSectionContended",
+        WaitKind::CriticalSection,
+    ),
     ("AcquireSRWLockExclusive", WaitKind::SrwLock),
     ("AcquireSRWLockShared", WaitKind::SrwLock),
     ("RtlAcquireSRWLockExclusive", WaitKind::SrwLock),
@@ -229,10 +234,7 @@ pub fn thread_wait(
         .take(WAIT_FRAMES)
         .find(|f| !f.module.as_deref().is_some_and(is_system_module))
         .map(Frame::call_site);
-    let outermost = top
-        .iter()
-        .rev()
-        .find_map(|f| wait_kind(f).map(|k| (*f, k)));
+    let outermost = top.iter().rev().find_map(|f| wait_kind(f).map(|k| (*f, k)));
     let Some((frame, kind)) = outermost else {
         wait.unknown = Some(match frames.first() {
             None => "the stack could not be walked".into(),
@@ -240,7 +242,10 @@ pub fn thread_wait(
                 "frame 0 ({}) has no symbol: whether it waits, and on what, is unknown",
                 f.call_site()
             ),
-            Some(f) => format!("no wait function on top of the stack (frame 0 is {})", f.call_site()),
+            Some(f) => format!(
+                "no wait function on top of the stack (frame 0 is {})",
+                f.call_site()
+            ),
         });
         return wait;
     };

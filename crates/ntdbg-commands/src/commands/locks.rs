@@ -285,7 +285,11 @@ fn render_cs(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
         }
         None => {}
     }
-    let _ = writeln!(text, "LockCount          = {}", signed_hex(shown_lock_count(row)));
+    let _ = writeln!(
+        text,
+        "LockCount          = {}",
+        signed_hex(shown_lock_count(row))
+    );
     if let Some(woken) = row.waiter_woken {
         let _ = writeln!(text, "WaiterWoken        = {}", yes_no(woken));
     }
@@ -294,7 +298,11 @@ fn render_cs(text: &mut String, row: &CriticalSectionRow, ptr: usize) {
         "OwningThread       = 0x{}",
         pointer_hex(parse_hex(&row.owning_thread), ptr)
     );
-    let _ = writeln!(text, "RecursionCount     = {}", signed_hex(row.recursion_count));
+    let _ = writeln!(
+        text,
+        "RecursionCount     = {}",
+        signed_hex(row.recursion_count)
+    );
     let _ = writeln!(
         text,
         "LockSemaphore      = 0x{:X}",
@@ -353,8 +361,12 @@ fn found_line(text: &mut String, row: &CriticalSectionRow) {
         .map(|t| t.trim_start_matches("0x"))
         .unwrap_or("?");
     let how = match row.found_by {
-        "waited_for" => format!("waited for by thread {thread} (a register recovered in its critical section frames)"),
-        "stack_scan" => format!("on the stack of thread {thread} (found by scanning; its fields check out)"),
+        "waited_for" => format!(
+            "waited for by thread {thread} (a register recovered in its critical section frames)"
+        ),
+        "stack_scan" => {
+            format!("on the stack of thread {thread} (found by scanning; its fields check out)")
+        }
         _ => return,
     };
     let _ = writeln!(text, "Found              {how}");
