@@ -26,8 +26,8 @@ async def test_locks_and_waits_on_the_deadlock_sample(target: Target) -> None:
         assert "*** Locked" in locks["output"]
         sections = locks["result"]["sections"]
         assert [(s["address"], s["owning_thread"], s["locked"]) for s in sections] == [
-            ("0x000000000011fbe8", "0xd4", True),
-            ("0x000000000011fc10", "0xd8", True),
+            ("0x000000000011fbe8", "0xec", True),
+            ("0x000000000011fc10", "0xf0", True),
         ]
         # Without ntdll's image the waiters are not identified: the sections come from the
         # captured stacks, and each says so.
@@ -35,11 +35,11 @@ async def test_locks_and_waits_on_the_deadlock_sample(target: Target) -> None:
         assert "ProcessLocksList" in locks["result"]["note"]
         waits = run["results"][1]["result"]
         assert waits["kind"] == "waits"
-        assert [w["thread_id"] for w in waits["threads"]] == ["0x24", "0xd4", "0xd8"]
+        assert [w["thread_id"] for w in waits["threads"]] == ["0x24", "0xec", "0xf0"]
         assert waits["deadlocks"] == []
 
         report = ok(await call(client, "analyze_crash", session_id=sid))
         assert report["event"]["type"] == "none"
-        assert [w["thread_id"] for w in report["waits"]] == ["0x24", "0xd4", "0xd8"]
-        assert any(i["text"].startswith("contention: critical section 0x11fbe8 is held by thread 0xd4") for i in report["inferences"])
+        assert [w["thread_id"] for w in report["waits"]] == ["0x24", "0xec", "0xf0"]
+        assert any(i["text"].startswith("contention: critical section 0x11fbe8 is held by thread 0xec") for i in report["inferences"])
         assert "!locks" in report["next_commands"]

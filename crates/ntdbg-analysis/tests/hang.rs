@@ -42,14 +42,14 @@ fn deadlock_reports_the_cycle_with_both_threads_and_both_locks() {
     let deadlock = &r.inferences[0];
     assert_eq!(
         deadlock.text,
-        "deadlock: thread 0xd4 holds critical section 0x11fbe8 and waits for critical section 0x11fc10 held by thread 0xd8, which waits for critical section 0x11fbe8 held by thread 0xd4"
+        "deadlock: thread 0xec holds critical section 0x11fbe8 and waits for critical section 0x11fc10 held by thread 0xf0, which waits for critical section 0x11fbe8 held by thread 0xec"
     );
     for fact in [
-        "thread 0xd4: frame 3 is ntdll!RtlEnterCriticalSection+0x91",
+        "thread 0xec: frame 3 is ntdll!RtlEnterCriticalSection+0x91",
         "rbp recovered by unwinding in frame 2 = 0x11fc10",
-        "OwningThread 0xd8",
-        "thread 0xd8: frame 3 is ntdll!RtlEnterCriticalSection+0x91",
-        "OwningThread 0xd4",
+        "OwningThread 0xf0",
+        "thread 0xf0: frame 3 is ntdll!RtlEnterCriticalSection+0x91",
+        "OwningThread 0xec",
     ] {
         assert!(
             deadlock.basis.contains(fact),
@@ -74,8 +74,8 @@ fn deadlock_reports_the_cycle_with_both_threads_and_both_locks() {
         shape,
         [
             ("0x24", "objects", "-", "-"),
-            ("0xd4", "critical_section", "0x11fc10", "0xd8"),
-            ("0xd8", "critical_section", "0x11fbe8", "0xd4"),
+            ("0xec", "critical_section", "0x11fc10", "0xf0"),
+            ("0xf0", "critical_section", "0x11fbe8", "0xec"),
         ]
     );
     assert_eq!(waits[1]["caller"], "hang!lock_worker+0x85");
@@ -84,7 +84,7 @@ fn deadlock_reports_the_cycle_with_both_threads_and_both_locks() {
         .is_some_and(|c| c.iter().any(|c| c == "!locks")));
     let text = render_report(&r);
     assert!(text.contains("\nWAIT_CHAINS:\n  - thread 0x24 (~0) waits on several kernel objects in hang!run_ring+0x10e\n"), "{text}");
-    assert!(text.contains("  - thread 0xd4 (~1) waits to enter critical section 0x11fc10 owned by thread 0xd8 in hang!lock_worker+0x85\n"), "{text}");
+    assert!(text.contains("  - thread 0xec (~1) waits to enter critical section 0x11fc10 owned by thread 0xf0 in hang!lock_worker+0x85\n"), "{text}");
     assert!(text.contains(&format!("  - {}\n", deadlock.text)), "{text}");
 }
 
@@ -100,7 +100,7 @@ fn three_threads_deadlock_in_one_cycle() {
         .collect();
     assert_eq!(
         deadlocks,
-        ["deadlock: thread 0xe8 holds critical section 0x11fbe8 and waits for critical section 0x11fc10 held by thread 0xec, which waits for critical section 0x11fc38 held by thread 0xf0, which waits for critical section 0x11fbe8 held by thread 0xe8"]
+        ["deadlock: thread 0x104 holds critical section 0x11fbe8 and waits for critical section 0x11fc10 held by thread 0x108, which waits for critical section 0x11fc38 held by thread 0x10c, which waits for critical section 0x11fbe8 held by thread 0x104"]
     );
 }
 
@@ -145,14 +145,38 @@ fn without_system_dlls_the_waits_are_unknown_and_no_deadlock_is_claimed() {
     assert_eq!(
         texts,
         [
-            "contention: critical section 0x11fbe8 is held by thread 0xd4 and 1 thread waits for it (the waiters are not identified)",
-            "contention: critical section 0x11fc10 is held by thread 0xd8 and 1 thread waits for it (the waiters are not identified)",
+            "contention: critical section 0x11fbe8 is held by thread 0xec and 1 thread waits for it (the waiters are not identified)",
+            "contention: critical section 0x11fc10 is held by thread 0xf0 and 1 thread waits for it (the waiters are not identified)",
         ]
     );
     assert!(r
         .limitations
         .iter()
         .any(|l| l.starts_with("what the threads wait on is unknown")));
+}
+
+#[test]
+fn srw_lock_waits_are_told_without_an_owner() {
+    let Some(wine) = wine_dlls() else { return };
+    let r = report("hang/srw.dmp", Some(wine));
+    let waits: Vec<(Option<&str>, Option<&str>)> = r
+        .waits
+        .iter()
+        .map(|w| (w.waits_on, w.caller.as_deref()))
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            (Some("objects"), Some("hang!srw+0xf4")),
+            (Some("srw_lock"), Some("hang!srw_worker+0x63")),
+            (Some("srw_lock"), Some("hang!srw_worker+0x63")),
+        ]
+    );
+    assert!(r.waits[1]
+        .basis
+        .contains("an SRW lock does not record its owner"));
+    assert!(r.waits.iter().all(|w| w.owner_thread_id.is_none()));
+    assert!(!r.inferences.iter().any(|i| i.text.starts_with("deadlock")));
 }
 
 #[test]

@@ -49,12 +49,12 @@ fn deadlock_sample_with_wine_dlls() {
         insta::assert_snapshot!(format!("deadlock__{name}"), text, command);
     }
     let locks = run(&mut s, "!locks");
-    assert!(locks.starts_with("CritSec +11fc10 at 000000000011fc10\nLockCount          1\nRecursionCount     1\nOwningThread       d8\n"), "{locks}");
+    assert!(locks.starts_with("CritSec +11fc10 at 000000000011fc10\nLockCount          1\nRecursionCount     1\nOwningThread       f0\n"), "{locks}");
     assert!(locks.contains("*** Locked"));
     let waits = ntdbg_commands::run_command(&mut s, "!waits").expect("runs");
     let json = serde_json::to_value(waits.typed.expect("typed")).expect("serialises");
     assert_eq!(json["kind"], "waits");
-    assert_eq!(json["threads"][2]["owner_thread_id"], "0xd4");
+    assert_eq!(json["threads"][2]["owner_thread_id"], "0xec");
     assert_eq!(json["deadlocks"].as_array().map(Vec::len), Some(1));
 }
 

@@ -13,8 +13,10 @@
  *   deadlock3  the same cycle with three workers and three locks.
  *   hang       one worker waits forever on an event nobody sets, one sleeps
  *              forever, main waits for the first worker's thread handle.
+ *   srw        the two-thread ring with SRW locks: an SRW lock records no
+ *              owner, so only the waits can be told.
  */
-// crashgen-modes: deadlock deadlock3 hang
+// crashgen-modes: deadlock deadlock3 hang srw
 // crashgen-flags: -O1
 #include "crashgen.h"
 
@@ -115,10 +117,60 @@ static void hang(void)
     WaitForSingleObject(waiter, INFINITE);
 }
 
+/* Two SRW locks and the events that say each worker holds its first one. Lives
+ * in main's stack frame. */
+struct srw_pair {
+    SRWLOCK locks[2];
+    HANDLE holds_first[2];
+};
+
+/* One worker's view of the pair. */
+struct srw_arg {
+    struct srw_pair *pair;
+    int index;
+};
+
+/* Acquires lock `index`, waits until both workers hold their first lock, then
+ * acquires the other one: it never gets it. */
+static DWORD WINAPI CRASHGEN_NOINLINE srw_worker(void *param)
+{
+    struct srw_arg *arg = param;
+    struct srw_pair *pair = arg->pair;
+    int first = arg->index;
+    int second = 1 - arg->index;
+    AcquireSRWLockExclusive(&pair->locks[first]);
+    SetEvent(pair->holds_first[first]);
+    WaitForMultipleObjects(2, pair->holds_first, TRUE, INFINITE);
+    InterlockedIncrement(&blocked_workers);
+    AcquireSRWLockExclusive(&pair->locks[second]);
+    ReleaseSRWLockExclusive(&pair->locks[second]);
+    ReleaseSRWLockExclusive(&pair->locks[first]);
+    return 0;
+}
+
+static void srw(void)
+{
+    struct srw_pair pair;
+    struct srw_arg args[2];
+    HANDLE workers[2];
+    int i;
+    for (i = 0; i < 2; i++) {
+        InitializeSRWLock(&pair.locks[i]);
+        pair.holds_first[i] = CreateEventA(NULL, TRUE, FALSE, NULL);
+        args[i].pair = &pair;
+        args[i].index = i;
+    }
+    for (i = 0; i < 2; i++)
+        workers[i] = CreateThread(NULL, 0, srw_worker, &args[i], 0, NULL);
+    CreateThread(NULL, 0, watchdog, (void *)(INT_PTR)2, 0, NULL);
+    WaitForMultipleObjects(2, workers, TRUE, INFINITE);
+}
+
 static const struct crashgen_mode modes[] = {
     {"deadlock", deadlock},
     {"deadlock3", deadlock3},
     {"hang", hang},
+    {"srw", srw},
 };
 
 int main(int argc, char **argv)

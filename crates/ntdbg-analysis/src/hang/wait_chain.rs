@@ -263,8 +263,11 @@ pub fn thread_wait(
                 "the handles waited on are not recovered: argument registers are not kept at the system call".into(),
             )
         }
-        WaitKind::SrwLock | WaitKind::ConditionVariable | WaitKind::Address | WaitKind::KeyedEvent => {
-            wait.unknown = Some("the lock's address and owner are not recorded in a form the dump keeps".into())
+        WaitKind::SrwLock => {
+            wait.unknown = Some("an SRW lock does not record its owner: who holds it is unknown".into())
+        }
+        WaitKind::ConditionVariable | WaitKind::Address | WaitKind::KeyedEvent => {
+            wait.unknown = Some("the object waited on records no owner: who would wake the thread is unknown".into())
         }
         WaitKind::Sleep => {}
     }
@@ -297,8 +300,8 @@ fn bare_name(frame: &Frame) -> Option<&str> {
 }
 
 /// The critical section a thread waits for: the values of callee-saved registers recovered in
-/// the critical section frames, kept when they read as a held section owned by another thread.
-/// Exactly one distinct section must remain.
+/// the critical section frames, kept when they read as a held section owned by another thread
+/// with at least one waiter. Exactly one distinct section must remain.
 fn waited_section(
     session: &Session,
     thread_id: u32,
@@ -323,7 +326,11 @@ fn waited_section(
             let Ok(section) = read_critical_section(session, value, thread_ids) else {
                 continue;
             };
-            if !section.locked || section.owning_thread == u64::from(thread_id) {
+            // The waiter counts itself in LockCount, and does not own what it waits for.
+            if !section.locked
+                || section.waiters == 0
+                || section.owning_thread == u64::from(thread_id)
+            {
                 continue;
             }
             if !found.iter().any(|f| f.section.address == section.address) {
