@@ -353,6 +353,33 @@ mod tests {
     }
 
     #[test]
+    fn x86_layout_is_six_dwords() {
+        let mut bytes = Vec::new();
+        for v in [0x0015_0a40u32, 0, 1, 0x1a4, 0x7f4, 0] {
+            bytes.extend(v.to_le_bytes());
+        }
+        assert_eq!(size(4), bytes.len());
+        let raw = parse_raw(&bytes, 0x40_3000, 4).expect("parses");
+        assert_eq!(
+            (
+                raw.debug_info,
+                raw.lock_count,
+                raw.recursion_count,
+                raw.owning_thread,
+                raw.lock_semaphore
+            ),
+            (0x0015_0a40, 0, 1, 0x1a4, 0x7f4)
+        );
+        let cs = check(&raw, 4, &[0x1a4]).expect("checks out");
+        assert!(cs.locked && cs.waiters == 0);
+        assert!(parse_raw(&bytes[..20], 0x40_3000, 4).is_none());
+        // x86 DebugInfo of -1 is 0xffffffff.
+        let mut no_debug = raw;
+        no_debug.debug_info = 0xffff_ffff;
+        assert!(check(&no_debug, 4, &[0x1a4]).is_ok());
+    }
+
+    #[test]
     fn inconsistent_fields_are_rejected() {
         // Owner not a thread of the dump.
         assert!(check(&raw(0, 1, 0x1234), 8, &[0xd4]).is_err());
