@@ -1,9 +1,12 @@
-//! The critical sections reachable from the threads, for `!locks` on a dump without the
-//! process-wide list: those the threads wait for (found through recovered registers), then
-//! held sections lying in the captured thread stacks whose fields check out (found by
-//! scanning, and said so).
+//! The critical sections of a process, for `!locks`: with ntdll's symbols and the memory of a
+//! full dump, the process-wide list (`ntdll!RtlCriticalSectionList`, each debug record's
+//! `ProcessLocksList` entry); otherwise those reachable from the threads: the ones they wait
+//! for (found through recovered registers), then held sections lying in the captured thread
+//! stacks whose fields check out (found by scanning, and said so).
 
-use super::critical_section::{check, parse_raw, size, with_debug_counts, CriticalSection};
+use super::critical_section::{
+    check, parse_raw, read_raw, size, with_debug_counts, CriticalSection,
+};
 use super::wait_chain::ThreadWait;
 use ntdbg_engine::Session;
 
@@ -11,6 +14,10 @@ use ntdbg_engine::Session;
 const MAX_STACK_SCAN: u64 = 1 << 20;
 /// How many sections a scan reports at most.
 const MAX_SECTIONS: usize = 256;
+/// How many entries of the process-wide list are followed at most.
+const MAX_LIST_ENTRIES: usize = 4096;
+/// The head of the process-wide list of critical section debug records.
+const LIST_HEAD: &str = "ntdll!RtlCriticalSectionList";
 
 /// How a reachable section was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +32,77 @@ pub enum Found {
         /// The id of the thread whose stack holds it.
         thread_id: u32,
     },
+    /// ntdll's process-wide list names it.
+    ProcessList,
+}
+
+/// The process-wide list as far as it could be walked.
+#[derive(Debug, Clone)]
+pub struct ProcessList {
+    /// The sections whose fields check out, in list order.
+    pub sections: Vec<CriticalSection>,
+    /// Entries whose section could not be read or did not check out.
+    pub skipped: usize,
+    /// Why the walk stopped before coming back to the head, when it did.
+    pub stopped: Option<String>,
+}
+
+/// Walks `ntdll!RtlCriticalSectionList` (at most 4096 entries, each once). `Err` says why
+/// the list cannot be walked at all: ntdll's symbols do not name its head, or the dump does
+/// not hold it (a normal minidump has no ntdll data).
+pub fn process_list(session: &Session) -> Result<ProcessList, String> {
+    let ptr = session.arch().pointer_size();
+    let head = session
+        .resolve_symbol(LIST_HEAD)
+        .ok_or_else(|| format!("ntdll's symbols do not name {LIST_HEAD}"))?;
+    let word = |at: u64| -> Option<u64> {
+        let bytes: Vec<u8> = session
+            .read_virtual(at, ptr)
+            .into_iter()
+            .collect::<Option<_>>()?;
+        let mut w = [0u8; 8];
+        w[..ptr].copy_from_slice(&bytes);
+        Some(u64::from_le_bytes(w))
+    };
+    let mut entry = word(head).ok_or_else(|| {
+        format!("{LIST_HEAD} at {head:#x} is not in the dump (a full-memory dump holds it)")
+    })?;
+    let ids: Vec<u32> = session.target().threads().iter().map(|t| t.id).collect();
+    let mut list = ProcessList {
+        sections: Vec::new(),
+        skipped: 0,
+        stopped: None,
+    };
+    let mut seen = std::collections::HashSet::new();
+    while entry != head {
+        if seen.len() >= MAX_LIST_ENTRIES {
+            list.stopped = Some(format!("stopped after {MAX_LIST_ENTRIES} entries"));
+            break;
+        }
+        if !seen.insert(entry) {
+            list.stopped = Some(format!(
+                "the list loops back to {entry:#x} without reaching its head"
+            ));
+            break;
+        }
+        // ProcessLocksList follows Type, CreatorBackTraceIndex and CriticalSection.
+        let debug = entry.wrapping_sub(2 * ptr as u64);
+        let section = word(debug + ptr as u64)
+            .and_then(|address| read_raw(session, address))
+            .and_then(|raw| check(&raw, ptr, &ids).ok());
+        match section {
+            Some(cs) => list.sections.push(with_debug_counts(session, cs)),
+            None => list.skipped += 1,
+        }
+        match word(entry) {
+            Some(next) => entry = next,
+            None => {
+                list.stopped = Some(format!("entry {entry:#x} is not in the dump"));
+                break;
+            }
+        }
+    }
+    Ok(list)
 }
 
 /// One critical section and how it was found.

@@ -9,7 +9,7 @@ use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::hang::critical_section::{
     check, read_raw, with_debug_counts, CriticalSection, LockEncoding, RawCriticalSection,
 };
-use ntdbg_analysis::hang::locks::{reachable_sections, Found, Reachable};
+use ntdbg_analysis::hang::locks::{process_list, reachable_sections, Found, Reachable};
 use ntdbg_analysis::hang::wait_chain::thread_waits;
 use ntdbg_analysis::hang::{hang_inferences, wait_facts, WaitFacts};
 use ntdbg_analysis::Inference;
@@ -25,7 +25,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         "decode an RTL_CRITICAL_SECTION: owner, recursion and lock counts, waiters",
         "With ADDR, reads the critical section there and says whether its fields check out \
          (owner a thread of the dump, counts consistent). Without, lists the critical \
-         sections reachable from the threads, as `!locks -v` finds them. LockCount is decoded \
+         sections as `!locks -v` finds them. LockCount is decoded \
          in both encodings: Windows since Server 2003 SP1 (bit field) and Windows XP / Wine \
          (counted). EntryCount and ContentionCount come from DebugInfo when the dump holds it.",
         cs,
@@ -34,11 +34,12 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         &["!locks"],
         "!locks [-v]",
         "the held critical sections reachable from the threads",
-        "Without the process-wide list (a normal minidump has no heap), the sections are those \
-         the threads wait for (read from registers the unwinder recovered in the critical \
-         section frames) and held sections lying in the captured thread stacks whose fields \
-         check out (found by scanning). Each says how it was found. -v is accepted for \
-         WinDbg's sake; only held sections are found either way.",
+        "With ntdll's symbols and a full-memory dump, walks the process-wide list \
+         (ntdll!RtlCriticalSectionList); -v adds the free sections. Otherwise (a normal \
+         minidump holds no ntdll data) the sections are those the threads wait for (read from \
+         registers the unwinder recovered in the critical section frames) and held sections \
+         lying in the captured thread stacks whose fields check out (found by scanning). \
+         Each says how it was found.",
         locks,
     ),
     CommandSpec::inspect(
@@ -84,7 +85,7 @@ pub struct CriticalSectionRow {
     pub entry_count: Option<u32>,
     /// `ContentionCount`, when the dump holds the debug record.
     pub contention_count: Option<u32>,
-    /// `waited_for` or `stack_scan` (`!locks`), `address` (`!cs ADDR`).
+    /// `process_list`, `waited_for` or `stack_scan` (`!locks`), `address` (`!cs ADDR`).
     pub found_by: &'static str,
     /// The thread that waits for it (`waited_for`) or whose stack holds it (`stack_scan`).
     pub thread_id: Option<String>,
@@ -92,13 +93,13 @@ pub struct CriticalSectionRow {
     pub problem: Option<String>,
 }
 
-/// What `!locks` says about where its sections come from.
-const LOCKS_NOTE: &str = "the critical sections the threads wait for and the held ones in the captured thread stacks; the process-wide list (ntdll's ProcessLocksList) needs a full-memory dump";
+/// What `!locks` says about where its sections come from without the process-wide list.
+const LOCKS_NOTE: &str = "the critical sections the threads wait for and the held ones in the captured thread stacks; the process-wide list was not walked";
 
 fn cs(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let args = inv.args.trim();
     if args.is_empty() {
-        return listing(session, Shape::Cs);
+        return listing(session, Shape::Cs, true);
     }
     if args.split_whitespace().count() > 1 || args.starts_with('-') {
         return Err(CommandError::syntax(format!(
@@ -139,7 +140,8 @@ fn cs(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
 
 fn locks(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     match inv.args.trim() {
-        "" | "-v" => listing(session, Shape::Locks),
+        "" => listing(session, Shape::Locks, false),
+        "-v" => listing(session, Shape::Locks, true),
         other => Err(CommandError::syntax(format!(
             "Syntax error in '!locks {}': expected [-v]",
             excerpt(other)
@@ -154,13 +156,42 @@ enum Shape {
     Locks,
 }
 
-fn listing(session: &Session, shape: Shape) -> Result<CommandOutput, CommandError> {
+/// The sections of the process-wide list when it can be walked, else those reachable from
+/// the threads; `all` keeps the free ones too (the list's; the threads give only held ones).
+fn listing(session: &Session, shape: Shape, all: bool) -> Result<CommandOutput, CommandError> {
     let ptr = session.arch().pointer_size();
-    let waits = thread_waits(session);
-    let rows: Vec<CriticalSectionRow> = reachable_sections(session, &waits)
-        .iter()
-        .map(|r| reachable_row(session, r))
-        .collect();
+    let (rows, note) = match process_list(session) {
+        Ok(list) => {
+            let rows: Vec<CriticalSectionRow> = list
+                .sections
+                .iter()
+                .filter(|cs| all || cs.locked)
+                .map(|cs| section_row(session, cs, "process_list", None))
+                .collect();
+            let mut note = format!(
+                "the process-wide list (ntdll!RtlCriticalSectionList): {} sections whose fields check out",
+                list.sections.len()
+            );
+            if list.skipped > 0 {
+                note.push_str(&format!(
+                    ", {} entries skipped (not in the dump or not checking out)",
+                    list.skipped
+                ));
+            }
+            if let Some(why) = &list.stopped {
+                note.push_str(&format!("; the walk stopped: {why}"));
+            }
+            (rows, note)
+        }
+        Err(why) => {
+            let waits = thread_waits(session);
+            let rows = reachable_sections(session, &waits)
+                .iter()
+                .map(|r| reachable_row(session, r))
+                .collect();
+            (rows, format!("{LOCKS_NOTE}: {why}"))
+        }
+    };
     let mut text = String::new();
     for row in &rows {
         match shape {
@@ -177,22 +208,23 @@ fn listing(session: &Session, shape: Shape) -> Result<CommandOutput, CommandErro
             "EntryCount and ContentionCount are in each section's DebugInfo, which this dump does not hold (??)"
         );
     }
-    let _ = writeln!(text, "Note: {LOCKS_NOTE}");
+    let _ = writeln!(text, "Note: {note}");
     Ok(CommandOutput::with(
         text,
         TypedResult::CriticalSections {
             sections: rows,
-            note: Some(LOCKS_NOTE.to_string()),
+            note: Some(note),
         },
     ))
 }
 
 fn reachable_row(session: &Session, r: &Reachable) -> CriticalSectionRow {
     let (found_by, thread) = match r.found {
-        Found::WaitedFor { thread_id } => ("waited_for", thread_id),
-        Found::StackScan { thread_id } => ("stack_scan", thread_id),
+        Found::WaitedFor { thread_id } => ("waited_for", Some(thread_id)),
+        Found::StackScan { thread_id } => ("stack_scan", Some(thread_id)),
+        Found::ProcessList => ("process_list", None),
     };
-    section_row(session, &r.section, found_by, Some(thread))
+    section_row(session, &r.section, found_by, thread)
 }
 
 fn section_row(
