@@ -4,7 +4,9 @@
 
 use ntdbg_engine::Session;
 use ntdbg_testutil::corrupt::TempDir;
-use ntdbg_testutil::minidump_builder::{Context, Cpu, MinidumpBuilder, Thread, X64Context};
+use ntdbg_testutil::minidump_builder::{
+    CodeView, Context, Cpu, Guid, MinidumpBuilder, Module, Thread, X64Context,
+};
 
 const STACK: u64 = 0x0000_00c4_5678_0000;
 const MAIN: u32 = 0x1a4;
@@ -174,5 +176,110 @@ fn stack_scan_is_bounded() {
         text.contains("Scanned 256 critical sections"),
         "{}",
         &text[text.len().saturating_sub(300)..]
+    );
+}
+
+const NTDLL: u64 = 0x7ffa_0000_0000;
+/// The RVA the test's ntdll symbols give `RtlCriticalSectionList`.
+const LIST_RVA: u64 = 0x1000;
+const DEBUG_RECORDS: u64 = 0x0000_0200_0000_0000;
+
+fn ntdll_guid() -> Guid {
+    Guid {
+        data1: 0x1111_1111,
+        data2: 0x2222,
+        data3: 0x3333,
+        data4: [1, 2, 3, 4, 5, 6, 7, 8],
+    }
+}
+
+/// Breakpad symbols naming `RtlCriticalSectionList`, in store layout under `dir`.
+fn write_ntdll_symbols(dir: &std::path::Path) {
+    let id = "111111112222333301020304050607081";
+    let folder = dir.join("ntdll.pdb").join(id);
+    std::fs::create_dir_all(&folder).expect("creates");
+    std::fs::write(
+        folder.join("ntdll.sym"),
+        format!(
+            "MODULE windows x86_64 {id} ntdll.pdb\nPUBLIC {LIST_RVA:x} 0 RtlCriticalSectionList\n"
+        ),
+    )
+    .expect("writes");
+}
+
+/// An x64 `RTL_CRITICAL_SECTION_DEBUG`: Type, CreatorBackTraceIndex, CriticalSection,
+/// ProcessLocksList (Flink, Blink), EntryCount, ContentionCount.
+fn debug_record(section: u64, flink: u64, entries: u32, contentions: u32) -> Vec<u8> {
+    let mut b = vec![0u8; 8];
+    b.extend(section.to_le_bytes());
+    b.extend(flink.to_le_bytes());
+    b.extend(0u64.to_le_bytes());
+    b.extend(entries.to_le_bytes());
+    b.extend(contentions.to_le_bytes());
+    b.resize(0x30, 0);
+    b
+}
+
+/// A "full" dump: ntdll's list head, two debug records and their two sections. `last_flink`
+/// is where the second record's entry leads (the head, or back to the first: a loop).
+fn listed_dump(last_flink: Option<u64>) -> MinidumpBuilder {
+    let head = NTDLL + LIST_RVA;
+    let first = DEBUG_RECORDS;
+    let second = DEBUG_RECORDS + 0x40;
+    let held = DEBUG_RECORDS + 0x100;
+    let free = DEBUG_RECORDS + 0x140;
+    let mut records = vec![0u8; 0x180];
+    let mut put = |at: u64, bytes: Vec<u8>| {
+        let at = (at - DEBUG_RECORDS) as usize;
+        records[at..at + bytes.len()].copy_from_slice(&bytes);
+    };
+    put(first, debug_record(held, second + 0x10, 3, 2));
+    put(second, debug_record(free, last_flink.unwrap_or(head), 0, 0));
+    put(held, section(first, 1, 1, u64::from(WORKER)));
+    put(free, section(second, -1, 0, 0));
+    let mut dump = dump(vec![0u8; 0x100]);
+    dump.module(Module {
+        codeview: Some(CodeView::Pdb70 {
+            guid: ntdll_guid(),
+            age: 1,
+            pdb: "ntdll.pdb".into(),
+        }),
+        ..Module::new(r"C:\Windows\System32\ntdll.dll", NTDLL, 0x20_0000)
+    })
+    .memory(head, (first + 0x10).to_le_bytes().to_vec())
+    .memory(DEBUG_RECORDS, records);
+    dump
+}
+
+#[test]
+fn locks_walks_the_process_wide_list_when_it_can() {
+    let dir = TempDir::new("locks-process-list");
+    write_ntdll_symbols(dir.path());
+    let mut s = open(&dir, &listed_dump(None));
+    let text = run(&mut s, "!locks");
+    insta::assert_snapshot!("synthetic_process_list_locks", text, "!locks");
+    assert!(
+        text.contains("EntryCount         3\nContentionCount    2\n"),
+        "{text}"
+    );
+    assert!(text.contains("Scanned 1 critical sections"), "{text}");
+    let all = run(&mut s, "!locks -v");
+    assert!(all.contains("Scanned 2 critical sections"), "{all}");
+    assert!(all.contains("Note: the process-wide list (ntdll!RtlCriticalSectionList): 2 sections whose fields check out\n"), "{all}");
+}
+
+#[test]
+fn a_looping_process_list_stops() {
+    let dir = TempDir::new("locks-process-loop");
+    write_ntdll_symbols(dir.path());
+    let mut s = open(&dir, &listed_dump(Some(DEBUG_RECORDS + 0x10)));
+    let all = run(&mut s, "!locks -v");
+    assert!(all.contains("Scanned 2 critical sections"), "{all}");
+    assert!(
+        all.contains(&format!(
+            "the walk stopped: the list loops back to {:#x} without reaching its head",
+            DEBUG_RECORDS + 0x10
+        )),
+        "{all}"
     );
 }

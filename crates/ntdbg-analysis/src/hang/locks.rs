@@ -32,8 +32,6 @@ pub enum Found {
         /// The id of the thread whose stack holds it.
         thread_id: u32,
     },
-    /// ntdll's process-wide list names it.
-    ProcessList,
 }
 
 /// The process-wide list as far as it could be walked.

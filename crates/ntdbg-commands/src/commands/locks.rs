@@ -220,11 +220,10 @@ fn listing(session: &Session, shape: Shape, all: bool) -> Result<CommandOutput, 
 
 fn reachable_row(session: &Session, r: &Reachable) -> CriticalSectionRow {
     let (found_by, thread) = match r.found {
-        Found::WaitedFor { thread_id } => ("waited_for", Some(thread_id)),
-        Found::StackScan { thread_id } => ("stack_scan", Some(thread_id)),
-        Found::ProcessList => ("process_list", None),
+        Found::WaitedFor { thread_id } => ("waited_for", thread_id),
+        Found::StackScan { thread_id } => ("stack_scan", thread_id),
     };
-    section_row(session, &r.section, found_by, thread)
+    section_row(session, &r.section, found_by, Some(thread))
 }
 
 fn section_row(
