@@ -151,14 +151,22 @@ fn stack_sections(session: &Session) -> Vec<Reachable> {
     for t in threads {
         let Some(region) = t.stack else { continue };
         let len = region.size.min(MAX_STACK_SCAN) as usize;
-        let bytes = session.read_virtual(region.base, len);
+        let read = session.read_virtual(region.base, len);
+        // Missing bytes read as zero and are tracked apart, so no window allocates.
+        let bytes: Vec<u8> = read.iter().map(|b| b.unwrap_or(0)).collect();
+        let mut missing_before = Vec::with_capacity(read.len() + 1);
+        missing_before.push(0usize);
+        for b in &read {
+            let last = missing_before.last().copied().unwrap_or(0);
+            missing_before.push(last + usize::from(b.is_none()));
+        }
         let mut offset = 0;
         while offset + size(ptr) <= bytes.len() && out.len() < MAX_SECTIONS {
-            let window: Option<Vec<u8>> =
-                bytes[offset..offset + size(ptr)].iter().copied().collect();
+            let end = offset + size(ptr);
             let address = region.base + offset as u64;
-            let section = window
-                .and_then(|w| parse_raw(&w, address, ptr))
+            let section = (missing_before[end] == missing_before[offset])
+                .then(|| parse_raw(&bytes[offset..end], address, ptr))
+                .flatten()
                 .and_then(|raw| check(&raw, ptr, &ids).ok())
                 .filter(|cs| cs.locked);
             match section {
@@ -167,7 +175,7 @@ fn stack_sections(session: &Session) -> Vec<Reachable> {
                         section: with_debug_counts(session, cs),
                         found: Found::StackScan { thread_id: t.id },
                     });
-                    offset += size(ptr);
+                    offset = end;
                 }
                 None => offset += ptr,
             }
