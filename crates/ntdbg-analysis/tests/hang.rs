@@ -186,3 +186,31 @@ fn dumps_with_an_exception_have_no_wait_section() {
     let json = serde_json::to_value(&r).expect("serialises");
     assert!(json.get("waits").is_none());
 }
+
+#[test]
+fn firefox_threads_are_classified_by_their_wait_functions() {
+    if !ntdbg_testutil::testdata_available() {
+        eprintln!("skipped: shared test corpus not found");
+        return;
+    }
+    let root = "mozilla-minidump-stackwalk-pgo/pgo_data";
+    let dump = ntdbg_testutil::testdata(&format!("{root}/minidumps/windows-x86_64.dmp"));
+    let symbols = ntdbg_testutil::testdata(&format!("{root}/symbols"));
+    let session =
+        Session::open_dump(&dump, Some(&symbols.display().to_string())).expect("dump opens");
+    session.symbols().set_offline(true);
+    let waits = ntdbg_analysis::hang::wait_chain::thread_waits(&session);
+    let count = |kind: Option<&str>| {
+        waits
+            .iter()
+            .filter(|w| w.kind.map(|k| k.name()) == kind)
+            .count()
+    };
+    assert_eq!(waits.len(), 103);
+    assert_eq!(count(Some("condition_variable")), 82);
+    assert_eq!(count(Some("thread_pool")), 4);
+    assert_eq!(count(Some("io_completion")), 5);
+    // The crash reporter's thread (NtGetContextThread) and a vblank wait are no known wait.
+    assert_eq!(count(None), 2);
+    assert!(waits.iter().all(|w| w.section.is_none()));
+}

@@ -19,8 +19,8 @@ pub struct WaitFacts {
     /// Its id.
     pub thread_id: String,
     /// `critical_section`, `srw_lock`, `condition_variable`, `object`, `objects`, `sleep`,
-    /// `address`, `keyed_event`, `message`, `io_completion`, or `null` when no wait function
-    /// is on top of its stack.
+    /// `address`, `keyed_event`, `message`, `io_completion`, `thread_pool`, or `null` when no
+    /// wait function is on top of its stack.
     pub waits_on: Option<&'static str>,
     /// The outermost wait function's frame number.
     pub frame: Option<usize>,

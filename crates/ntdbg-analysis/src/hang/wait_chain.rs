@@ -38,6 +38,8 @@ pub enum WaitKind {
     Message,
     /// `GetQueuedCompletionStatus`, `NtRemoveIoCompletion`.
     IoCompletion,
+    /// `NtWaitForWorkViaWorkerFactory`: an idle thread-pool worker.
+    ThreadPool,
 }
 
 impl WaitKind {
@@ -54,6 +56,7 @@ impl WaitKind {
             WaitKind::KeyedEvent => "keyed_event",
             WaitKind::Message => "message",
             WaitKind::IoCompletion => "io_completion",
+            WaitKind::ThreadPool => "thread_pool",
         }
     }
 
@@ -72,6 +75,7 @@ impl WaitKind {
             WaitKind::KeyedEvent => "waits on a keyed event",
             WaitKind::Message => "waits for a window message",
             WaitKind::IoCompletion => "waits on an I/O completion port",
+            WaitKind::ThreadPool => "is an idle thread-pool worker waiting for work",
         }
     }
 }
@@ -127,6 +131,8 @@ const WAIT_FUNCTIONS: &[(&str, WaitKind)] = &[
     ("ZwRemoveIoCompletion", WaitKind::IoCompletion),
     ("NtRemoveIoCompletionEx", WaitKind::IoCompletion),
     ("ZwRemoveIoCompletionEx", WaitKind::IoCompletion),
+    ("NtWaitForWorkViaWorkerFactory", WaitKind::ThreadPool),
+    ("ZwWaitForWorkViaWorkerFactory", WaitKind::ThreadPool),
 ];
 
 /// Functions inside which a critical section's address is held in a callee-saved register.
@@ -232,7 +238,7 @@ pub fn thread_wait(
     wait.caller = frames
         .iter()
         .take(WAIT_FRAMES)
-        .find(|f| !f.module.as_deref().is_some_and(is_system_module))
+        .find(|f| f.module.as_deref().is_some_and(|m| !is_system_module(m)))
         .map(Frame::call_site);
     let outermost = top.iter().rev().find_map(|f| wait_kind(f).map(|k| (*f, k)));
     let Some((frame, kind)) = outermost else {
@@ -258,7 +264,12 @@ pub fn thread_wait(
             Ok(found) => wait.section = Some(found),
             Err(why) => wait.unknown = Some(why),
         },
-        WaitKind::Object | WaitKind::Objects | WaitKind::Message | WaitKind::IoCompletion => {
+        WaitKind::Message => {
+            wait.unknown = Some(
+                "any handles waited on with the message queue are not recovered".into(),
+            )
+        }
+        WaitKind::Object | WaitKind::Objects | WaitKind::IoCompletion => {
             wait.unknown = Some(
                 "the handles waited on are not recovered: argument registers are not kept at the system call".into(),
             )
@@ -269,7 +280,7 @@ pub fn thread_wait(
         WaitKind::ConditionVariable | WaitKind::Address | WaitKind::KeyedEvent => {
             wait.unknown = Some("the object waited on records no owner: who would wake the thread is unknown".into())
         }
-        WaitKind::Sleep => {}
+        WaitKind::Sleep | WaitKind::ThreadPool => {}
     }
     wait
 }
