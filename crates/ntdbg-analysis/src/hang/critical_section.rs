@@ -171,8 +171,9 @@ pub fn parse_raw(bytes: &[u8], address: u64, pointer_size: usize) -> Option<RawC
 /// Reads and checks the critical section at `address`. `thread_ids` are the dump's threads:
 /// a held section must be owned by one of them. Checks: the address is aligned; a free section
 /// has no owner and no recursion; a held one has an owner among `thread_ids`, a recursion
-/// count of at least one and a waiter count that is not negative; counts stay below 0x10000;
-/// `DebugInfo` is null, -1 or an aligned pointer.
+/// count of at least one and a waiter count that is not negative; no more waiters than the
+/// dump has threads (every waiter is one); counts stay below 0x10000; `DebugInfo` is null, -1
+/// or an aligned pointer.
 pub fn read_critical_section(
     session: &Session,
     address: u64,
@@ -245,6 +246,13 @@ pub fn check(
             Some(lock & 2 == 0),
         )
     };
+    // Every waiter is a thread of the process, which the dump lists.
+    if waiters > thread_ids.len() as i64 {
+        return Err(format!(
+            "LockCount counts {waiters} waiters but the dump has {} threads",
+            thread_ids.len()
+        ));
+    }
     if locked {
         if recursion == 0 {
             return Err("held (by LockCount) with RecursionCount 0".into());
@@ -391,6 +399,9 @@ mod tests {
         assert!(check(&raw(-1, 0, 0xd4), 8, &[0xd4]).is_err());
         // Absurd counts.
         assert!(check(&raw(0x7fff_0000, 1, 0xd4), 8, &[0xd4]).is_err());
+        // More waiters than threads.
+        assert!(check(&raw(3, 1, 0xd4), 8, &[0xd4, 0xd8]).is_err());
+        assert!(check(&raw(1, 1, 0xd4), 8, &[0xd4, 0xd8]).is_ok());
         let mut unaligned = raw(0, 1, 0xd4);
         unaligned.debug_info = 0x2003;
         assert!(check(&unaligned, 8, &[0xd4]).is_err());

@@ -14,6 +14,9 @@ use ntdbg_engine::Session;
 const MAX_STACK_SCAN: u64 = 1 << 20;
 /// How many sections a scan reports at most.
 const MAX_SECTIONS: usize = 256;
+/// The most recursions a section found by scanning may have: a scan is weaker evidence than a
+/// register or the process list, so implausible counts are not taken.
+const MAX_SCANNED_RECURSION: i32 = 64;
 /// How many entries of the process-wide list are followed at most.
 const MAX_LIST_ENTRIES: usize = 4096;
 /// The head of the process-wide list of critical section debug records.
@@ -168,7 +171,7 @@ fn stack_sections(session: &Session) -> Vec<Reachable> {
                 .then(|| parse_raw(&bytes[offset..end], address, ptr))
                 .flatten()
                 .and_then(|raw| check(&raw, ptr, &ids).ok())
-                .filter(|cs| cs.locked);
+                .filter(|cs| cs.locked && cs.recursion_count <= MAX_SCANNED_RECURSION);
             match section {
                 Some(cs) => {
                     out.push(Reachable {
