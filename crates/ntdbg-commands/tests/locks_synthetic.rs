@@ -266,6 +266,24 @@ fn locks_walks_the_process_wide_list_when_it_can() {
     let all = run(&mut s, "!locks -v");
     assert!(all.contains("Scanned 2 critical sections"), "{all}");
     assert!(all.contains("Note: the process-wide list (ntdll!RtlCriticalSectionList): 2 sections whose fields check out\n"), "{all}");
+    // The analysis takes its held sections from the list too, not from a stack scan.
+    let report = ntdbg_analysis::analyze(&s);
+    let texts: Vec<(&str, &str)> = report
+        .inferences
+        .iter()
+        .map(|i| (i.text.as_str(), i.basis.as_str()))
+        .collect();
+    assert_eq!(texts.len(), 1, "{texts:?}");
+    assert_eq!(
+        texts[0].0,
+        format!("contention: critical section {:#x} is held by thread 0x2b8 and 1 thread waits for it (the waiters are not identified)", DEBUG_RECORDS + 0x100)
+    );
+    assert!(
+        texts[0]
+            .1
+            .starts_with("listed in ntdll!RtlCriticalSectionList: "),
+        "{texts:?}"
+    );
 }
 
 #[test]

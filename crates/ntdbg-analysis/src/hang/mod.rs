@@ -86,7 +86,7 @@ pub fn analyze_hang(
     let waits = wait_chain::thread_waits(session);
     let mut inferences = hang_inferences(&waits);
     if !inferences.iter().any(|i| i.text.starts_with("deadlock")) {
-        inferences.extend(contention_inferences(&locks::reachable_sections(
+        inferences.extend(contention_inferences(&unexplained_sections(
             session, &waits,
         )));
     }
@@ -100,31 +100,56 @@ pub fn analyze_hang(
     (inferences, wait_facts(&waits), limitations)
 }
 
-/// Held critical sections with waiters that no wait chain explained (found by scanning).
-fn contention_inferences(sections: &[locks::Reachable]) -> Vec<Inference> {
+/// Held sections no wait chain leads to, each with where it was found: the process-wide list
+/// when it can be walked, else the captured thread stacks (scanned).
+fn unexplained_sections(
+    session: &ntdbg_engine::Session,
+    waits: &[ThreadWait],
+) -> Vec<(String, critical_section::CriticalSection)> {
+    let waited: Vec<u64> = waits
+        .iter()
+        .filter_map(|w| Some(w.section.as_ref()?.section.address))
+        .collect();
+    match locks::process_list(session) {
+        Ok(list) => list
+            .sections
+            .into_iter()
+            .filter(|cs| !waited.contains(&cs.address))
+            .map(|cs| ("listed in ntdll!RtlCriticalSectionList".to_string(), cs))
+            .collect(),
+        Err(_) => locks::reachable_sections(session, waits)
+            .into_iter()
+            .filter_map(|r| match r.found {
+                locks::Found::StackScan { thread_id } => Some((
+                    format!("found by scanning the stack of thread {thread_id:#x}"),
+                    r.section,
+                )),
+                locks::Found::WaitedFor { .. } => None,
+            })
+            .collect(),
+    }
+}
+
+/// Held critical sections with waiters that no wait chain explained.
+fn contention_inferences(
+    sections: &[(String, critical_section::CriticalSection)],
+) -> Vec<Inference> {
     sections
         .iter()
-        .filter_map(|r| match r.found {
-            locks::Found::StackScan { thread_id } if r.section.waiters > 0 => {
-                Some((thread_id, &r.section))
-            }
-            _ => None,
-        })
-        .map(|(thread_id, cs)| {
-            Inference {
-                text: format!(
-                    "contention: critical section {:#x} is held by thread {:#x} and {} thread{} wait{} for it (the waiters are not identified)",
-                    cs.address,
-                    cs.owning_thread,
-                    cs.waiters,
-                    if cs.waiters == 1 { "" } else { "s" },
-                    if cs.waiters == 1 { "s" } else { "" },
-                ),
-                basis: format!(
-                    "found by scanning the stack of thread {thread_id:#x}: RTL_CRITICAL_SECTION fields check out (LockCount {}, RecursionCount {}, OwningThread {:#x})",
-                    cs.lock_count, cs.recursion_count, cs.owning_thread
-                ),
-            }
+        .filter(|(_, cs)| cs.locked && cs.waiters > 0)
+        .map(|(found, cs)| Inference {
+            text: format!(
+                "contention: critical section {:#x} is held by thread {:#x} and {} thread{} wait{} for it (the waiters are not identified)",
+                cs.address,
+                cs.owning_thread,
+                cs.waiters,
+                if cs.waiters == 1 { "" } else { "s" },
+                if cs.waiters == 1 { "s" } else { "" },
+            ),
+            basis: format!(
+                "{found}: RTL_CRITICAL_SECTION fields check out (LockCount {}, RecursionCount {}, OwningThread {:#x})",
+                cs.lock_count, cs.recursion_count, cs.owning_thread
+            ),
         })
         .collect()
 }
