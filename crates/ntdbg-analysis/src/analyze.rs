@@ -107,10 +107,14 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .map(|(e, d)| kind_tag(&d.kind, e.code))
         .unwrap_or_else(|| "NO_EXCEPTION".into());
     let signature = build_signature(&tag, &frames, config);
-    let inferences = decoded
-        .as_ref()
-        .map(|(e, d)| crate::inference::infer(session, e, d, &frames))
-        .unwrap_or_default();
+    let (inferences, waits) = match &decoded {
+        Some((e, d)) => (crate::inference::infer(session, e, d, &frames), Vec::new()),
+        None => {
+            let (inferences, waits, notes) = crate::hang::analyze_hang(session);
+            limitations.extend(notes);
+            (inferences, waits)
+        }
+    };
     let mut next_commands = vec![".ecxr".to_string(), "kb".to_string()];
     if let Some(m) = &faulting_module {
         next_commands.push(format!("lmv m {}", module_name(&m.name)));
@@ -135,6 +139,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         next_commands.push(format!(".frame {n:x}; dv /t"));
     }
     next_commands.push("~*k".into());
+    if decoded.is_none() {
+        next_commands.extend(["!waits".to_string(), "!locks".to_string()]);
+    }
 
     Report {
         dump,
@@ -145,6 +152,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         signature_frames: signature.frames,
         frame_locals,
         inferences,
+        waits,
         limitations,
         next_commands,
     }

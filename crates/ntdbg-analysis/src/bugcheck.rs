@@ -979,6 +979,7 @@ pub(crate) fn bugcheck_report(
         // Kernel frames' variables are not reported yet.
         frame_locals: Vec::new(),
         inferences,
+        waits: Vec::new(),
         limitations,
         next_commands,
     }

@@ -17,6 +17,7 @@ pub mod error_text;
 pub mod exception;
 pub mod fault;
 pub mod frame_locals;
+pub mod hang;
 mod inference;
 pub mod kernel_objects;
 pub mod listing;

@@ -174,6 +174,14 @@ pub fn render_report(report: &Report) -> String {
             );
         }
     }
+    if !report.waits.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "WAIT_CHAINS:");
+        for w in &report.waits {
+            let _ = writeln!(out, "  - {}", w.text);
+            let _ = writeln!(out, "    basis: {}", w.basis);
+        }
+    }
     if !report.inferences.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "INFERENCES:");

@@ -32,6 +32,11 @@ pub struct Report {
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,
+    /// Dumps without an exception: what every thread waits on (absent otherwise). Not in the
+    /// MCP output schema, which keeps `tools/list` within its budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub waits: Vec<crate::hang::WaitFacts>,
     /// What could not be known, and why.
     pub limitations: Vec<String>,
     /// Commands worth running next.
@@ -120,7 +125,7 @@ pub struct Inference {
     /// `fail_fast`, `stack_overflow`, `assertion`, `abort`, `breakpoint`, `deliberate`,
     /// `constant_address`, `bit_flip`, `context_thread`, `null_deref`, `access_violation`,
     /// `divide_by_zero`, `invalid_parameter`, `raised_exception`, `cpp_exception`,
-    /// `faulting_module`, `bugcheck`.
+    /// `faulting_module`, `bugcheck`, `deadlock`, `hang`, `contention`.
     /// Serialized, but left out of the MCP output schema (its size budget is spent).
     #[schemars(skip)]
     pub kind: String,

@@ -123,6 +123,21 @@ pub enum TypedResult {
         /// Handles by type name, in the order the types first appear.
         by_type: Vec<crate::commands::handles::TypeCount>,
     },
+    /// `!cs`, `!locks`: critical sections.
+    CriticalSections {
+        /// The sections, each with how it was found.
+        sections: Vec<crate::commands::locks::CriticalSectionRow>,
+        /// Where a listing's sections come from (absent for `!cs ADDR`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    /// `!waits`: what every thread waits on, and the deadlock cycles.
+    Waits {
+        /// One entry per thread, in `~` order.
+        threads: Vec<ntdbg_analysis::hang::WaitFacts>,
+        /// Each cycle of threads waiting for each other's critical sections.
+        deadlocks: Vec<ntdbg_analysis::Inference>,
+    },
     /// `!runaway`: thread times.
     ThreadTimes {
         /// One row per thread, in `~` order.

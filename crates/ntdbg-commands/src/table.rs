@@ -17,6 +17,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::threads::COMMANDS,
         commands::threads_info::COMMANDS,
         commands::handles::COMMANDS,
+        commands::locks::COMMANDS,
         commands::modules::COMMANDS,
         commands::pe_headers::COMMANDS,
         commands::memory::COMMANDS,

@@ -9,8 +9,9 @@ use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
     Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
-    MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo, MinidumpThreadInfoList,
-    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList, UnifiedMemory,
+    MinidumpMiscInfo, MinidumpModuleList, MinidumpStream, MinidumpSystemInfo,
+    MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList,
+    UnifiedMemory,
 };
 use std::borrow::Cow;
 use std::fs::File;
@@ -106,7 +107,7 @@ impl UserDump {
 
         let names = dump.get_stream::<MinidumpThreadNames>().ok();
         let mut threads = Vec::new();
-        if let Ok(list) = dump.get_stream::<MinidumpThreadList>() {
+        if let Some(list) = read_thread_list(&dump, &map, &system_info) {
             for t in &list.threads {
                 let region = t.raw.stack.memory;
                 let stack_region = (region.data_size > 0).then(|| MemoryRegion {
@@ -223,6 +224,26 @@ impl UserDump {
 }
 
 /// The MemoryInfoList stream as owned regions sorted by base, if the dump has one.
+/// The thread list. Wine's `MiniDumpWriteDump` sizes the stream for every thread of the process
+/// but writes (and counts) only those a callback kept, so a stream longer than its count needs
+/// is read as its count says (the slack after the last entry is unused).
+fn read_thread_list<'a>(
+    dump: &'a Minidump<'a, &'a [u8]>,
+    all: &'a [u8],
+    system_info: &MinidumpSystemInfo,
+) -> Option<MinidumpThreadList<'a>> {
+    if let Ok(list) = dump.get_stream::<MinidumpThreadList>() {
+        return Some(list);
+    }
+    const COUNT: usize = 4;
+    const ENTRY: usize = 48;
+    let raw = dump.get_raw_stream(MinidumpThreadList::STREAM_TYPE).ok()?;
+    let count = u32::from_le_bytes(raw.get(..COUNT)?.try_into().ok()?) as usize;
+    let needed = count.checked_mul(ENTRY)?.checked_add(COUNT)?;
+    let counted = raw.get(..needed).filter(|_| raw.len() > needed)?;
+    MinidumpThreadList::read(counted, all, scroll::Endian::Little, Some(system_info)).ok()
+}
+
 fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryInfo>> {
     let list = dump.get_stream::<MinidumpMemoryInfoList>().ok()?;
     let mut regions: Vec<MemoryInfo> = list

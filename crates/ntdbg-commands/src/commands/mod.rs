@@ -9,6 +9,7 @@ pub(crate) mod frames;
 pub(crate) mod handles;
 pub(crate) mod kernel;
 pub(crate) mod kernel_objects;
+pub(crate) mod locks;
 pub(crate) mod memory;
 pub(crate) mod meta;
 pub(crate) mod modules;
