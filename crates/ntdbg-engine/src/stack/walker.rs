@@ -251,10 +251,14 @@ impl Walker<'_> {
             };
             let caller_sp = record + 2 * ptr;
             // The chain climbs the stack: the caller's frame pointer lies above this record
-            // (x86 allows anything there: its outermost frame keeps ebp 0).
+            // (x86 allows anything there: its outermost frame keeps ebp 0). On x64 a saved
+            // value below the record means rbp points lower into the frame: try the next
+            // slot; one above it but outside the stack means rbp is no frame pointer at all.
             let chained = match self.arch {
                 Arch::X86 => true,
-                Arch::X64 => caller_fp >= caller_sp && self.stack.contains(caller_fp),
+                Arch::X64 if caller_fp < caller_sp => false,
+                Arch::X64 if !self.stack.contains(caller_fp) => return Chain::Broken,
+                Arch::X64 => true,
                 _ => caller_fp == 0 || (caller_fp > record && self.stack.contains(caller_fp)),
             };
             if !chained || ra < NULL_PAGE || caller_sp <= sp || self.place(ra) != Place::Code {
