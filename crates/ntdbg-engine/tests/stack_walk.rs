@@ -306,3 +306,71 @@ fn x86_stacks_match_minidump_stackwalk_to_the_last_caller() {
         ]
     );
 }
+
+#[test]
+fn arm64_kernel_frame_records_chain_on() {
+    use ntdbg_testutil::kernel_synth::{KernelSynth, Layout, Machine, CONTEXT_OFFSET};
+    const NT: u64 = 0xffff_f800_1000_0000;
+    const KSTACK: u64 = 0xffff_a000_0000_0000;
+    let code = NT + 0x1000;
+    let mut s = KernelSynth::for_machine(Layout::Full, Machine::Arm64);
+    s.add_module_list(
+        0xffff_f800_0100_0000,
+        &[("ntoskrnl.exe", NT, 0x10_0000, 0x1234_5678)],
+    );
+    s.write_virtual(code, &arm64_code());
+    // Kernel return addresses signed with pointer authentication: bit 55 set, the PAC in
+    // the bits above the 48-bit address.
+    let signed = |ra: u64| (ra & ((1 << 48) - 1)) | 0x0080_0000_0000_0000 | 0x0012_0000_0000_0000;
+    s.write_virtual(KSTACK + 0x40, &words(&[KSTACK + 0x80, signed(code + 0x14)]));
+    s.write_virtual(KSTACK + 0x80, &words(&[KSTACK + 0xc0, code + 0x44]));
+    s.write_virtual(KSTACK + 0xc0, &words(&[0, 0]));
+    s.rip = code + 0xa0;
+    s.rsp = KSTACK + 0x20;
+    let mut bytes = s.build();
+    // CONTEXT (ARM64): Fp at 0xf0, Lr at 0xf8.
+    bytes[CONTEXT_OFFSET + 0xf0..CONTEXT_OFFSET + 0xf8]
+        .copy_from_slice(&(KSTACK + 0x40).to_le_bytes());
+    bytes[CONTEXT_OFFSET + 0xf8..CONTEXT_OFFSET + 0x100]
+        .copy_from_slice(&(code + 0x64).to_le_bytes());
+    let dir = TempDir::new("walk-arm64-kernel");
+    let path = dir.path().join("MEMORY.DMP");
+    std::fs::write(&path, bytes).unwrap();
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    let walked = session.thread_stack(0).unwrap();
+    assert_eq!(
+        summary(&walked),
+        [
+            (code + 0xa0, FoundBy::Context, Trust::Context),
+            (code + 0x14, FoundBy::FramePointer, Trust::CallSite),
+            (code + 0x44, FoundBy::FramePointer, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+}
+
+#[test]
+fn x86_caller_after_a_stdcall_without_symbols_is_found() {
+    // The repository's x86 sample: do_raise (no frame pointer) calls RaiseException in
+    // kernelbase (no symbols), which pops its four arguments. The frame-pointer frame for
+    // do_raise cannot know that, so do_raise's frame data read an argument (3) as its return
+    // address and the walk used to stop there, losing mode_raise and main. A scan for a
+    // return address after a call finds them.
+    let path = ntdbg_testutil::sample("x86/crashy-x86-raise.dmp");
+    let session = Session::open_dump(&path, None).unwrap();
+    let walked = session.event_stack().unwrap();
+    let names: Vec<String> = walked.frames.iter().map(|f| f.call_site()).collect();
+    assert_eq!(
+        names[..4],
+        [
+            "kernelbase+0x12866",
+            "crashy!do_raise+0x2f",
+            "crashy!mode_raise+0x5",
+            "crashy!main+0x29a"
+        ]
+    );
+    let f = &walked.frames[2];
+    assert_eq!((f.found_by, f.trust), (FoundBy::Scan, Trust::CallSite));
+    let note = walked.note.unwrap_or_default();
+    assert!(note.contains("return address 0x3"), "{note}");
+}

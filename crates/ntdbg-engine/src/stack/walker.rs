@@ -59,6 +59,18 @@ enum Chain {
     Broken,
 }
 
+/// What a stack scan accepts, and how far it looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScanFor {
+    /// Any plausible return address not refuted by its call site.
+    Any,
+    /// The same, over a longer range: after the context frame or unwind data, where the
+    /// first frames without unwind data are often the messiest.
+    AfterTrusted,
+    /// Only return addresses that follow a call in known code, other than the callee's own.
+    CallSite,
+}
+
 /// One stack walk.
 pub(crate) struct Walker<'a> {
     pub(crate) target: &'a dyn Target,
@@ -117,8 +129,22 @@ impl Walker<'_> {
         if let Some(context) = self.by_unwind_data(frames) {
             let ip = context.get_instruction_pointer();
             // The unwind data says where the stack ends (a zero return address) and never
-            // moves the stack pointer down: trust it on both.
+            // moves the stack pointer down: trust it on both, except after a guessed x86
+            // frame, whose esp misses the parameters its callee popped (`stdcall`) when that
+            // callee had no symbols: its frame data then reads the wrong word. Scanning from
+            // there for a return address that follows a call finds the caller.
             if ip < NULL_PAGE || !self.progresses(callee, &context, index) {
+                if self.arch == Arch::X86 && !after_trusted {
+                    let found = self.by_scan(callee, index, ScanFor::CallSite);
+                    if let Some(f) = &found {
+                        self.notes.push(format!(
+                            "frame {index:02x}: frame data after a guessed frame gave return \
+                             address {ip:#x}; {:#x} found by scanning for a call site instead",
+                            f.frame.resume_address
+                        ));
+                    }
+                    return found;
+                }
                 return None;
             }
             match self.place(ip) {
@@ -146,7 +172,14 @@ impl Walker<'_> {
         match self.by_frame_pointer(callee, index) {
             Chain::Caller(frame) => Some(frame),
             Chain::End => None,
-            Chain::Broken => self.by_scan(callee, index, after_trusted),
+            Chain::Broken => {
+                let range = if after_trusted {
+                    ScanFor::AfterTrusted
+                } else {
+                    ScanFor::Any
+                };
+                self.by_scan(callee, index, range)
+            }
         }
     }
 
@@ -291,11 +324,11 @@ impl Walker<'_> {
 
     /// The caller from the first stack word above the callee's stack pointer that is a
     /// return address into code, after a call instruction.
-    fn by_scan(&self, callee: &Walked, index: usize, after_trusted: bool) -> Option<Walked> {
+    fn by_scan(&self, callee: &Walked, index: usize, scan: ScanFor) -> Option<Walked> {
         let context = &callee.frame.context;
         let sp = known(context, self.names.sp)?;
         let ptr = self.stack.pointer_size as u64;
-        let words = if after_trusted {
+        let words = if scan == ScanFor::AfterTrusted {
             SCAN_WORDS_AFTER_TRUSTED
         } else {
             SCAN_WORDS
@@ -314,6 +347,13 @@ impl Walker<'_> {
             let Some(trust) = self.return_trust(ra) else {
                 continue;
             };
+            // The strict scan looks for the caller of a frame whose stack pointer is known to
+            // be off: a stale copy of that frame's own return address is not its caller.
+            if scan == ScanFor::CallSite
+                && (trust != Trust::CallSite || ra == callee.frame.resume_address)
+            {
+                continue;
+            }
             let caller_sp = slot.checked_add(ptr)?;
             let mut caller = CallerContext::like(context);
             caller.set(self.names.ip, ra)?;
