@@ -52,7 +52,7 @@ enum Place {
 /// What the frame-pointer chain says about a frame's caller.
 enum Chain {
     /// The caller, its return address checked.
-    Caller(Walked),
+    Caller(Box<Walked>),
     /// The chain ends here: this is the thread's outermost frame.
     End,
     /// No usable frame pointer or record: try scanning.
@@ -170,7 +170,7 @@ impl Walker<'_> {
             }
         }
         match self.by_frame_pointer(callee, index) {
-            Chain::Caller(frame) => Some(frame),
+            Chain::Caller(frame) => Some(*frame),
             Chain::End => None,
             Chain::Broken => {
                 let range = if after_trusted {
@@ -311,7 +311,7 @@ impl Walker<'_> {
                 caller.set(self.names.fp, caller_fp);
             }
             let frame = self.symbolized(caller.finish(), index, FoundBy::FramePointer, trust);
-            return Chain::Caller(frame);
+            return Chain::Caller(Box::new(frame));
         }
         if let Some(ra) = rejected {
             self.notes.push(format!(
