@@ -282,7 +282,9 @@ impl Walker<'_> {
             } else {
                 raw_ra
             };
-            let caller_sp = record + 2 * ptr;
+            let Some(caller_sp) = record.checked_add(2 * ptr) else {
+                return Chain::Broken;
+            };
             // The chain climbs the stack: the caller's frame pointer lies above this record
             // (x86 allows anything there: its outermost frame keeps ebp 0). On x64 a saved
             // value below the record means rbp points lower into the frame: try the next
