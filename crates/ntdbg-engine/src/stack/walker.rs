@@ -392,10 +392,11 @@ impl Walker<'_> {
         (fp >= caller_sp).then_some(fp)
     }
 
-    /// Whether a stack word may be a return address: inside a module's code and, where the
-    /// module has symbols, inside a function they name.
+    /// Whether a stack word may be a return address: aligned (ARM64), inside a module's code
+    /// and, where the module has symbols, inside a function they name.
     fn plausible_return(&self, ra: u64) -> bool {
-        if ra < NULL_PAGE {
+        // ARM64 instructions are 4-byte aligned, and so is every return address.
+        if ra < NULL_PAGE || (self.arch == Arch::Arm64 && ra % 4 != 0) {
             return false;
         }
         let at = ra.wrapping_sub(self.call_back());
