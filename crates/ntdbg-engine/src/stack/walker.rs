@@ -396,7 +396,7 @@ impl Walker<'_> {
     /// and, where the module has symbols, inside a function they name.
     fn plausible_return(&self, ra: u64) -> bool {
         // ARM64 instructions are 4-byte aligned, and so is every return address.
-        if ra < NULL_PAGE || (self.arch == Arch::Arm64 && ra % 4 != 0) {
+        if ra < NULL_PAGE || (self.arch == Arch::Arm64 && !ra.is_multiple_of(4)) {
             return false;
         }
         let at = ra.wrapping_sub(self.call_back());
