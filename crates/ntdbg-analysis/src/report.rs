@@ -110,7 +110,7 @@ pub struct StackEntry {
     pub address: String,
     /// `file:line`, when known.
     pub source: Option<String>,
-    /// `context`, `cfi`, `frame_pointer` or `scan`.
+    /// `context`, `cfi`, `leaf`, `frame_pointer` or `scan`.
     pub found_by: String,
 }
 

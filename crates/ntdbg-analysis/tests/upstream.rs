@@ -112,6 +112,187 @@ const SIGSEGV_SCAN: &str = "minidump-stackwalk (no symbols) took stack words 0x3
      outside every function of sigsegv.pdb, for return addresses; with the PDB our scan keeps \
      only addresses inside functions (crash <- foo <- main <- mainCRTStartup <- kernel32)";
 
+/// Frames minidump-stackwalk took from unwind data or a frame pointer although their return
+/// address lies in no module's code (stack and JIT addresses): we refuse those and find the
+/// caller by validated scanning, which shifts the frames after them.
+const OUTSIDE_CODE: &str = "minidump-stackwalk's caller here (from unwind data or a frame \
+     pointer) is in no module's code (a stack or JIT address): we refuse it and scan on";
+/// ARM64 threads whose last frame record is zero (fp and lr 0): the chain ends there, where
+/// minidump-stackwalk scans on and adds a stack leftover.
+const RECORD_CHAIN_END: &str = "the last frame record is zero (fp and lr 0): the thread's \
+     outermost frame; minidump-stackwalk scans past it and adds a leftover";
+
+const FIREFOX_X64_KNOWN: &[Known] = &[
+    Known {
+        key: "thread 2 frame 1",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 2 frame 3",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 3 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 37 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 55 frame 3",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 56 frame 3",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+];
+
+const FIREFOX_ARM64_KNOWN: &[Known] = &[
+    Known {
+        key: "thread 1 frame count",
+        kind: KnownKind::OursRight,
+        why: RECORD_CHAIN_END,
+    },
+    Known {
+        key: "thread 10 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 100 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 102 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 16 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 19 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 2 frame count",
+        kind: KnownKind::OursRight,
+        why: RECORD_CHAIN_END,
+    },
+    Known {
+        key: "thread 20 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 21 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 22 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 23 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 24 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 25 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 26 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 28 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 3 frame count",
+        kind: KnownKind::OursRight,
+        why: RECORD_CHAIN_END,
+    },
+    Known {
+        key: "thread 36 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 40 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 53 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 56 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 60 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 68 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 7 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 8 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 81 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 82 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+    Known {
+        key: "thread 94 frame 4",
+        kind: KnownKind::OursRight,
+        why: OUTSIDE_CODE,
+    },
+];
+
 fn cases() -> Vec<Case> {
     let mut cases = vec![
         Case {
@@ -251,7 +432,7 @@ fn cases() -> Vec<Case> {
             symbols: &[FIREFOX_SYMBOLS],
             stackwalk: Stackwalk::Generated("firefox-windows-x86_64"),
             upstream: no_upstream,
-            known: &[],
+            known: FIREFOX_X64_KNOWN,
             note: "xul.sym is not in the corpus: xul.dll frames are unsymbolized on both sides",
         },
         Case {
@@ -260,7 +441,7 @@ fn cases() -> Vec<Case> {
             symbols: &[FIREFOX_SYMBOLS],
             stackwalk: Stackwalk::Generated("firefox-windows-aarch64"),
             upstream: no_upstream,
-            known: &[],
+            known: FIREFOX_ARM64_KNOWN,
             note: "xul.sym is not in the corpus; arm64 callers: minidump-stackwalk offset = return address - 4",
         },
     ]);

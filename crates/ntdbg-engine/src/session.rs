@@ -335,13 +335,7 @@ impl Session {
     /// on the symbol path, as WinDbg does for minidumps, which rarely capture code. Never
     /// invented: `None` when neither holds them.
     pub fn read_code(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
-        if let Some(bytes) = self.target.read_chunk(addr, max) {
-            return Some(bytes);
-        }
-        let module = self.module_at(addr)?;
-        let symbols = self.module_symbols(module);
-        let bytes = symbols.image_bytes(addr - module.raw.base_of_image, max)?;
-        (!bytes.is_empty()).then(|| Cow::Owned(bytes.to_vec()))
+        stack::read_code(self.target.as_ref(), &self.symbols, addr, max)
     }
 
     /// Reads memory: the dump's bytes, and inside a module the read-only bytes of its image

@@ -363,6 +363,20 @@ impl ModuleSymbols {
         self.unwinder.as_ref()?.walk(module.base_address(), walker)
     }
 
+    /// Whether the image's unwind tables (x64/ARM64 `.pdata`) have an entry covering `rva`;
+    /// `None` when the module has no such tables (x86, or no image found). Code that no entry
+    /// covers is a leaf function by the ABI.
+    pub fn unwind_entry_covers(&self, rva: u64) -> Option<bool> {
+        Some(self.unwinder.as_ref()?.has_entry(rva))
+    }
+
+    /// Whether `rva` lies in an executable section of the image; `None` when the image's
+    /// headers are unknown (no image file and none in dump memory).
+    pub fn is_code(&self, rva: u64) -> Option<bool> {
+        self.image_info.as_ref()?;
+        Some(!self.in_data_section(rva) && self.in_any_section(rva))
+    }
+
     /// What `rva` resolves to: function (or nearest public symbol), source line, inlines.
     pub fn lookup(&self, rva: u64) -> Option<SymbolHit> {
         let symbols = self.symbols.as_ref()?;
@@ -430,6 +444,17 @@ impl ModuleSymbols {
             .ok()
             .and_then(|r| info.section_for_rva(r))
             .is_some_and(|s| s.characteristics & EXECUTABLE == 0)
+    }
+
+    /// Whether `rva` lies in one of the image's sections (true when the image is unknown).
+    fn in_any_section(&self, rva: u64) -> bool {
+        let Some(info) = &self.image_info else {
+            return true;
+        };
+        u32::try_from(rva)
+            .ok()
+            .and_then(|r| info.section_for_rva(r))
+            .is_some()
     }
 
     /// Whether two RVAs lie in the same image section (true when the image is unknown).

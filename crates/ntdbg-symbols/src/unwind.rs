@@ -1,7 +1,9 @@
 //! Unwinding with the image's own unwind tables (`.pdata`/`.xdata`), for modules whose symbol
 //! file has no `STACK CFI`/`STACK WIN` record at the address.
 //!
-//! - x64: framehop's PE unwinder, fed the mapped image. Before framehop runs, the
+//! - x64: framehop's PE unwinder, fed the mapped image, for addresses an entry covers (leaf
+//!   functions, which have none, are the stack walker's: it validates their return address).
+//!   Before framehop runs, the
 //!   `RUNTIME_FUNCTION` covering the address and its whole `UNWIND_INFO` chain are checked to be
 //!   present in the image; when they are not (a dump with holes), no answer is given, so the
 //!   caller falls back to frame-pointer or scanning with the right trust instead of getting a
@@ -195,6 +197,17 @@ impl PeUnwinder {
         }
     }
 
+    /// Whether an entry of the unwind tables covers `rva` (ARM64: within the function
+    /// length its `.pdata`/`.xdata` give). Where none does, the code is a leaf function.
+    pub fn has_entry(&self, rva: u64) -> bool {
+        match &self.arch {
+            Arch::X64 { .. } => self.covers(rva),
+            Arch::Arm64 { functions } => u32::try_from(rva).ok().is_some_and(|r| {
+                crate::unwind_arm64::entry_for(&self.image, functions, r).is_some()
+            }),
+        }
+    }
+
     /// Where the unwind tables came from.
     pub fn image(&self) -> &MappedImage {
         &self.image
@@ -225,13 +238,9 @@ impl PeUnwinder {
         let ip = walker.get_instruction();
         let rva = u32::try_from(ip.checked_sub(base)?).ok()?;
         let first = !walker.has_grand_callee();
-        let mut frame_register = 0u8;
-        match lookup_x64(functions, rva) {
-            // Only a leaf function has no entry, and only the innermost frame can be in one.
-            None if !first => return None,
-            None => {}
-            Some(f) => frame_register = self.check_chain_x64(f)?,
-        }
+        // No entry: a leaf function, which the stack walker unwinds itself (the return
+        // address at `[rsp]` must follow a call), or not code at all.
+        let frame_register = self.check_chain_x64(lookup_x64(functions, rva)?)?;
         if frame_register != 0
             && walker
                 .get_callee_register(X64_BY_NUMBER[usize::from(frame_register & 15)])

@@ -23,7 +23,7 @@ const NAMED: [(&str, usize); 12] = [
 ];
 
 /// The entry covering `rva`, with its `.xdata` when it has one.
-fn entry_for<'i>(
+pub(crate) fn entry_for<'i>(
     image: &'i MappedImage,
     functions: &'i [RuntimeFunctionArm64],
     rva: u32,
@@ -57,7 +57,6 @@ pub(crate) fn walk(
 ) -> Option<()> {
     let ip = walker.get_instruction();
     let rva = u32::try_from(ip.checked_sub(base)?).ok()?;
-    let first = !walker.has_grand_callee();
     let mut regs = Arm64Regs {
         sp: walker.get_callee_register("sp")?,
         pc: ip,
@@ -67,16 +66,12 @@ pub(crate) fn walk(
         regs.x[i] = walker.get_callee_register(name);
     }
     let before = regs.clone();
-    match entry_for(image, functions, rva) {
-        Some((entry, xdata)) => {
-            let offset = rva - entry.begin;
-            let mut read = |addr: u64| walker.get_register_at_address(addr);
-            unwind(entry, xdata, offset, &mut regs, &mut read).ok()?;
-        }
-        // No entry: a leaf function, which only the innermost frame can be in.
-        None if first => regs.pc = regs.x[30]?,
-        None => return None,
-    }
+    // No entry: a leaf function, which the stack walker unwinds itself through `lr` (and
+    // checks that it follows a call).
+    let (entry, xdata) = entry_for(image, functions, rva)?;
+    let offset = rva - entry.begin;
+    let mut read = |addr: u64| walker.get_register_at_address(addr);
+    unwind(entry, xdata, offset, &mut regs, &mut read).ok()?;
     walker.set_cfa(regs.sp)?;
     walker.set_ra(regs.pc)?;
     for (name, i) in NAMED {

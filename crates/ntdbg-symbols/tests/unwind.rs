@@ -179,27 +179,27 @@ fn x64_image_from_dump_memory_and_holes() {
 #[test]
 fn x64_leaf_without_pdata_entry() {
     ntdbg_testutil::require_testdata!();
-    // An address in the headers (no RUNTIME_FUNCTION) in the innermost frame: a leaf, so the
-    // return address is at [rsp].
+    // An address no RUNTIME_FUNCTION covers (here: the headers) is a leaf function's, which
+    // the stack walker unwinds itself (checking that [rsp] follows a call): the unwind tables
+    // give no answer there, only the fact that no entry covers it.
     let module = crashy_x64_wine_module();
     let m = symbols(testdata("winelab/x64").to_str().unwrap(), &module);
     let sp = 0x7_0000u64;
-    let mut w = TestWalker::new(
-        CRASHY_X64_BASE + 0x10,
-        &[("rip", CRASHY_X64_BASE + 0x10), ("rsp", sp)],
-        8,
-    );
-    w.stack.insert(sp, 0x1234_5678);
-    m.walk_frame(&module, &mut w).unwrap();
-    assert_eq!((w.ra, w.cfa), (Some(0x1234_5678), Some(sp + 8)));
-    // The same address as a caller frame is refused: only leaves lack unwind data.
-    let mut w = TestWalker::new(
-        CRASHY_X64_BASE + 0x10,
-        &[("rip", CRASHY_X64_BASE + 0x11), ("rsp", sp)],
-        8,
-    );
-    w.has_grand_callee = true;
-    assert!(m.walk_frame(&module, &mut w).is_none());
+    for has_grand_callee in [false, true] {
+        let mut w = TestWalker::new(
+            CRASHY_X64_BASE + 0x10,
+            &[("rip", CRASHY_X64_BASE + 0x10), ("rsp", sp)],
+            8,
+        );
+        w.has_grand_callee = has_grand_callee;
+        w.stack.insert(sp, 0x1234_5678);
+        assert!(m.walk_frame(&module, &mut w).is_none());
+    }
+    assert_eq!(m.unwind_entry_covers(0x10), Some(false));
+    // The crash site (crash_null_write) has its entry.
+    assert_eq!(m.unwind_entry_covers(0x2134), Some(true));
+    assert_eq!(m.is_code(0x2134), Some(true));
+    assert_eq!(m.is_code(0x10), Some(false));
 }
 
 #[test]

@@ -62,9 +62,17 @@ pub(crate) fn numbered_line(session: &Session, frame: &Frame) -> String {
         note: None,
     };
     let text = render_stack(session, &stack, style);
-    text.split_once('\n')
-        .map_or(text.clone(), |(_, line)| line.to_string())
+    // The frame's own line: the last (after the header and any warning), with its newline.
+    let lines = text.trim_end_matches('\n');
+    let line = lines.rsplit_once('\n').map_or(lines, |(_, line)| line);
+    format!("{line}\n")
 }
+
+/// WinDbg's line before the first frame it could not unwind with unwind data; ntdbg prints
+/// it before the first frame whose return address could not be checked
+/// ([`Frame::is_trusted`]).
+const UNVERIFIED_WARNING: &str =
+    "WARNING: Stack unwind information not available. Following frames may be wrong.\n";
 
 /// A stack in the layout of the `k` variant `style`.
 pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> String {
@@ -86,7 +94,12 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
     } else {
         out.push_str("Call Site\n");
     }
+    let mut warned = false;
     for f in &stack.frames {
+        if !warned && !f.is_trusted() {
+            out.push_str(UNVERIFIED_WARNING);
+            warned = true;
+        }
         if style.clean {
             out.push_str(&call_site(session, stack, f, style.params));
             out.push('\n');

@@ -1,15 +1,25 @@
-//! Stack walking: a thread's call stack from a register context, with how each frame was found.
+//! Stack walking: a thread's call stack from a register context, with how each frame was
+//! found ([`FoundBy`]) and how far its return address was checked ([`Trust`]).
 //!
-//! The walk itself is `minidump-unwind`'s (CFI from Breakpad records or PDB frame data, then
-//! PE unwind tables, then frame pointers, then stack scanning); symbols come from our
-//! [`SymbolStore`](ntdbg_symbols::SymbolStore) through [`crate::provider`].
+//! The walk ([`walker`]) goes from each frame to its caller through the callee's unwind data
+//! (Breakpad `STACK CFI`/`STACK WIN` from a `.sym` or the PDB's frame data, else the image's
+//! x64/ARM64 `.pdata`), then for the innermost frame the leaf-function rule, then frame
+//! pointers (ARM64: frame records), then stack scanning. Guessed return addresses must follow
+//! a call instruction ([`call_site`]) in the code the dump or the module image holds;
+//! symbols come from our [`SymbolStore`](ntdbg_symbols::SymbolStore).
 
-use crate::provider::StoreProvider;
+mod call_site;
+mod cfi;
+mod code;
+mod memory;
+mod regs;
+mod walker;
+
+pub(crate) use code::read_code;
+
 use crate::symbolize::module_name;
 use crate::text::call_site_name;
-use minidump::system_info::{Cpu, Os};
-use minidump::{MinidumpContext, MinidumpMemory, UnifiedMemory};
-use minidump_unwind::{CallStack, FrameTrust, SystemInfo};
+use minidump::MinidumpContext;
 use ntdbg_symbols::{strip_parameters, SymbolStore};
 use ntdbg_targets::{Arch, Target};
 use serde::Serialize;
@@ -25,33 +35,52 @@ pub enum FoundBy {
     Context,
     /// Unwind data: PDB frame data / FPO, Breakpad CFI, or PE `.pdata`/`.xdata`.
     Cfi,
-    /// The frame-pointer chain.
+    /// The innermost frame's function is a leaf (x64/ARM64 code no unwind-table entry
+    /// covers): its return address is at `[rsp]` (x64) or in `lr` (ARM64).
+    Leaf,
+    /// The frame-pointer chain (ARM64: the frame records `[fp]`, `[fp+8]`).
     FramePointer,
     /// A plausible return address found by scanning the stack.
     Scan,
-    /// Anything else the walker reports.
-    Other,
 }
 
 impl FoundBy {
-    /// Stable key (`context`, `cfi`, `frame_pointer`, `scan`).
+    /// Stable key (`context`, `cfi`, `leaf`, `frame_pointer`, `scan`).
     pub fn name(self) -> &'static str {
         match self {
             FoundBy::Context => "context",
             FoundBy::Cfi => "cfi",
+            FoundBy::Leaf => "leaf",
             FoundBy::FramePointer => "frame_pointer",
             FoundBy::Scan => "scan",
-            FoundBy::Other => "other",
         }
     }
+}
 
-    fn from_trust(trust: FrameTrust) -> FoundBy {
-        match trust {
-            FrameTrust::Context => FoundBy::Context,
-            FrameTrust::CallFrameInfo | FrameTrust::PreWalked => FoundBy::Cfi,
-            FrameTrust::FramePointer => FoundBy::FramePointer,
-            FrameTrust::Scan | FrameTrust::CfiScan => FoundBy::Scan,
-            FrameTrust::None => FoundBy::Other,
+/// How far a frame's address was validated, next to how it was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trust {
+    /// Frame 0: the register context.
+    Context,
+    /// Recovered by the callee's unwind data, and the return address lies in a module's code.
+    UnwindData,
+    /// The instruction that ends exactly at the return address is a call (decoded from the
+    /// dump's bytes or the module image's).
+    CallSite,
+    /// A guess (leaf, frame pointer or scan) whose call site could not be checked: the code
+    /// before the return address is in neither the dump nor a module image.
+    Unverified,
+}
+
+impl Trust {
+    /// Stable key (`context`, `unwind_data`, `call_site`, `unverified`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Trust::Context => "context",
+            Trust::UnwindData => "unwind_data",
+            Trust::CallSite => "call_site",
+            Trust::Unverified => "unverified",
         }
     }
 }
@@ -84,6 +113,8 @@ pub struct Frame {
     pub source_line: Option<u32>,
     /// How the frame was found.
     pub found_by: FoundBy,
+    /// How far its address was validated.
+    pub trust: Trust,
     /// Whether this is an inlined call (no stack frame of its own).
     pub inline: bool,
     /// The first stack words above the return address ("Args to Child" in `kb`).
@@ -95,6 +126,12 @@ pub struct Frame {
 }
 
 impl Frame {
+    /// Whether the frame is a fact rather than a guess: the register context, unwind data, or
+    /// a return address (leaf, frame pointer, scan) that follows a call instruction.
+    pub fn is_trusted(&self) -> bool {
+        self.trust != Trust::Unverified
+    }
+
     /// The call site in WinDbg form: `crashy!main+0x10`, `crashy+0x1234` or the address.
     pub fn call_site(&self) -> String {
         // Inlined calls have no offset of their own.
@@ -156,62 +193,69 @@ pub fn walk(
     thread_id: u32,
     context: &MinidumpContext,
 ) -> Stack {
+    let arch = target.arch();
     let sp = context.get_stack_pointer();
-    let region = target.stack_region_at(sp);
-    let stack_bytes = region.and_then(|r| {
+    let stack = target.stack_region_at(sp).and_then(|r| {
         let len = usize::try_from(r.size).ok()?;
-        target.read_chunk(r.base, len).map(|b| (r.base, b))
+        let bytes = target.read_chunk(r.base, len)?;
+        Some(memory::StackMemory {
+            base: r.base,
+            bytes,
+            pointer_size: arch.pointer_size(),
+        })
     });
-    let memory = stack_bytes.as_ref().map(|(base, bytes)| MinidumpMemory {
-        desc: Default::default(),
-        base_address: *base,
-        size: bytes.len() as u64,
-        bytes: bytes.as_ref(),
-        endian: scroll::Endian::Little,
-    });
-
-    let mut call_stack = CallStack::with_context(context.clone());
-    call_stack.thread_id = thread_id;
-    let provider = StoreProvider { target, symbols };
-    let system_info = system_info(target);
-    futures_executor::block_on(minidump_unwind::walk_stack(
-        0,
-        (),
-        &mut call_stack,
-        memory.as_ref().map(UnifiedMemory::Memory),
-        target.modules(),
-        &system_info,
-        &provider,
-    ));
-
-    let note = match &memory {
-        None => Some(format!(
-            "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
-        )),
-        Some(_) if call_stack.frames.len() >= MAX_FRAMES => {
-            Some(format!("stopped after {MAX_FRAMES} frames"))
+    let mut notes = Vec::new();
+    let names = regs::names(arch);
+    let walked = match (stack, names) {
+        (Some(stack), Some(names)) => {
+            let mut walker = walker::Walker {
+                target,
+                symbols,
+                arch,
+                names,
+                stack,
+                notes: Vec::new(),
+            };
+            let walked = walker.run(context.clone());
+            notes = walker.notes;
+            if walked.len() >= MAX_FRAMES {
+                notes.push(format!("stopped after {MAX_FRAMES} frames"));
+            }
+            walked
         }
-        Some(_) => None,
+        (None, _) => {
+            notes.push(format!(
+                "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
+            ));
+            vec![walker::context_frame(target, symbols, context.clone())]
+        }
+        (Some(_), None) => {
+            notes.push(
+                "no stack walker for this architecture: only the context frame is shown"
+                    .to_string(),
+            );
+            vec![walker::context_frame(target, symbols, context.clone())]
+        }
     };
     Stack {
         thread_id,
-        frames: convert_frames(target, &call_stack),
-        note,
+        frames: convert_frames(target, &walked),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
     }
 }
 
 /// Turns the walker's frames into ours: inline frames split out, return addresses and
 /// "args to child" filled in from the next frame.
-fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
+fn convert_frames(target: &dyn Target, walked: &[walker::Walked]) -> Vec<Frame> {
     let arch = target.arch();
     let ptr = arch.pointer_size();
     let mut out = Vec::new();
-    let walked = &stack.frames[..stack.frames.len().min(MAX_FRAMES)];
-    for (i, f) in walked.iter().enumerate() {
+    for (i, w) in walked.iter().enumerate() {
+        let f = &w.frame;
         let module = f.module.as_ref();
         let module_name = module.map(|m| module_name(&m.name));
         let module_base = module.map(|m| m.raw.base_of_image);
-        let caller = walked.get(i + 1);
+        let caller = walked.get(i + 1).map(|c| &c.frame);
         let caller_sp = caller.map(|c| c.context.get_stack_pointer());
         let return_address = caller.map(|c| c.resume_address);
         let args = caller_sp
@@ -242,7 +286,8 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
                 function_offset: None,
                 source_file: inline.source_file_name.clone(),
                 source_line: inline.source_line,
-                found_by: FoundBy::from_trust(f.trust),
+                found_by: w.found_by,
+                trust: w.trust,
                 inline: true,
                 args: Vec::new(),
                 context: f.context.clone(),
@@ -260,29 +305,12 @@ fn convert_frames(target: &dyn Target, stack: &CallStack) -> Vec<Frame> {
             function_offset: f.function_base.map(|b| f.resume_address.wrapping_sub(b)),
             source_file: f.source_file_name.clone(),
             source_line: f.source_line,
-            found_by: FoundBy::from_trust(f.trust),
+            found_by: w.found_by,
+            trust: w.trust,
             inline: false,
             args,
             context: f.context.clone(),
         });
     }
     out
-}
-
-fn system_info(target: &dyn Target) -> SystemInfo {
-    let facts = target.system();
-    SystemInfo {
-        os: Os::Windows,
-        os_version: Some(facts.os_version.clone()),
-        os_build: facts.csd_version.clone(),
-        cpu: match target.arch() {
-            Arch::X86 => Cpu::X86,
-            Arch::X64 => Cpu::X86_64,
-            Arch::Arm64 => Cpu::Arm64,
-            Arch::Other(n) => Cpu::Unknown(n),
-        },
-        cpu_info: facts.cpu_info.clone(),
-        cpu_microcode_version: None,
-        cpu_count: facts.cpu_count as usize,
-    }
 }

@@ -1,0 +1,534 @@
+//! The stack walk: from each frame to its caller by, in order, the callee's unwind data, the
+//! x64/ARM64 leaf-function rule (innermost frame only), the frame-pointer chain (ARM64: the
+//! frame records), and stack scanning. Every guessed return address (leaf, frame pointer,
+//! scan) must follow a call instruction in the code the dump or the module image holds; a
+//! return address from unwind data must lie in a module's code.
+
+use std::sync::Arc;
+
+use breakpad_symbols::FrameSymbolizer;
+use minidump::{MinidumpContext, MinidumpModule};
+use minidump_unwind::{FrameTrust, StackFrame};
+use ntdbg_symbols::{ModuleSymbols, SymbolStatus, SymbolStore};
+use ntdbg_targets::{Arch, Target};
+
+use super::call_site::{self, CallCheck, MAX_X86_CALL};
+use super::cfi::UnwindStep;
+use super::code::code_before;
+use super::memory::StackMemory;
+use super::regs::{known, strip_pac, CallerContext, Names};
+use super::{FoundBy, Trust, MAX_FRAMES};
+use crate::provider::load_module_symbols;
+
+/// Words scanned for a return address after a frame found by its context or unwind data
+/// (the first frames are often the messiest), and after any other frame.
+const SCAN_WORDS_AFTER_TRUSTED: u64 = 160;
+const SCAN_WORDS: u64 = 40;
+
+/// Windows x64 frame pointers may point up to 240 bytes into a frame, in 16-byte steps.
+const X64_FRAME_POINTER_SLOTS: u64 = 16;
+
+/// Addresses below this are the null page: a return address there ends the walk.
+const NULL_PAGE: u64 = 4096;
+
+/// One walked frame with how it was found.
+pub(crate) struct Walked {
+    pub(crate) frame: StackFrame,
+    pub(crate) found_by: FoundBy,
+    pub(crate) trust: Trust,
+}
+
+/// Where an address lies with respect to the modules' code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// In an executable section of a module (or a module whose sections are unknown).
+    Code,
+    /// In a module, but in a section that is not executable.
+    ModuleData,
+    /// In no module.
+    NoModule,
+}
+
+/// What the frame-pointer chain says about a frame's caller.
+enum Chain {
+    /// The caller, its return address checked.
+    Caller(Box<Walked>),
+    /// The chain ends here: this is the thread's outermost frame.
+    End,
+    /// No usable frame pointer or record: try scanning.
+    Broken,
+}
+
+/// What a stack scan accepts, and how far it looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ScanFor {
+    /// Any plausible return address not refuted by its call site.
+    Any,
+    /// The same, over a longer range: after the context frame or unwind data, where the
+    /// first frames without unwind data are often the messiest.
+    AfterTrusted,
+    /// Only return addresses that follow a call in known code, other than the callee's own.
+    CallSite,
+}
+
+/// One stack walk.
+pub(crate) struct Walker<'a> {
+    pub(crate) target: &'a dyn Target,
+    pub(crate) symbols: &'a SymbolStore,
+    pub(crate) arch: Arch,
+    pub(crate) names: Names,
+    pub(crate) stack: StackMemory<'a>,
+    /// What the walk had to say: rejected return addresses, fallbacks, why it stopped.
+    pub(crate) notes: Vec<String>,
+}
+
+impl Walker<'_> {
+    /// Walks from `context` (frame 0) to the outermost frame found, at most
+    /// [`MAX_FRAMES`].
+    pub(crate) fn run(&mut self, context: MinidumpContext) -> Vec<Walked> {
+        let mut frames = vec![self.symbolized(context, 0, FoundBy::Context, Trust::Context)];
+        while frames.len() < MAX_FRAMES {
+            match self.caller(&frames) {
+                Some(next) => frames.push(next),
+                None => break,
+            }
+        }
+        frames
+    }
+
+    fn symbolized(
+        &self,
+        context: MinidumpContext,
+        index: usize,
+        found_by: FoundBy,
+        trust: Trust,
+    ) -> Walked {
+        symbolized(
+            self.target,
+            self.symbols,
+            context,
+            index,
+            Found { found_by, trust },
+        )
+    }
+
+    /// How far before a return address callers are looked up.
+    fn call_back(&self) -> u64 {
+        call_back(self.arch)
+    }
+
+    fn module_symbols(&self, module: &MinidumpModule) -> Arc<ModuleSymbols> {
+        load_module_symbols(self.target, self.symbols, module)
+    }
+
+    /// The caller of the last frame, by the first method that gives a plausible one.
+    fn caller(&mut self, frames: &[Walked]) -> Option<Walked> {
+        let callee = frames.last()?;
+        let index = frames.len();
+        let after_trusted = matches!(callee.found_by, FoundBy::Context | FoundBy::Cfi);
+        if let Some(context) = self.by_unwind_data(frames) {
+            let ip = context.get_instruction_pointer();
+            // The unwind data says where the stack ends (a zero return address) and never
+            // moves the stack pointer down: trust it on both, except after a guessed x86
+            // frame, whose esp misses the parameters its callee popped (`stdcall`) when that
+            // callee had no symbols: its frame data then reads the wrong word. Scanning from
+            // there for a return address that follows a call finds the caller.
+            if ip < NULL_PAGE || !self.progresses(callee, &context, index) {
+                if self.arch == Arch::X86 && !after_trusted {
+                    let found = self.by_scan(callee, index, ScanFor::CallSite);
+                    if let Some(f) = &found {
+                        self.notes.push(format!(
+                            "frame {index:02x}: frame data after a guessed frame gave return \
+                             address {ip:#x}; {:#x} found by scanning for a call site instead",
+                            f.frame.resume_address
+                        ));
+                    }
+                    return found;
+                }
+                return None;
+            }
+            match self.place(ip) {
+                Place::Code => {
+                    return Some(self.symbolized(context, index, FoundBy::Cfi, Trust::UnwindData))
+                }
+                place => {
+                    let r#where = if place == Place::NoModule {
+                        "in no module"
+                    } else {
+                        "in a module's data, not its code"
+                    };
+                    self.notes.push(format!(
+                        "frame {index:02x}: the unwind data's return address {ip:#x} is {where}: \
+                         not taken"
+                    ));
+                }
+            }
+        }
+        if index == 1 {
+            if let Some(leaf) = self.leaf(callee) {
+                return Some(leaf);
+            }
+        }
+        match self.by_frame_pointer(callee, index) {
+            Chain::Caller(frame) => Some(*frame),
+            Chain::End => None,
+            Chain::Broken => {
+                let range = if after_trusted {
+                    ScanFor::AfterTrusted
+                } else {
+                    ScanFor::Any
+                };
+                self.by_scan(callee, index, range)
+            }
+        }
+    }
+
+    /// The caller from the callee's unwind data (Breakpad CFI/`STACK WIN`, PE tables).
+    fn by_unwind_data(&self, frames: &[Walked]) -> Option<MinidumpContext> {
+        let callee = &frames.last()?.frame;
+        let module = self
+            .target
+            .modules()
+            .module_at_address(callee.instruction)?;
+        let grand_callee_parameter_size = frames
+            .len()
+            .checked_sub(2)
+            .map(|i| frames[i].frame.parameter_size.unwrap_or(0));
+        let mut step = UnwindStep::new(
+            callee.instruction,
+            grand_callee_parameter_size,
+            &callee.context,
+            &self.stack,
+            self.names,
+            self.arch == Arch::Arm64,
+        );
+        self.module_symbols(module).walk_frame(module, &mut step)?;
+        step.finish()
+    }
+
+    /// The innermost frame as a leaf function (x64 and ARM64 only): code of a module whose
+    /// unwind tables have no entry for it, which by the ABI neither moves the stack pointer
+    /// nor saves registers. x64: the return address is at `[rsp]`; ARM64: in `lr` (also
+    /// when the pc is in no module, as after a call through a bad pointer).
+    fn leaf(&self, callee: &Walked) -> Option<Walked> {
+        let context = &callee.frame.context;
+        let pc = callee.frame.instruction;
+        let module = self.target.modules().module_at_address(pc);
+        let no_entry = module
+            .and_then(|m| {
+                self.module_symbols(m)
+                    .unwind_entry_covers(pc - m.raw.base_of_image)
+            })
+            .map(|covered| !covered);
+        let (ra, caller_sp) = match self.arch {
+            Arch::X64 if no_entry == Some(true) => {
+                let sp = known(context, "rsp")?;
+                (self.stack.pointer_at(sp)?, sp.checked_add(8)?)
+            }
+            Arch::Arm64 if module.is_none() || no_entry == Some(true) => {
+                (strip_pac(known(context, "lr")?), known(context, "sp")?)
+            }
+            _ => return None,
+        };
+        let trust = self.return_trust(ra)?;
+        let mut caller = CallerContext::like(context);
+        caller.keep(context, self.names.callee_saved);
+        caller.set(self.names.ip, ra)?;
+        caller.set(self.names.sp, caller_sp)?;
+        Some(self.symbolized(caller.finish(), 1, FoundBy::Leaf, trust))
+    }
+
+    /// The caller through the frame pointer: x86 `[ebp]`/`[ebp+4]`; x64 the same pair up to
+    /// 240 bytes above `rbp` (Windows lets `rbp` point into the frame); ARM64 the frame
+    /// record `[fp]` (caller's fp) and `[fp+8]` (lr).
+    fn by_frame_pointer(&mut self, callee: &Walked, index: usize) -> Chain {
+        let context = &callee.frame.context;
+        let (Some(fp), Some(sp)) = (known(context, self.names.fp), known(context, self.names.sp))
+        else {
+            return Chain::Broken;
+        };
+        let ptr = self.stack.pointer_size as u64;
+        let slots = if self.arch == Arch::X64 {
+            X64_FRAME_POINTER_SLOTS
+        } else {
+            1
+        };
+        let mut rejected = None;
+        for slot in 0..slots {
+            let Some(record) = fp.checked_add(slot * 2 * ptr).filter(|r| *r >= sp) else {
+                return Chain::Broken;
+            };
+            let (Some(caller_fp), Some(raw_ra)) = (
+                self.stack.pointer_at(record),
+                record
+                    .checked_add(ptr)
+                    .and_then(|a| self.stack.pointer_at(a)),
+            ) else {
+                return Chain::Broken;
+            };
+            // The outermost frame's record: a return address in the null page (x86), also
+            // with a zero frame pointer (ARM64). x64 `rbp` need not point at a record: no
+            // proof there.
+            let outermost = match self.arch {
+                Arch::X86 => raw_ra < NULL_PAGE,
+                Arch::Arm64 => raw_ra < NULL_PAGE && caller_fp == 0,
+                _ => false,
+            };
+            if outermost {
+                return Chain::End;
+            }
+            let ra = if self.arch == Arch::Arm64 {
+                strip_pac(raw_ra)
+            } else {
+                raw_ra
+            };
+            let Some(caller_sp) = record.checked_add(2 * ptr) else {
+                return Chain::Broken;
+            };
+            // The chain climbs the stack: the caller's frame pointer lies above this record
+            // (x86 allows anything there: its outermost frame keeps ebp 0). On x64 a saved
+            // value below the record means rbp points lower into the frame: try the next
+            // slot; one above it but outside the stack means rbp is no frame pointer at all.
+            let chained = match self.arch {
+                Arch::X86 => true,
+                Arch::X64 if caller_fp < caller_sp => false,
+                Arch::X64 if !self.stack.contains(caller_fp) => return Chain::Broken,
+                Arch::X64 => true,
+                _ => caller_fp == 0 || (caller_fp > record && self.stack.contains(caller_fp)),
+            };
+            if !chained || ra < NULL_PAGE || caller_sp <= sp || self.place(ra) != Place::Code {
+                continue;
+            }
+            let Some(trust) = self.return_trust(ra) else {
+                rejected = Some(ra);
+                continue;
+            };
+            let mut caller = CallerContext::like(context);
+            if caller.set(self.names.ip, ra).is_none()
+                || caller.set(self.names.sp, caller_sp).is_none()
+            {
+                return Chain::Broken;
+            }
+            if caller_fp != 0 || self.arch == Arch::X86 {
+                caller.set(self.names.fp, caller_fp);
+            }
+            let frame = self.symbolized(caller.finish(), index, FoundBy::FramePointer, trust);
+            return Chain::Caller(Box::new(frame));
+        }
+        if let Some(ra) = rejected {
+            self.notes.push(format!(
+                "frame {index:02x}: the frame pointer's return address {ra:#x} does not follow \
+                 a call: not taken"
+            ));
+        }
+        Chain::Broken
+    }
+
+    /// The caller from the first stack word above the callee's stack pointer that is a
+    /// return address into code, after a call instruction.
+    fn by_scan(&self, callee: &Walked, index: usize, scan: ScanFor) -> Option<Walked> {
+        let context = &callee.frame.context;
+        let sp = known(context, self.names.sp)?;
+        let ptr = self.stack.pointer_size as u64;
+        let words = if scan == ScanFor::AfterTrusted {
+            SCAN_WORDS_AFTER_TRUSTED
+        } else {
+            SCAN_WORDS
+        };
+        for i in 0..words {
+            let slot = sp.checked_add(i * ptr)?;
+            let raw = self.stack.pointer_at(slot)?;
+            let ra = if self.arch == Arch::Arm64 {
+                strip_pac(raw)
+            } else {
+                raw
+            };
+            if !self.plausible_return(ra) {
+                continue;
+            }
+            let Some(trust) = self.return_trust(ra) else {
+                continue;
+            };
+            // The strict scan looks for the caller of a frame whose stack pointer is known to
+            // be off: a stale copy of that frame's own return address is not its caller.
+            if scan == ScanFor::CallSite
+                && (trust != Trust::CallSite || ra == callee.frame.resume_address)
+            {
+                continue;
+            }
+            let caller_sp = slot.checked_add(ptr)?;
+            let mut caller = CallerContext::like(context);
+            caller.set(self.names.ip, ra)?;
+            caller.set(self.names.sp, caller_sp)?;
+            if let Some(caller_fp) = self.scanned_frame_pointer(context, slot, caller_sp) {
+                caller.set(self.names.fp, caller_fp);
+            }
+            return Some(self.symbolized(caller.finish(), index, FoundBy::Scan, trust));
+        }
+        None
+    }
+
+    /// The caller's frame pointer after a scan found the return address at `slot` (x86,
+    /// x64): the value saved just below it when the callee's frame pointer points there (a
+    /// standard prologue), else the callee's own when it lies above (never changed).
+    fn scanned_frame_pointer(
+        &self,
+        context: &MinidumpContext,
+        slot: u64,
+        caller_sp: u64,
+    ) -> Option<u64> {
+        if self.arch == Arch::Arm64 {
+            return None;
+        }
+        const MAX_FRAME: u64 = 128 * 1024;
+        let fp = known(context, self.names.fp)?;
+        let ptr = self.stack.pointer_size as u64;
+        let saved_at = slot.checked_sub(ptr)?;
+        if fp == saved_at {
+            let saved = self.stack.pointer_at(saved_at)?;
+            return (saved > slot && saved - saved_at <= MAX_FRAME && self.stack.contains(saved))
+                .then_some(saved);
+        }
+        (fp >= caller_sp).then_some(fp)
+    }
+
+    /// Whether a stack word may be a return address: aligned (ARM64), inside a module's code
+    /// and, where the module has symbols, inside a function they name.
+    fn plausible_return(&self, ra: u64) -> bool {
+        // ARM64 instructions are 4-byte aligned, and so is every return address.
+        if ra < NULL_PAGE || (self.arch == Arch::Arm64 && !ra.is_multiple_of(4)) {
+            return false;
+        }
+        let at = ra.wrapping_sub(self.call_back());
+        let Some(module) = self.target.modules().module_at_address(at) else {
+            return false;
+        };
+        let symbols = self.module_symbols(module);
+        if symbols.is_code(at - module.raw.base_of_image) == Some(false) {
+            return false;
+        }
+        if symbols.status() == SymbolStatus::NoSymbols {
+            return true;
+        }
+        let mut probe = Probe {
+            instruction: at,
+            named: false,
+        };
+        symbols.fill_symbol(module, &mut probe);
+        probe.named
+    }
+
+    /// How a guessed return address is trusted: `CallSite` after a call, `Unverified` when
+    /// the code before it is unknown, `None` (rejected) when it does not follow a call.
+    fn return_trust(&self, ra: u64) -> Option<Trust> {
+        let max = if self.arch == Arch::Arm64 {
+            4
+        } else {
+            MAX_X86_CALL
+        };
+        let code = code_before(self.target, self.symbols, ra, max);
+        match call_site::check(self.arch, ra, &code) {
+            CallCheck::Call => Some(Trust::CallSite),
+            CallCheck::Unknown => Some(Trust::Unverified),
+            CallCheck::NotCall => None,
+        }
+    }
+
+    /// Where `addr` lies: module code, module data, or no module.
+    fn place(&self, addr: u64) -> Place {
+        let at = addr.wrapping_sub(self.call_back());
+        let Some(module) = self.target.modules().module_at_address(at) else {
+            return Place::NoModule;
+        };
+        match self
+            .module_symbols(module)
+            .is_code(at - module.raw.base_of_image)
+        {
+            Some(false) => Place::ModuleData,
+            _ => Place::Code,
+        }
+    }
+
+    /// Whether the caller's stack pointer lies above the callee's (the stack unwinds
+    /// upwards). An ARM64 innermost frame may share its caller's: a leaf's caller does.
+    fn progresses(&self, callee: &Walked, caller: &MinidumpContext, index: usize) -> bool {
+        let before = callee.frame.context.get_stack_pointer();
+        let after = caller.get_stack_pointer();
+        after > before
+            || (self.arch == Arch::Arm64
+                && index == 1
+                && after == before
+                && caller.get_instruction_pointer() != callee.frame.resume_address)
+    }
+}
+
+/// How a frame was found and validated.
+struct Found {
+    found_by: FoundBy,
+    trust: Trust,
+}
+
+/// The context frame alone, symbolized (when there is no stack to walk).
+pub(crate) fn context_frame(
+    target: &dyn Target,
+    symbols: &SymbolStore,
+    context: MinidumpContext,
+) -> Walked {
+    let found = Found {
+        found_by: FoundBy::Context,
+        trust: Trust::Context,
+    };
+    symbolized(target, symbols, context, 0, found)
+}
+
+/// A frame for `context`, symbolized; `index` > 0 makes it a caller, looked up inside its
+/// call instruction.
+fn symbolized(
+    target: &dyn Target,
+    symbols: &SymbolStore,
+    context: MinidumpContext,
+    index: usize,
+    found: Found,
+) -> Walked {
+    let mut frame = StackFrame::from_context(context, FrameTrust::None);
+    if index > 0 {
+        frame.instruction = frame.resume_address.wrapping_sub(call_back(target.arch()));
+    }
+    if let Some(module) = target.modules().module_at_address(frame.instruction) {
+        frame.module = Some(module.clone());
+        load_module_symbols(target, symbols, module).fill_symbol(module, &mut frame);
+        // Symbol files list inlined calls outermost first; frames go innermost first.
+        frame.inlines.reverse();
+    }
+    Walked {
+        frame,
+        found_by: found.found_by,
+        trust: found.trust,
+    }
+}
+
+/// How far before a return address callers are looked up: inside the call instruction.
+fn call_back(arch: Arch) -> u64 {
+    if arch == Arch::Arm64 {
+        4
+    } else {
+        1
+    }
+}
+
+/// Asks symbols whether an address is named (a stack-scan candidate's plausibility).
+struct Probe {
+    instruction: u64,
+    named: bool,
+}
+
+impl FrameSymbolizer for Probe {
+    fn get_instruction(&self) -> u64 {
+        self.instruction
+    }
+    fn set_function(&mut self, name: &str, _base: u64, _parameter_size: u32) {
+        self.named |= !name.is_empty();
+    }
+    fn set_source_file(&mut self, _file: &str, _line: u32, _base: u64) {}
+    fn add_inline_frame(&mut self, _name: &str, _file: Option<&str>, _line: Option<u32>) {}
+}

@@ -1,0 +1,376 @@
+//! The stack walker on dumps built with exactly the stacks and code a test chose
+//! (`ntdbg_testutil::minidump_builder`): call-site validation of scanned and frame-pointer
+//! return addresses, the ARM64 frame-record chain, the end of a chain; and on the shared
+//! corpus: leaf functions, unwind data leading outside code, every frame's trust.
+
+use ntdbg_engine::stack::{FoundBy, Stack, Trust};
+use ntdbg_engine::Session;
+use ntdbg_testutil::corrupt::TempDir;
+use ntdbg_testutil::minidump_builder::{
+    Arm64Context, Context, Cpu, MinidumpBuilder, Module, Thread, X64Context,
+};
+
+const APP: u64 = 0x7ff6_0000_0000;
+const CODE: u64 = APP + 0x1000;
+const STACK: u64 = 0x0000_00c4_5670_0000;
+
+/// Opens `dump` (written into a fresh folder, so no symbols are found) and walks thread 0.
+fn walk(dump: &MinidumpBuilder, tag: &str) -> Stack {
+    let dir = TempDir::new(tag);
+    let path = dir.path().join("walk.dmp");
+    dump.write(&path);
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    session.thread_stack(0).unwrap()
+}
+
+fn words(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn summary(stack: &Stack) -> Vec<(u64, FoundBy, Trust)> {
+    stack
+        .frames
+        .iter()
+        .map(|f| (f.instruction, f.found_by, f.trust))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// x64: stack scanning keeps only return addresses that follow a call.
+
+/// 0x100 bytes of x64 code at `CODE`: `nop`s, a `call rel32` ending at +0x25 and a
+/// `call [rip+disp32]` ending at +0x46.
+fn x64_code() -> Vec<u8> {
+    let mut code = vec![0x90u8; 0x100];
+    code[0x20..0x25].copy_from_slice(&[0xE8, 0x10, 0x20, 0x00, 0x00]);
+    code[0x40..0x46].copy_from_slice(&[0xFF, 0x15, 0x00, 0x10, 0x00, 0x00]);
+    code
+}
+
+#[test]
+fn x64_scan_keeps_only_return_addresses_after_a_call() {
+    let after_nops = CODE + 0x60;
+    let after_call = CODE + 0x25;
+    let not_in_dump = APP + 0x5000;
+    let after_indirect_call = CODE + 0x46;
+    let sp = STACK + 0x20;
+    let mut stack = vec![0u8; 0x20];
+    stack.extend(words(&[
+        after_nops,          // [rsp]: in code, but after nops: rejected
+        after_call,          // frame 1
+        0x1234,              // not code
+        not_in_dump,         // frame 2: code not captured, unverified
+        after_indirect_call, // frame 3
+        0,
+        0,
+    ]));
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.module(Module::new("C:\\app\\app.exe", APP, 0x10000))
+        .memory(CODE, x64_code())
+        .thread(Thread {
+            id: 1,
+            context: Some(Context::X64(X64Context {
+                rip: CODE + 0xa0,
+                rsp: sp,
+                ..X64Context::default()
+            })),
+            stack_base: STACK,
+            stack,
+            ..Thread::default()
+        });
+    let walked = walk(&dump, "walk-x64-scan");
+    assert_eq!(
+        summary(&walked),
+        [
+            (CODE + 0xa0, FoundBy::Context, Trust::Context),
+            (after_call, FoundBy::Scan, Trust::CallSite),
+            (not_in_dump, FoundBy::Scan, Trust::Unverified),
+            (after_indirect_call, FoundBy::Scan, Trust::CallSite),
+        ]
+    );
+    let trusted: Vec<bool> = walked.frames.iter().map(|f| f.is_trusted()).collect();
+    assert_eq!(trusted, [true, true, false, true]);
+    assert_eq!(walked.frames[1].stack_pointer, sp + 16);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ARM64: the frame-record chain (fp → [fp], [fp+8]) with every lr after a BL.
+
+const BL: u32 = 0x9400_0010;
+const BLR_X8: u32 = 0xD63F_0100;
+const NOP: u32 = 0xD503_201F;
+
+/// 0x100 bytes of ARM64 code at `CODE`: `nop`s, `bl` at +0x10 and +0x40, `blr x8` at +0x60.
+fn arm64_code() -> Vec<u8> {
+    let mut code: Vec<u32> = vec![NOP; 0x40];
+    code[0x10 / 4] = BL;
+    code[0x40 / 4] = BL;
+    code[0x60 / 4] = BLR_X8;
+    code.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// A thread whose frame records at `STACK + 0x40`, `0x80`, `0xc0`, `0x100` chain to a zero
+/// record; `returns` are the lr values saved in the first three.
+fn arm64_dump(returns: [u64; 3]) -> MinidumpBuilder {
+    let mut stack = vec![0u64; 0x48];
+    let record = |i: usize| STACK + 0x40 * (i as u64 + 1);
+    for (i, ra) in returns.iter().enumerate() {
+        let at = (record(i) - STACK) as usize / 8;
+        stack[at] = record(i + 1);
+        stack[at + 1] = *ra;
+    }
+    let mut x = [0u64; 31];
+    x[29] = record(0);
+    x[30] = CODE + 0x14; // lr of the innermost frame: not used, it has a frame record
+    let mut dump = MinidumpBuilder::new(Cpu::Arm64);
+    dump.module(Module::new("C:\\app\\app.exe", APP, 0x10000))
+        .memory(CODE, arm64_code())
+        .thread(Thread {
+            id: 1,
+            context: Some(Context::Arm64(Arm64Context {
+                x,
+                sp: STACK + 0x20,
+                pc: CODE + 0xa0,
+                ..Arm64Context::default()
+            })),
+            stack_base: STACK,
+            stack: words(&stack),
+            ..Thread::default()
+        });
+    dump
+}
+
+#[test]
+fn arm64_frame_records_chain_to_the_end() {
+    // The first lr carries pointer-authentication bits, stripped.
+    let signed = 0x0023_0000_0000_0000 | (CODE + 0x14);
+    let dump = arm64_dump([signed, CODE + 0x44, CODE + 0x64]);
+    let walked = walk(&dump, "walk-arm64-chain");
+    assert_eq!(
+        summary(&walked),
+        [
+            (CODE + 0xa0, FoundBy::Context, Trust::Context),
+            (CODE + 0x14, FoundBy::FramePointer, Trust::CallSite),
+            (CODE + 0x44, FoundBy::FramePointer, Trust::CallSite),
+            (CODE + 0x64, FoundBy::FramePointer, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+    // Each caller's fp is the next record; the zero record ends the walk (no scan after).
+    let fps: Vec<Option<u64>> = walked.frames.iter().map(|f| f.frame_pointer).collect();
+    assert_eq!(
+        fps,
+        [
+            Some(STACK + 0x40),
+            Some(STACK + 0x80),
+            Some(STACK + 0xc0),
+            Some(STACK + 0x100)
+        ]
+    );
+    assert_eq!(walked.note, None);
+}
+
+#[test]
+fn arm64_record_whose_lr_follows_no_call_is_not_taken() {
+    let dump = arm64_dump([CODE + 0x14, CODE + 0x84, CODE + 0x64]);
+    let walked = walk(&dump, "walk-arm64-broken");
+    // Frame 2's record points after a nop: refused; scanning finds the next lr after a call.
+    assert_eq!(
+        summary(&walked),
+        [
+            (CODE + 0xa0, FoundBy::Context, Trust::Context),
+            (CODE + 0x14, FoundBy::FramePointer, Trust::CallSite),
+            (CODE + 0x64, FoundBy::Scan, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+    let note = walked.note.unwrap_or_default();
+    assert!(
+        note.contains(&format!("{:#x} does not follow a call", CODE + 0x84)),
+        "{note}"
+    );
+}
+
+#[test]
+fn arm64_leaf_outside_every_module_returns_through_lr() {
+    // A call through a bad pointer: pc in no module, lr after the BLR that made it.
+    let mut dump = arm64_dump([CODE + 0x14, CODE + 0x44, CODE + 0x64]);
+    let mut x = [0u64; 31];
+    x[29] = STACK + 0x40;
+    x[30] = CODE + 0x64;
+    dump.thread(Thread {
+        id: 2,
+        context: Some(Context::Arm64(Arm64Context {
+            x,
+            sp: STACK + 0x20,
+            pc: 0x10,
+            ..Arm64Context::default()
+        })),
+        ..Thread::default()
+    });
+    let dir = TempDir::new("walk-arm64-leaf");
+    let path = dir.path().join("walk.dmp");
+    dump.write(&path);
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    let context = session.target().threads()[1].context.clone().unwrap();
+    let walked = ntdbg_engine::stack::walk(session.target(), session.symbols(), 2, &context);
+    assert_eq!(
+        summary(&walked)[..2],
+        [
+            (0x10, FoundBy::Context, Trust::Context),
+            (CODE + 0x64, FoundBy::Leaf, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared corpus.
+
+/// Every thread's stack of a corpus dump, opened with the dump's own folder as symbol path.
+fn corpus_stacks(rel: &str) -> Vec<Stack> {
+    let path = ntdbg_testutil::testdata(rel);
+    let session = Session::open_dump(&path, None).unwrap();
+    (0..session.target().threads().len())
+        .map(|i| session.thread_stack(i).unwrap())
+        .collect()
+}
+
+#[test]
+fn x64_leaf_function_returns_through_rsp() {
+    ntdbg_testutil::require_testdata!();
+    let xz = std::fs::read(ntdbg_testutil::testdata(
+        "winelab/x64/null.inproc-full.dmp.xz",
+    ))
+    .unwrap();
+    let mut bytes = Vec::new();
+    lzma_rs::xz_decompress(&mut &xz[..], &mut bytes).unwrap();
+    let dir = TempDir::new("walk-leaf");
+    let path = dir.path().join("null.inproc-full.dmp");
+    std::fs::write(&path, bytes).unwrap();
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    // Thread 1 waits in a system-call stub that has no unwind entry: a leaf, whose return
+    // address at [rsp] follows a call in the dump's code.
+    let walked = session.thread_stack(1).unwrap();
+    let f = &walked.frames[1];
+    assert_eq!(
+        (f.instruction, f.found_by, f.trust),
+        (0x7b07_5550, FoundBy::Leaf, Trust::CallSite)
+    );
+    assert_eq!(f.stack_pointer, walked.frames[0].stack_pointer + 8);
+    assert_eq!(walked.frames[2].found_by, FoundBy::Cfi);
+}
+
+#[test]
+fn unwind_data_leading_outside_code_is_not_a_frame() {
+    ntdbg_testutil::require_testdata!();
+    // Firefox x64: JIT code and stack addresses reached through unwind data used to be
+    // shown as `cfi` frames; none is now, and every frame says how far it was checked.
+    let stacks =
+        corpus_stacks("mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp");
+    let frames: Vec<_> = stacks.iter().flat_map(|s| &s.frames).collect();
+    assert!(frames.len() > 1000);
+    for f in &frames {
+        let trusted_kind = matches!(f.found_by, FoundBy::Cfi) == (f.trust == Trust::UnwindData);
+        assert!(trusted_kind, "{f:?}");
+        if f.found_by == FoundBy::Cfi {
+            assert!(f.module.is_some(), "{:#x} has no module", f.instruction);
+        }
+    }
+}
+
+#[test]
+fn x86_stacks_match_minidump_stackwalk_to_the_last_caller() {
+    ntdbg_testutil::require_testdata!();
+    // Wine x86: crashy's frames through the PDB's frame data, then kernel32 and ntdll through
+    // the ebp chain, which ends at the record whose return address is in the null page (no
+    // scanned leftovers after it), as minidump-stackwalk shows.
+    let path = ntdbg_testutil::testdata("winelab/x86/null.inproc.dmp");
+    let session = Session::open_dump(&path, None).unwrap();
+    let walked = session.event_stack().unwrap();
+    let got: Vec<(u64, FoundBy)> = walked
+        .frames
+        .iter()
+        .map(|f| (f.instruction, f.found_by))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0x0040_1ef3, FoundBy::Context),
+            (0x0040_1a5e, FoundBy::Cfi),
+            (0x0040_185d, FoundBy::Cfi),
+            (0x0040_138e, FoundBy::Cfi),
+            (0x7b62_93e0, FoundBy::FramePointer),
+            (0x7bc5_ca07, FoundBy::FramePointer),
+            (0x7bc5_d228, FoundBy::FramePointer),
+        ]
+    );
+}
+
+#[test]
+fn arm64_kernel_frame_records_chain_on() {
+    use ntdbg_testutil::kernel_synth::{KernelSynth, Layout, Machine, CONTEXT_OFFSET};
+    const NT: u64 = 0xffff_f800_1000_0000;
+    const KSTACK: u64 = 0xffff_a000_0000_0000;
+    let code = NT + 0x1000;
+    let mut s = KernelSynth::for_machine(Layout::Full, Machine::Arm64);
+    s.add_module_list(
+        0xffff_f800_0100_0000,
+        &[("ntoskrnl.exe", NT, 0x10_0000, 0x1234_5678)],
+    );
+    s.write_virtual(code, &arm64_code());
+    // Kernel return addresses signed with pointer authentication: bit 55 set, the PAC in
+    // the bits above the 48-bit address.
+    let signed = |ra: u64| (ra & ((1 << 48) - 1)) | 0x0080_0000_0000_0000 | 0x0012_0000_0000_0000;
+    s.write_virtual(KSTACK + 0x40, &words(&[KSTACK + 0x80, signed(code + 0x14)]));
+    s.write_virtual(KSTACK + 0x80, &words(&[KSTACK + 0xc0, code + 0x44]));
+    s.write_virtual(KSTACK + 0xc0, &words(&[0, 0]));
+    s.rip = code + 0xa0;
+    s.rsp = KSTACK + 0x20;
+    let mut bytes = s.build();
+    // CONTEXT (ARM64): Fp at 0xf0, Lr at 0xf8.
+    bytes[CONTEXT_OFFSET + 0xf0..CONTEXT_OFFSET + 0xf8]
+        .copy_from_slice(&(KSTACK + 0x40).to_le_bytes());
+    bytes[CONTEXT_OFFSET + 0xf8..CONTEXT_OFFSET + 0x100]
+        .copy_from_slice(&(code + 0x64).to_le_bytes());
+    let dir = TempDir::new("walk-arm64-kernel");
+    let path = dir.path().join("MEMORY.DMP");
+    std::fs::write(&path, bytes).unwrap();
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    let walked = session.thread_stack(0).unwrap();
+    assert_eq!(
+        summary(&walked),
+        [
+            (code + 0xa0, FoundBy::Context, Trust::Context),
+            (code + 0x14, FoundBy::FramePointer, Trust::CallSite),
+            (code + 0x44, FoundBy::FramePointer, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+}
+
+#[test]
+fn x86_caller_after_a_stdcall_without_symbols_is_found() {
+    // The repository's x86 sample: do_raise (no frame pointer) calls RaiseException in
+    // kernelbase (no symbols), which pops its four arguments. The frame-pointer frame for
+    // do_raise cannot know that, so do_raise's frame data read an argument (3) as its return
+    // address and the walk used to stop there, losing mode_raise and main. A scan for a
+    // return address after a call finds them.
+    let path = ntdbg_testutil::sample("x86/crashy-x86-raise.dmp");
+    let session = Session::open_dump(&path, None).unwrap();
+    let walked = session.event_stack().unwrap();
+    let names: Vec<String> = walked.frames.iter().map(|f| f.call_site()).collect();
+    assert_eq!(
+        names[..4],
+        [
+            "kernelbase+0x12866",
+            "crashy!do_raise+0x2f",
+            "crashy!mode_raise+0x5",
+            "crashy!main+0x29a"
+        ]
+    );
+    let f = &walked.frames[2];
+    assert_eq!((f.found_by, f.trust), (FoundBy::Scan, Trust::CallSite));
+    let note = walked.note.unwrap_or_default();
+    assert!(note.contains("return address 0x3"), "{note}");
+}
