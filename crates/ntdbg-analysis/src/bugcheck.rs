@@ -825,7 +825,7 @@ fn driver_on_stack<'s>(
 ) -> Option<(&'s minidump::MinidumpModule, String)> {
     let trusted: Vec<_> = frames
         .iter()
-        .take_while(|f| crate::signature::trusted(f))
+        .take_while(|f| f.is_trusted())
         .collect();
     let bugcheck = trusted.iter().position(|f| {
         f.function

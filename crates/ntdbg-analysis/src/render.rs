@@ -165,11 +165,12 @@ pub fn render_report(report: &Report) -> String {
         for f in &report.signature_frames {
             let _ = writeln!(
                 out,
-                "  {:02x} {}  {} ({}): {}",
+                "  {:02x} {}  {} ({}, {}): {}",
                 f.frame,
                 f.name,
                 f.role.name(),
                 f.found_by,
+                f.trust,
                 f.reason
             );
         }

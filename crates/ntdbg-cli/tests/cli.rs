@@ -307,7 +307,7 @@ fn triage_takes_a_symbol_path_and_signature_rules() {
         &r,
     ]);
     assert!(
-        stdout(&o).contains("SIGNATURE:      AV_WRITE_NULL crashy!write_null\nSIGNATURE_FRAMES:\n  00 crashy!write_null  named (context)"),
+        stdout(&o).contains("SIGNATURE:      AV_WRITE_NULL crashy!write_null\nSIGNATURE_FRAMES:\n  00 crashy!write_null  named (context, context)"),
         "{}",
         stdout(&o)
     );

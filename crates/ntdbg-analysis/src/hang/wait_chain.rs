@@ -233,7 +233,7 @@ pub fn thread_wait(
         .iter()
         .take(WAIT_FRAMES)
         .take_while(|f| f.module.as_deref().is_some_and(is_system_module))
-        .take_while(|f| f.found_by != FoundBy::Scan && f.found_by != FoundBy::Other)
+        .take_while(|f| f.is_trusted())
         .collect();
     wait.caller = frames
         .iter()
@@ -323,10 +323,13 @@ fn waited_section(
     let mut found: Vec<FoundSection> = Vec::new();
     let mut looked = 0;
     // Registers are trusted only while every frame from the context was unwound by unwind
-    // data: a frame-pointer or scanned step does not restore callee-saved registers.
+    // data or by the leaf rule with a checked return address (a leaf function leaves them
+    // untouched): a frame-pointer or scanned step does not restore callee-saved registers.
     for frame in top
         .iter()
-        .take_while(|f| matches!(f.found_by, FoundBy::Context | FoundBy::Cfi))
+        .take_while(|f| {
+            f.is_trusted() && matches!(f.found_by, FoundBy::Context | FoundBy::Cfi | FoundBy::Leaf)
+        })
         .filter(|f| bare_name(f).is_some_and(|n| CRITICAL_SECTION_FRAMES.contains(&n)))
     {
         for &register in registers {

@@ -15,7 +15,7 @@ pub use lists::{IRRELEVANT_FUNCTIONS, IRRELEVANT_MODULES, PREFIX_FUNCTIONS};
 pub use rules::RulesError;
 
 use crate::exception::ExceptionKind;
-use ntdbg_engine::stack::{FoundBy, Frame};
+use ntdbg_engine::stack::Frame;
 use ntdbg_engine::text::module_offset;
 use ntdbg_symbols::strip_parameters;
 use serde::Serialize;
@@ -111,8 +111,11 @@ pub struct SignatureFrame {
     pub frame: usize,
     /// `module!function`, `module+0xoffset`, or the address outside every module.
     pub name: String,
-    /// How the walker found the frame (`context`, `cfi`, `frame_pointer`, `scan`).
+    /// How the walker found the frame (`context`, `cfi`, `leaf`, `frame_pointer`, `scan`).
     pub found_by: String,
+    /// How far its return address was checked (`context`, `unwind_data`, `call_site`,
+    /// `unverified`): only `unverified` frames are kept out of signatures.
+    pub trust: String,
     /// What the frame did for the signature.
     pub role: SignatureRole,
     /// Why.
@@ -128,11 +131,6 @@ pub struct Signature {
     pub frames: Vec<SignatureFrame>,
 }
 
-/// Whether the walker vouches for a frame: the register context, or unwind data. Frames from
-/// the frame-pointer chain or a stack scan are guesses and never make a signature.
-pub(crate) fn trusted(frame: &Frame) -> bool {
-    matches!(frame.found_by, FoundBy::Context | FoundBy::Cfi)
-}
 
 /// How a signature names a frame: `module!function` (no parameters, no offset: stable across
 /// builds and load addresses), else `module+0xoffset` (load-address independent), else
@@ -166,15 +164,16 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
                     frame: f.index,
                     name: display.clone(),
                     found_by: f.found_by.name().to_string(),
+                    trust: f.trust.name().to_string(),
                     role,
                     reason,
                 });
             }
         };
-        if !trusted(f) {
+        if !f.is_trusted() {
             note(
                 SignatureRole::Stop,
-                "not vouched for by the context or unwind data: the signature ends here".into(),
+                "a guessed frame whose call site could not be checked: the signature ends here".into(),
             );
             break;
         }
@@ -259,7 +258,7 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
     let text = if names.is_empty() {
         let why = if frames.is_empty() {
             "no stack"
-        } else if frames.first().is_some_and(|f| !trusted(f)) {
+        } else if frames.first().is_some_and(|f| !f.is_trusted()) {
             "no trusted frame"
         } else {
             "no module"

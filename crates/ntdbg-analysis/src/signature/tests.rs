@@ -1,4 +1,6 @@
 use super::*;
+use ntdbg_engine::stack::FoundBy;
+use ntdbg_engine::stack::Trust;
 use minidump::format::CONTEXT_AMD64;
 use minidump::{MinidumpContext, MinidumpRawContext};
 
@@ -17,6 +19,11 @@ fn frame(index: usize, module: &str, function: Option<&str>, found_by: FoundBy) 
         source_file: None,
         source_line: None,
         found_by,
+        trust: match found_by {
+            FoundBy::Context => Trust::Context,
+            FoundBy::Cfi => Trust::UnwindData,
+            _ => Trust::Unverified,
+        },
         inline: false,
         args: Vec::new(),
         context: MinidumpContext::from_raw(MinidumpRawContext::Amd64(CONTEXT_AMD64::default())),
