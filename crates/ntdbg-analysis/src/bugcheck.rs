@@ -823,10 +823,7 @@ fn driver_on_stack<'s>(
     frames: &[ntdbg_engine::stack::Frame],
     config: &crate::signature::SignatureConfig,
 ) -> Option<(&'s minidump::MinidumpModule, String)> {
-    let trusted: Vec<_> = frames
-        .iter()
-        .take_while(|f| f.is_trusted())
-        .collect();
+    let trusted: Vec<_> = frames.iter().take_while(|f| f.is_trusted()).collect();
     let bugcheck = trusted.iter().position(|f| {
         f.function
             .as_deref()

@@ -131,7 +131,6 @@ pub struct Signature {
     pub frames: Vec<SignatureFrame>,
 }
 
-
 /// How a signature names a frame: `module!function` (no parameters, no offset: stable across
 /// builds and load addresses), else `module+0xoffset` (load-address independent), else
 /// `None` outside every module.
@@ -173,7 +172,8 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
         if !f.is_trusted() {
             note(
                 SignatureRole::Stop,
-                "a guessed frame whose call site could not be checked: the signature ends here".into(),
+                "a guessed frame whose call site could not be checked: the signature ends here"
+                    .into(),
             );
             break;
         }

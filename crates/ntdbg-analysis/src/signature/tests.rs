@@ -1,8 +1,8 @@
 use super::*;
-use ntdbg_engine::stack::FoundBy;
-use ntdbg_engine::stack::Trust;
 use minidump::format::CONTEXT_AMD64;
 use minidump::{MinidumpContext, MinidumpRawContext};
+use ntdbg_engine::stack::FoundBy;
+use ntdbg_engine::stack::Trust;
 
 /// A frame in `module` (based at 0x1000_0000) at `offset`, named `function` when given.
 fn frame(index: usize, module: &str, function: Option<&str>, found_by: FoundBy) -> Frame {
