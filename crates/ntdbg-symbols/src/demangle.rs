@@ -2,6 +2,8 @@
 //!
 //! - C++ names (`?f@C@ns@@QEAAXH@Z`) go through `msvc-demangler`: publics get the qualified
 //!   name only (`ns::C::f`), functions without type information get the full signature.
+//! - Itanium C++ names (`_ZSt9terminatev`, from GCC/Clang objects linked into a PE, such as a
+//!   static libstdc++) go through `cpp_demangle` to the qualified name only (`std::terminate`).
 //! - 32-bit x86 C names lose their calling-convention decoration: `_f` (cdecl) → `f`,
 //!   `_f@12` (stdcall) and `@f@12` (fastcall) → `f` with 12 bytes of parameters.
 
@@ -18,6 +20,13 @@ pub(crate) struct Undecorated {
 
 /// Undecorates a public symbol name. `x86` selects the 32-bit C decoration rules.
 pub(crate) fn public_name(raw: &str, x86: bool) -> Undecorated {
+    let itanium = if x86 { raw.strip_prefix('_') } else { Some(raw) };
+    if let Some(name) = itanium.and_then(itanium_name) {
+        return Undecorated {
+            name,
+            parameter_size: 0,
+        };
+    }
     if raw.starts_with('?') {
         let name = demangle(raw, DemangleFlags::NAME_ONLY).unwrap_or_else(|| raw.to_string());
         return Undecorated {
@@ -39,11 +48,29 @@ pub(crate) fn public_name(raw: &str, x86: bool) -> Undecorated {
 /// The display name of an exported function: [`public_name`] without the x86 rules (the export
 /// table holds names as the linker exports them), reusing `raw` when it needs no change.
 pub(crate) fn export_name(raw: String) -> String {
-    if raw.starts_with('?') {
+    if raw.starts_with('?') || raw.starts_with("_Z") {
         public_name(&raw, false).name
     } else {
         raw
     }
+}
+
+/// The qualified name (no parameters) of an Itanium-mangled function name (`_Z…`), or `None`
+/// when `raw` is not one or does not demangle.
+fn itanium_name(raw: &str) -> Option<String> {
+    if !raw.starts_with("_Z") {
+        return None;
+    }
+    let options = cpp_demangle::DemangleOptions::new().no_params();
+    std::panic::catch_unwind(|| {
+        cpp_demangle::Symbol::new(raw)
+            .ok()?
+            .demangle(&options)
+            .ok()
+    })
+    .ok()
+    .flatten()
+    .filter(|s| !s.is_empty())
 }
 
 /// The display name of a 32-bit x86 assembly (MASM) procedure. Its symbol record holds the
@@ -155,6 +182,21 @@ pub fn strip_parameters(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn itanium_names_lose_their_mangling_and_parameters() {
+        assert_eq!(public_name("_ZSt9terminatev", false).name, "std::terminate");
+        assert_eq!(
+            public_name("_ZN10__cxxabiv111__terminateEPFvvE", false).name,
+            "__cxxabiv1::__terminate"
+        );
+        // 32-bit MinGW adds the C underscore in front.
+        assert_eq!(public_name("__ZSt9terminatev", true).name, "std::terminate");
+        assert_eq!(export_name("_ZSt9terminatev".into()), "std::terminate");
+        // Not mangled, or not demangling: kept as they are.
+        assert_eq!(public_name("_Zebra", false).name, "_Zebra");
+        assert_eq!(public_name("main", false).name, "main");
+    }
 
     #[test]
     fn cpp_publics_get_qualified_names() {
