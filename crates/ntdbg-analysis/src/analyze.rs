@@ -115,7 +115,11 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (inferences, waits)
         }
     };
-    let mut next_commands = vec![".ecxr".to_string(), "kb".to_string()];
+    // Without an exception there is no context to restore: what the threads wait on comes first.
+    let mut next_commands: Vec<String> = match &decoded {
+        Some(_) => vec![".ecxr".into(), "kb".into()],
+        None => vec!["!waits".into(), "!locks".into(), "kb".into()],
+    };
     if let Some(m) = &faulting_module {
         next_commands.push(format!("lmv m {}", module_name(&m.name)));
     }
@@ -139,9 +143,6 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         next_commands.push(format!(".frame {n:x}; dv /t"));
     }
     next_commands.push("~*k".into());
-    if decoded.is_none() {
-        next_commands.extend(["!waits".to_string(), "!locks".to_string()]);
-    }
 
     Report {
         dump,

@@ -20,7 +20,11 @@ pub(crate) struct Undecorated {
 
 /// Undecorates a public symbol name. `x86` selects the 32-bit C decoration rules.
 pub(crate) fn public_name(raw: &str, x86: bool) -> Undecorated {
-    let itanium = if x86 { raw.strip_prefix('_') } else { Some(raw) };
+    let itanium = if x86 {
+        raw.strip_prefix('_')
+    } else {
+        Some(raw)
+    };
     if let Some(name) = itanium.and_then(itanium_name) {
         return Undecorated {
             name,
@@ -62,15 +66,10 @@ fn itanium_name(raw: &str) -> Option<String> {
         return None;
     }
     let options = cpp_demangle::DemangleOptions::new().no_params();
-    std::panic::catch_unwind(|| {
-        cpp_demangle::Symbol::new(raw)
-            .ok()?
-            .demangle(&options)
-            .ok()
-    })
-    .ok()
-    .flatten()
-    .filter(|s| !s.is_empty())
+    std::panic::catch_unwind(|| cpp_demangle::Symbol::new(raw).ok()?.demangle(&options).ok())
+        .ok()
+        .flatten()
+        .filter(|s| !s.is_empty())
 }
 
 /// The display name of a 32-bit x86 assembly (MASM) procedure. Its symbol record holds the

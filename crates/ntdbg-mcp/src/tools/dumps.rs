@@ -259,7 +259,13 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
     );
     let _ = writeln!(text, "event: {}", event_line(report));
     if let Some(f) = &r.faulting_frame {
-        let _ = writeln!(text, "faulting frame: {}", frame_text(f));
+        // Without an event (a hang, a dump taken by hand) frame 0 is where the thread stands.
+        let label = if report.event.kind == "none" {
+            "current frame"
+        } else {
+            "faulting frame"
+        };
+        let _ = writeln!(text, "{label}: {}", frame_text(f));
     }
     if let Some(m) = &r.faulting_module {
         let version = m
@@ -270,6 +276,10 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
         let _ = writeln!(text, "faulting module: {} at {}{version}", m.name, m.base);
     }
     let _ = writeln!(text, "signature: {}", r.signature);
+    // The first conclusion is the answer to "why"; analyze_crash gives its basis and the rest.
+    if let Some(i) = report.inferences.first() {
+        let _ = writeln!(text, "inference: {}", i.text);
+    }
     if let Some(stack) = &r.stack {
         text.push_str("stack:\n");
         for f in stack {
