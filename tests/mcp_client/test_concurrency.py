@@ -24,9 +24,11 @@ pytestmark = pytest.mark.anyio
 
 SESSIONS = 100
 CLIENTS = 4
-# Small samples of several kinds (x64 and x86, five exceptions); the 1 MiB stack dump is kept
-# for the slow command.
-SMALL = sorted(p for p in TESTDATA.rglob("*.dmp") if p.stat().st_size < 64 * 1024)
+# Small samples of several kinds (x64 and x86, many exceptions); the 1 MiB stack dump is kept
+# for the slow command. The hang samples have no exception, so `.lastevent` rightly fails there.
+SMALL = sorted(
+    p for p in TESTDATA.rglob("*.dmp") if p.stat().st_size < 64 * 1024 and "hang" not in p.parts
+)
 BIG = TESTDATA / "crashy-x64-stack.dmp"
 TRIAGE = ".lastevent; r; kn; lm; ~*k; !analyze -v"
 

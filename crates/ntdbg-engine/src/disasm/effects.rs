@@ -3,14 +3,11 @@
 //! passes control on. `uf`-style listings do not need this; the analysis of a faulting
 //! instruction's operands does ("`eax` came from `mov eax,4E3C9h`").
 
-use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, InstructionInfoFactory, Mnemonic, OpAccess, OpKind,
-    Register,
-};
+use iced_x86::{FlowControl, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register};
 
-use super::format::{format_instruction, register_name};
-use super::registers::{full_register, memory_operand};
-use super::types::{Bitness, MemoryOperand, NoSymbols};
+use super::format::register_name;
+use super::registers::{decode_with_text, full_register, memory_operand};
+use super::types::{Bitness, MemoryOperand};
 
 /// How an instruction passes control on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,18 +71,7 @@ pub fn instruction_effects(
     bytes: &[u8],
     addr: u64,
 ) -> Option<InstructionEffects> {
-    let addr = bitness.mask(addr);
-    let mut decoder = Decoder::with_ip(bitness.bits(), bytes, addr, DecoderOptions::NONE);
-    let instr = decoder.decode();
-    if instr.is_invalid() {
-        return None;
-    }
-    let formatted = format_instruction(bitness, &instr, &NoSymbols);
-    let text = if formatted.operands.is_empty() {
-        formatted.mnemonic
-    } else {
-        format!("{} {}", formatted.mnemonic, formatted.operands)
-    };
+    let (instr, text) = decode_with_text(bitness, bytes, addr)?;
     let mut factory = InstructionInfoFactory::new();
     let info = factory.info(&instr);
     let mut written: Vec<String> = Vec::new();

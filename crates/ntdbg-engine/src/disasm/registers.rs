@@ -17,18 +17,7 @@ pub fn instruction_registers(
     bytes: &[u8],
     addr: u64,
 ) -> Option<(String, Vec<String>, Option<MemoryOperand>)> {
-    let addr = bitness.mask(addr);
-    let mut decoder = Decoder::with_ip(bitness.bits(), bytes, addr, DecoderOptions::NONE);
-    let instr = decoder.decode();
-    if instr.is_invalid() {
-        return None;
-    }
-    let formatted = format_instruction(bitness, &instr, &NoSymbols);
-    let text = if formatted.operands.is_empty() {
-        formatted.mnemonic
-    } else {
-        format!("{} {}", formatted.mnemonic, formatted.operands)
-    };
+    let (instr, text) = decode_with_text(bitness, bytes, addr)?;
 
     let mut factory = InstructionInfoFactory::new();
     let mut registers: Vec<String> = Vec::new();
@@ -43,6 +32,28 @@ pub fn instruction_registers(
         }
     }
     Some((text, registers, memory_operand(bitness, &instr)))
+}
+
+/// The instruction at the start of `bytes` (located at `addr`) and its text without symbols
+/// (`mov dword ptr [rdx],2Ah`); `None` when the bytes do not start with a valid instruction.
+pub(super) fn decode_with_text(
+    bitness: Bitness,
+    bytes: &[u8],
+    addr: u64,
+) -> Option<(iced_x86::Instruction, String)> {
+    let addr = bitness.mask(addr);
+    let mut decoder = Decoder::with_ip(bitness.bits(), bytes, addr, DecoderOptions::NONE);
+    let instr = decoder.decode();
+    if instr.is_invalid() {
+        return None;
+    }
+    let formatted = format_instruction(bitness, &instr, &NoSymbols);
+    let text = if formatted.operands.is_empty() {
+        formatted.mnemonic
+    } else {
+        format!("{} {}", formatted.mnemonic, formatted.operands)
+    };
+    Some((instr, text))
 }
 
 pub(super) fn full_register(bitness: Bitness, register: Register) -> Register {

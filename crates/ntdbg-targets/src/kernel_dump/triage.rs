@@ -114,24 +114,6 @@ impl TriageHeader {
         let r = |off: usize| u32_at(buf, at.checked_add(off)?);
         let q = |off: usize| u64_at(buf, at.checked_add(off)?);
         Some(TriageHeader {
-            service_pack_build: r(0x00)?,
-            size_of_dump: r(0x04)?,
-            valid_offset: r(0x08)?,
-            context_offset: r(0x0c)?,
-            exception_offset: r(0x10)?,
-            mm_offset: r(0x14)?,
-            unloaded_drivers_offset: r(0x18)?,
-            prcb_offset: r(0x1c)?,
-            process_offset: r(0x20)?,
-            thread_offset: r(0x24)?,
-            call_stack_offset: r(0x28)?,
-            size_of_call_stack: r(0x2c)?,
-            driver_list_offset: r(0x30)?,
-            driver_count: r(0x34)?,
-            string_pool_offset: r(0x38)?,
-            string_pool_size: r(0x3c)?,
-            broken_driver_offset: r(0x40)?,
-            triage_options: r(0x44)?,
             top_of_stack: q(0x48)?,
             bstore_offset: r(0x50)?,
             size_of_bstore: r(0x54)?,
@@ -143,15 +125,30 @@ impl TriageHeader {
             debugger_data_size: r(0x74)?,
             data_blocks_offset: r(0x78)?,
             data_blocks_count: r(0x7c)?,
+            ..TriageHeader::leading_fields(&r)?
         })
     }
-}
 
-impl TriageHeader {
     /// Parses a `TRIAGE_DUMP32` at `at` (right after the 32-bit dump header): the same fields
     /// at 32-bit widths, without the IA-64 backing store.
     pub fn parse32(buf: &[u8], at: usize) -> Option<TriageHeader> {
         let r = |off: usize| u32_at(buf, at.checked_add(off)?);
+        Some(TriageHeader {
+            top_of_stack: u64::from(r(0x48)?),
+            data_page_address: u64::from(r(0x4c)?),
+            data_page_offset: r(0x50)?,
+            data_page_size: r(0x54)?,
+            debugger_data_offset: r(0x58)?,
+            debugger_data_size: r(0x5c)?,
+            data_blocks_offset: r(0x60)?,
+            data_blocks_count: r(0x64)?,
+            ..TriageHeader::leading_fields(&r)?
+        })
+    }
+
+    /// The 32-bit fields both layouts share (offsets 0x00–0x44, read by `r`); the others keep
+    /// their defaults.
+    fn leading_fields(r: &impl Fn(usize) -> Option<u32>) -> Option<TriageHeader> {
         Some(TriageHeader {
             service_pack_build: r(0x00)?,
             size_of_dump: r(0x04)?,
@@ -171,14 +168,6 @@ impl TriageHeader {
             string_pool_size: r(0x3c)?,
             broken_driver_offset: r(0x40)?,
             triage_options: r(0x44)?,
-            top_of_stack: u64::from(r(0x48)?),
-            data_page_address: u64::from(r(0x4c)?),
-            data_page_offset: r(0x50)?,
-            data_page_size: r(0x54)?,
-            debugger_data_offset: r(0x58)?,
-            debugger_data_size: r(0x5c)?,
-            data_blocks_offset: r(0x60)?,
-            data_blocks_count: r(0x64)?,
             ..TriageHeader::default()
         })
     }
