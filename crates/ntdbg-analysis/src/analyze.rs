@@ -3,8 +3,8 @@
 
 use crate::exception::{decode, ExceptionKind};
 use crate::report::{
-    frame_limitations, module_facts, stack_entry, DumpFacts, EventFacts, Report, StackEntry,
-    REPORT_FRAMES,
+    frame_limitations, module_facts, stack_entry, DumpFacts, EventFacts, Inference, Report,
+    StackEntry, REPORT_FRAMES,
 };
 use crate::signature::{build_signature, kind_tag, SignatureConfig};
 use ntdbg_engine::stack::{Frame, Stack};
@@ -102,11 +102,6 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     limitations.extend(frame_limitations(session, &frames));
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
-    let tag = decoded
-        .as_ref()
-        .map(|(e, d)| kind_tag(&d.kind, e.code))
-        .unwrap_or_else(|| "NO_EXCEPTION".into());
-    let signature = build_signature(&tag, &frames, config);
     let (inferences, waits) = match &decoded {
         Some((e, d)) => (crate::inference::infer(session, e, d, &frames), Vec::new()),
         None => {
@@ -115,6 +110,11 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (inferences, waits)
         }
     };
+    let tag = match &decoded {
+        Some((e, d)) => kind_tag(&d.kind, e.code),
+        None => no_exception_tag(&inferences).into(),
+    };
+    let signature = build_signature(&tag, &frames, config);
     // Without an exception there is no context to restore: what the threads wait on comes first.
     let mut next_commands: Vec<String> = match &decoded {
         Some(_) => vec![".ecxr".into(), "kb".into()],
@@ -156,5 +156,18 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         waits,
         limitations,
         next_commands,
+    }
+}
+
+/// The signature tag of a dump without an exception: a proven deadlock or a hang buckets apart
+/// from a dump taken by hand with nothing known to be stuck.
+fn no_exception_tag(inferences: &[Inference]) -> &'static str {
+    let has = |kind: &str| inferences.iter().any(|i| i.kind == kind);
+    if has("deadlock") {
+        "DEADLOCK"
+    } else if has("hang") {
+        "HANG"
+    } else {
+        "NO_EXCEPTION"
     }
 }

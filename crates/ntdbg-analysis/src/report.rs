@@ -3,7 +3,7 @@
 
 use crate::signature::is_system_module;
 use ntdbg_engine::module_info::{file_name_of, file_version};
-use ntdbg_engine::stack::Frame;
+use ntdbg_engine::stack::{FoundBy, Frame};
 use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use serde::Serialize;
@@ -172,14 +172,40 @@ pub(crate) fn stack_entry(f: &Frame) -> StackEntry {
 /// What the reported frames cannot vouch for: modules without symbols, scanned frames.
 pub(crate) fn frame_limitations(session: &Session, frames: &[Frame]) -> Vec<String> {
     let mut out = symbol_limitations(session, frames);
-    if frames
-        .iter()
-        .take(REPORT_FRAMES)
-        .any(|f| f.found_by.name() == "scan")
-    {
-        out.push("some frames were found by stack scanning and may be spurious".to_string());
+    let shown = &frames[..frames.len().min(REPORT_FRAMES)];
+    let unverified = frame_numbers(shown.iter().filter(|f| !f.is_trusted()));
+    if !unverified.is_empty() {
+        out.push(format!(
+            "{unverified}: guessed (frame pointer, leaf rule or stack scan) and the call before the return address could not be read (trust unverified): may be wrong"
+        ));
+    }
+    let scanned = frame_numbers(
+        shown
+            .iter()
+            .filter(|f| f.is_trusted() && f.found_by == FoundBy::Scan),
+    );
+    if !scanned.is_empty() {
+        out.push(format!(
+            "{scanned}: found by stack scanning: the return address follows a call, but may be a stale one left on the stack by an earlier call"
+        ));
     }
     out
+}
+
+/// `frame 0b` or `frames 0b, 0c, 0d and 2 more`, numbered as `kn` prints them.
+fn frame_numbers<'f>(frames: impl Iterator<Item = &'f Frame>) -> String {
+    const LISTED: usize = 4;
+    let numbers: Vec<String> = frames.map(|f| format!("{:02x}", f.index)).collect();
+    match numbers.len() {
+        0 => String::new(),
+        1 => format!("frame {}", numbers[0]),
+        n if n <= LISTED => format!("frames {}", numbers.join(", ")),
+        n => format!(
+            "frames {} and {} more",
+            numbers[..LISTED].join(", "),
+            n - LISTED
+        ),
+    }
 }
 
 /// One line per module on the stack whose symbols were not found.

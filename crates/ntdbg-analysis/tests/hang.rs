@@ -39,6 +39,11 @@ fn deadlock_reports_the_cycle_with_both_threads_and_both_locks() {
     let Some(wine) = wine_dlls() else { return };
     let r = report("hang/deadlock.dmp", Some(wine));
     assert_eq!(r.event.kind, "none");
+    // A proven deadlock buckets apart from other dumps without an exception.
+    assert_eq!(
+        r.signature,
+        "DEADLOCK hang!run_ring / hang!deadlock / hang!crashgen_main"
+    );
     let deadlock = &r.inferences[0];
     assert_eq!(
         deadlock.text,
@@ -108,6 +113,10 @@ fn three_threads_deadlock_in_one_cycle() {
 fn hang_reports_each_threads_wait() {
     let Some(wine) = wine_dlls() else { return };
     let r = report("hang/hang.dmp", Some(wine));
+    assert_eq!(
+        r.signature,
+        "HANG hang!hang / hang!crashgen_main / hang!main"
+    );
     let waits: Vec<(Option<&str>, Option<&str>)> = r
         .waits
         .iter()
