@@ -203,6 +203,13 @@ fn write_expected(rows: &[(String, String, String)]) {
 #[test]
 fn fixed_commands_give_the_saved_output_on_every_dump() {
     let (dumps, shared) = dumps();
+    // A test binary built for another checkout (a shared target dir) looks for that checkout's
+    // testdata/: finding nothing must fail, not pass without replaying anything.
+    assert!(
+        dumps.iter().any(|d| d.key.starts_with("repo/")),
+        "no dump found under {}",
+        ntdbg_testutil::repo_root().join("testdata").display()
+    );
     if !shared {
         eprintln!(
             "SKIPPED: shared test corpus not found; replaying the repository's testdata/ only"
