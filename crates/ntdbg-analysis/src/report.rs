@@ -112,6 +112,10 @@ pub struct StackEntry {
     pub source: Option<String>,
     /// `context`, `cfi`, `leaf`, `frame_pointer` or `scan`.
     pub found_by: String,
+    /// How far its return address was checked: `context`, `unwind_data`, `call_site` or
+    /// `unverified` (a guess that may be wrong). Left out of the MCP output schema.
+    #[schemars(skip)]
+    pub trust: String,
 }
 
 /// A conclusion and the facts it rests on.
@@ -166,6 +170,7 @@ pub(crate) fn stack_entry(f: &Frame) -> StackEntry {
         address: format!("{:#x}", f.instruction),
         source: f.source(),
         found_by: f.found_by.name().to_string(),
+        trust: f.trust.name().to_string(),
     }
 }
 

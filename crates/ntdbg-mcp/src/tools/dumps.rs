@@ -216,6 +216,16 @@ fn thread_briefs(session: &Session) -> Vec<ThreadBrief> {
         .collect()
 }
 
+/// How a report frame was found, as the stack lines show it: `cfi`, or `scan, unverified`
+/// when the guess could not be checked (it may be wrong).
+pub fn how_found(f: &StackEntry) -> String {
+    if f.trust == "unverified" {
+        format!("{}, unverified", f.found_by)
+    } else {
+        f.found_by.clone()
+    }
+}
+
 /// `module!function+offset [source]` for a report frame.
 pub fn frame_text(f: &StackEntry) -> String {
     let mut s = match (&f.module, &f.function) {
@@ -283,7 +293,13 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
     if let Some(stack) = &r.stack {
         text.push_str("stack:\n");
         for f in stack {
-            let _ = writeln!(text, "  {:02} {} ({})", f.frame, frame_text(f), f.found_by);
+            let _ = writeln!(
+                text,
+                "  {:02} {} ({})",
+                f.frame,
+                frame_text(f),
+                how_found(f)
+            );
         }
     }
     if let Some(modules) = &r.module_list {

@@ -6,7 +6,7 @@ use crate::dto::{
 use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{blocking, State};
-use crate::tools::dumps::{event_line, frame_text};
+use crate::tools::dumps::{event_line, frame_text, how_found};
 use ntdbg_analysis::Report;
 use ntdbg_engine::ErrorCode;
 use std::fmt::Write;
@@ -64,7 +64,7 @@ fn render_report(id: &str, r: &Report) -> String {
     }
     t.push_str("stack:\n");
     for f in r.stack.iter().take(TEXT_FRAMES) {
-        let _ = writeln!(t, "  {:02} {} ({})", f.frame, frame_text(f), f.found_by);
+        let _ = writeln!(t, "  {:02} {} ({})", f.frame, frame_text(f), how_found(f));
     }
     if r.stack.len() > TEXT_FRAMES {
         let _ = writeln!(
