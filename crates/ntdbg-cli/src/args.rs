@@ -195,7 +195,9 @@ pub struct TargetArgs {
     /// The dump file (.dmp).
     #[arg(required_unless_present = "attach")]
     pub dump: Option<PathBuf>,
-    /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU).
+    /// Attach to a live target instead: gdb:HOST:PORT (gdbserver, winedbg --gdb, QEMU), or
+    /// on Windows pid:N (a running process) or exe:PATH ARGS (started under the debugger;
+    /// symbols default to the program's folder).
     #[arg(long, value_name = "TARGET", conflicts_with = "dump")]
     pub attach: Option<String>,
     /// With --attach: refuse run control, breakpoints and writes.

@@ -230,7 +230,7 @@ impl args::TargetArgs {
                 ))
             }
             (None, Some(dump)) => open(dump, symbols, offline),
-            (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT"),
+            (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT (pid:N, exe:PATH on Windows)"),
         }
     }
 }

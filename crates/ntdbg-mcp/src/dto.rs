@@ -118,7 +118,7 @@ pub struct CloseSessionParams {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AttachParams {
-    /// gdb:HOST:PORT (Windows: remote:CONN or kernel:CONN).
+    /// gdb:HOST:PORT, or on Windows pid:N or exe:PATH ARGS.
     pub target: String,
     /// WinDbg symbol path.
     pub symbols_path: Option<String>,

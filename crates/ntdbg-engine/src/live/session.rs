@@ -1,10 +1,12 @@
 //! Opening a live session and keeping it in step with the target.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ntdbg_gdbremote::ClientOptions;
+use ntdbg_gdbremote::{ClientOptions, GdbClient};
 use ntdbg_targets::GdbTarget;
+use ntdbg_win32::{TargetSpec, Win32Error};
 
 use super::control::{LiveControl, RunState};
 use crate::disasm::Bitness;
@@ -29,20 +31,40 @@ impl Default for AttachOptions {
 }
 
 impl Session {
-    /// Attaches to a live target: `gdb:HOST:PORT` (gdbserver, `winedbg --gdb`, QEMU). Without
-    /// a symbol path, symbols come from `_NT_SYMBOL_PATH`, then the current folder.
+    /// Attaches to a live target: `gdb:HOST:PORT` (gdbserver, `winedbg --gdb`, QEMU), or on
+    /// Windows `pid:N` (a running process) and `exe:PATH ARGS…` (started under the debugger)
+    /// through the Win32 debugging API. Without a symbol path, symbols come from the current
+    /// folder (the program's folder for `exe:`), then `_NT_SYMBOL_PATH`.
     pub fn attach(
         target: &str,
         symbol_path: Option<&str>,
         opts: &AttachOptions,
     ) -> Result<Session, EngineError> {
+        let client_opts = ClientOptions {
+            connect_timeout: opts.timeout,
+            timeout: opts.timeout,
+            ..ClientOptions::default()
+        };
+        if let Some(spec) = TargetSpec::parse(target).map_err(win32_error)? {
+            let stream = ntdbg_win32::start(&spec, opts.timeout).map_err(win32_error)?;
+            let client = GdbClient::handshake(stream, client_opts).map_err(|e| {
+                EngineError::Live {
+                    code: ErrorCode::from_name(e.code()),
+                    message: format!("{}: {e}", spec.origin()),
+                }
+            })?;
+            let gdb = GdbTarget::from_client(client, spec.origin())?;
+            let folder = spec.program_folder().unwrap_or(".");
+            return Session::over_live(gdb, symbol_path, Path::new(folder), opts);
+        }
         let addr = target
             .trim()
             .strip_prefix("gdb:")
             .ok_or_else(|| EngineError::Live {
                 code: ErrorCode::UnsupportedTarget,
                 message: format!(
-                    "cannot attach to {target:?}: live targets are given as gdb:HOST:PORT"
+                    "cannot attach to {target:?}: live targets are gdb:HOST:PORT, pid:N or \
+                     exe:PATH ARGS"
                 ),
             })?;
         if addr
@@ -54,15 +76,19 @@ impl Session {
                 message: format!("{target:?} is not gdb:HOST:PORT"),
             });
         }
-        let client_opts = ClientOptions {
-            connect_timeout: opts.timeout,
-            timeout: opts.timeout,
-            ..ClientOptions::default()
-        };
         let gdb = GdbTarget::connect(addr, client_opts)?;
+        Session::over_live(gdb, symbol_path, Path::new("."), opts)
+    }
+
+    /// A session over a connected live target; `folder` leads the default symbol path.
+    fn over_live(
+        gdb: GdbTarget,
+        symbol_path: Option<&str>,
+        folder: &Path,
+        opts: &AttachOptions,
+    ) -> Result<Session, EngineError> {
         let control = LiveControl::new(gdb.shared_client(), gdb.layout().clone(), opts.read_only)?;
-        // Without a symbol path: the current folder, then `_NT_SYMBOL_PATH`.
-        let symbols = crate::session::symbol_store(symbol_path, std::path::Path::new("."))?;
+        let symbols = crate::session::symbol_store(symbol_path, folder)?;
         let mut session = Session::new(Box::new(gdb), symbols);
         session.live = Some(control);
         session.sync_live()?;
@@ -146,5 +172,17 @@ impl Session {
             }
             other => other.trailer(),
         }
+    }
+}
+
+/// A `pid:`/`exe:` failure as an engine error.
+fn win32_error(e: Win32Error) -> EngineError {
+    let code = match e {
+        Win32Error::Start(_) => ErrorCode::ConnectFailed,
+        _ => ErrorCode::UnsupportedTarget,
+    };
+    EngineError::Live {
+        code,
+        message: e.to_string(),
     }
 }

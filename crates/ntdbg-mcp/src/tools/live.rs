@@ -31,7 +31,7 @@ const BREAK_IN_WAIT: Duration = Duration::from_secs(10);
 /// How long the tools wait for the session lock to print a stop with symbols.
 const RENDER_WAIT: Duration = Duration::from_secs(3);
 
-/// Attaches to `gdb:HOST:PORT` and opens a live session.
+/// Attaches to `gdb:HOST:PORT`, `pid:N` or `exe:PATH ARGS` and opens a live session.
 pub async fn attach(
     state: &Arc<State>,
     p: AttachParams,
@@ -54,8 +54,8 @@ pub async fn attach(
     let (session, stop, trailer, threads) = blocking("attaching", move || {
         let session = Session::attach(&t, symbols.as_deref(), &opts).map_err(|e| {
             ToolError::from(e).with_hint(
-                "give gdb:HOST:PORT of a running stub (gdbserver, winedbg --gdb, QEMU -s); \
-                 raise timeout_seconds for a slow one",
+                "give gdb:HOST:PORT of a running stub (gdbserver, winedbg --gdb, QEMU -s), or on \
+                 Windows pid:N or exe:PATH ARGS; raise timeout_seconds for a slow one",
             )
         })?;
         if offline {
