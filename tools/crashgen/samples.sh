@@ -11,6 +11,9 @@
 #   // crashgen-modes: mode1 mode2 ...      (run when no mode is given)
 #   // crashgen-flags: -O2 ...              (extra compile flags; optional)
 #   // crashgen-libs: -lstdc++ ...          (extra link flags; optional)
+#   // crashgen-out: dirname                (testdata/<dirname>/; default <name>)
+# `// crashgen-modes: none` builds the program without running it (a program
+# to debug live rather than one that writes dumps).
 # Each mode runs as `<name>.exe <mode> <mode>.dmp` from C:\crashgen\<name>\;
 # the program writes the dump itself (see samples/crashgen.h) and must exit
 # once it is written. Outputs: testdata/<name>/<name>.exe, <name>.pdb,
@@ -45,6 +48,10 @@ read -r -a MODES <<<"${*:-$(directive modes)}"
 [ ${#MODES[@]} -gt 0 ] || die "$SRC has no '// crashgen-modes:' line and no mode was given"
 read -r -a FLAGS <<<"$(directive flags)"
 read -r -a LIBS <<<"$(directive libs)"
+OUTNAME="$(directive out)"
+OUTNAME="${OUTNAME:-$NAME}"
+case "$OUTNAME" in *[!a-z0-9_-]*) die "crashgen-out is lower-case letters, digits, - and _: '$OUTNAME'" ;; esac
+[ "${MODES[*]}" = none ] && MODES=()
 
 for tool in clang ld.lld timeout; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool not found (apt-get install -y clang lld coreutils)"
@@ -87,11 +94,11 @@ say "building $NAME.exe (${FLAGS[*]:-no extra flags})"
         -o "$NAME.exe" "$NAME.o" -ldbghelp "${LIBS[@]}"
 )
 
-OUT="$ROOT/testdata/$NAME"
+OUT="$ROOT/testdata/$OUTNAME"
 mkdir -p "$OUT"
 cp "$DIR/$NAME.exe" "$DIR/$NAME.pdb" "$OUT/"
 FAILED=()
-for mode in "${MODES[@]}"; do
+for mode in "${MODES[@]+"${MODES[@]}"}"; do
     say "running $NAME.exe $mode"
     rm -f "$DIR/$mode.dmp"
     set +e
@@ -109,4 +116,4 @@ for mode in "${MODES[@]}"; do
     fi
 done
 [ ${#FAILED[@]} -eq 0 ] || die "no dump for: ${FAILED[*]}"
-say "done: testdata/$NAME/"
+say "done: testdata/$OUTNAME/"
