@@ -230,7 +230,9 @@ impl args::TargetArgs {
                 ))
             }
             (None, Some(dump)) => open(dump, symbols, offline),
-            (None, None) => anyhow::bail!("give a dump file or --attach gdb:HOST:PORT (pid:N, exe:PATH on Windows)"),
+            (None, None) => anyhow::bail!(
+                "give a dump file or --attach gdb:HOST:PORT (pid:N, exe:PATH on Windows)"
+            ),
         }
     }
 }

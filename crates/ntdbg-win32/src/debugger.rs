@@ -570,10 +570,7 @@ impl Win32Debugger {
                 let unicode = info.fUnicode != 0;
                 let units = usize::from(info.nDebugStringLength);
                 let bytes = if unicode { units * 2 } else { units };
-                let raw = self.read_raw(
-                    info.lpDebugStringData as u64,
-                    bytes.min(MAX_DEBUG_STRING),
-                );
+                let raw = self.read_raw(info.lpDebugStringData as u64, bytes.min(MAX_DEBUG_STRING));
                 let mut stop = Stop::event(tid, EventKind::Output);
                 stop.text = Some(decode_string(&raw, unicode));
                 stop
@@ -705,7 +702,12 @@ fn file_name(file: HANDLE) -> Option<String> {
     let mut buf = vec![0u16; 1024];
     // SAFETY: `buf` has room for the given number of characters.
     let n = unsafe {
-        GetFinalPathNameByHandleW(file, buf.as_mut_ptr(), buf.len() as u32, FILE_NAME_NORMALIZED)
+        GetFinalPathNameByHandleW(
+            file,
+            buf.as_mut_ptr(),
+            buf.len() as u32,
+            FILE_NAME_NORMALIZED,
+        )
     } as usize;
     if n == 0 || n >= buf.len() {
         return None;
@@ -788,8 +790,8 @@ impl Backend for Win32Debugger {
             x.Rax, x.Rbx, x.Rcx, x.Rdx, x.Rsi, x.Rdi, x.Rbp, x.Rsp, x.R8, x.R9, x.R10, x.R11,
             x.R12, x.R13, x.R14, x.R15,
         ] = [
-            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-            r[13], r[14], r[15],
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+            r[14], r[15],
         ];
         x.Rip = r[RIP];
         x.EFlags = r[EFLAGS] as u32;
@@ -874,7 +876,10 @@ impl Backend for Win32Debugger {
     }
 
     fn resume(&mut self, how: Resume) -> Result<(), String> {
-        let p = self.pending.take().ok_or("the target is not stopped at an event")?;
+        let p = self
+            .pending
+            .take()
+            .ok_or("the target is not stopped at an event")?;
         if let Some(tid) = how.step {
             let mut c = self.context(tid, CONTEXT_REGS)?;
             c.0.EFlags |= TRAP_FLAG;

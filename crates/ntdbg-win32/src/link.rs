@@ -90,9 +90,7 @@ fn accept_client(
                 return Some(stream);
             }
             Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(ACCEPT_POLL)
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
             Err(_) => return None,
         }
     }

@@ -44,7 +44,13 @@ fn error(message: &str) -> Action {
     // `E.` + text: the message without the characters that would break the framing.
     let clean: String = message
         .chars()
-        .map(|c| if matches!(c, '$' | '#' | '*' | '}') { '?' } else { c })
+        .map(|c| {
+            if matches!(c, '$' | '#' | '*' | '}') {
+                '?'
+            } else {
+                c
+            }
+        })
         .take(200)
         .collect();
     reply(format!("E.{clean}"))

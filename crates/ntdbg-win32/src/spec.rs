@@ -140,7 +140,10 @@ mod tests {
     #[test]
     fn programs_and_arguments() {
         let p = |t: &str| TargetSpec::parse(t).unwrap().unwrap();
-        assert_eq!(p("exe:C:\\t\\live.exe loop"), exe("C:\\t\\live.exe", "loop"));
+        assert_eq!(
+            p("exe:C:\\t\\live.exe loop"),
+            exe("C:\\t\\live.exe", "loop")
+        );
         assert_eq!(p("exe:C:\\t\\live.exe"), exe("C:\\t\\live.exe", ""));
         assert_eq!(
             p("exe:C:\\Program Files\\My App\\a.exe  x \"y z\""),
@@ -159,7 +162,10 @@ mod tests {
             p("exe:C:\\t\\live.exe").command_line().unwrap(),
             "\"C:\\t\\live.exe\""
         );
-        assert_eq!(p("exe:C:\\t\\live.exe loop").program_folder(), Some("C:\\t"));
+        assert_eq!(
+            p("exe:C:\\t\\live.exe loop").program_folder(),
+            Some("C:\\t")
+        );
         assert_eq!(p("exe:live.exe").program_folder(), None);
         assert_eq!(p("exe:C:\\t\\live.exe").origin(), "exe:C:\\t\\live.exe");
         assert_eq!(TargetSpec::Pid(7).origin(), "pid:7");
@@ -167,7 +173,13 @@ mod tests {
 
     #[test]
     fn bad_programs() {
-        for bad in ["exe:", "exe:   ", "exe:\"C:\\x.exe", "exe:\"\" a", "exe:a\0b"] {
+        for bad in [
+            "exe:",
+            "exe:   ",
+            "exe:\"C:\\x.exe",
+            "exe:\"\" a",
+            "exe:a\0b",
+        ] {
             assert!(TargetSpec::parse(bad).is_err(), "{bad:?}");
         }
     }

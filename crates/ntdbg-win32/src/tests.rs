@@ -56,7 +56,9 @@ impl Backend for Fake {
         vec![TID]
     }
     fn read_registers(&mut self, tid: u32) -> Result<Registers, String> {
-        (tid == TID).then_some(self.regs).ok_or("no such thread".into())
+        (tid == TID)
+            .then_some(self.regs)
+            .ok_or("no such thread".into())
     }
     fn write_registers(&mut self, _tid: u32, regs: &Registers) -> Result<(), String> {
         self.regs = *regs;
@@ -85,7 +87,10 @@ impl Backend for Fake {
         Ok(())
     }
     fn remove_breakpoint(&mut self, _kind: BreakType, addr: u64, _len: u64) -> Result<(), String> {
-        self.breakpoints.remove(&addr).map(|_| ()).ok_or("none".into())
+        self.breakpoints
+            .remove(&addr)
+            .map(|_| ())
+            .ok_or("none".into())
     }
     fn resume(&mut self, how: Resume) -> Result<(), String> {
         self.note(format!("resume {how:?}"));
@@ -139,12 +144,7 @@ fn av() -> Halt {
     })
 }
 
-fn connect(
-    script: Vec<Halt>,
-) -> (
-    GdbClient,
-    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-) {
+fn connect(script: Vec<Halt>) -> (GdbClient, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
     let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let l2 = log.clone();
     let stream = serve_on_loopback(
@@ -198,8 +198,11 @@ fn client_handshake_registers_memory_and_breakpoints() {
     assert_eq!(layout.value_u64("gs_base", &g), Some(0x7ff0_0000));
     let ctx = ntdbg_targets::gdb_target::amd64_context(&layout, &g).unwrap();
     assert_eq!(ctx.get_instruction_pointer(), 0x1010);
-    c.write_register(layout.by_name("rip").unwrap().regnum, &0x1011u64.to_le_bytes())
-        .unwrap();
+    c.write_register(
+        layout.by_name("rip").unwrap().regnum,
+        &0x1011u64.to_le_bytes(),
+    )
+    .unwrap();
     let g = c.read_registers().unwrap();
     assert_eq!(layout.value_u64("rip", &g), Some(0x1011));
     // Memory: a read that runs off the end gives holes, not invented bytes.
@@ -207,14 +210,19 @@ fn client_handshake_registers_memory_and_breakpoints() {
     assert_eq!(m[0], Some(0xf0));
     assert!(m[0x10..].iter().all(Option::is_none));
     c.write_memory(0x1000, &[0xaa, 0xbb]).unwrap();
-    assert_eq!(c.read_memory(0x1000, 2).unwrap(), vec![Some(0xaa), Some(0xbb)]);
     assert_eq!(
-        c.insert_breakpoint(BreakpointKind::Software, 0x1020, 1).unwrap(),
+        c.read_memory(0x1000, 2).unwrap(),
+        vec![Some(0xaa), Some(0xbb)]
+    );
+    assert_eq!(
+        c.insert_breakpoint(BreakpointKind::Software, 0x1020, 1)
+            .unwrap(),
         ntdbg_gdbremote::BreakpointMethod::Stub
     );
     c.insert_breakpoint(BreakpointKind::WriteWatch, 0x1040, 4)
         .unwrap();
-    c.remove_breakpoint(BreakpointKind::Software, 0x1020, 1).unwrap();
+    c.remove_breakpoint(BreakpointKind::Software, 0x1020, 1)
+        .unwrap();
     assert_eq!(c.threads().unwrap().len(), 1);
     let first = c.threads().unwrap()[0];
     assert_eq!(c.tib_address(first).unwrap(), Some(0x7ff0_0000));
@@ -229,7 +237,11 @@ fn client_handshake_registers_memory_and_breakpoints() {
     assert_eq!(stop.signal(), Some(signal::INT));
     // Custom packets.
     let hex = ntdbg_gdbremote::packet::to_hex(b"C:\\d\\x.dmp");
-    assert_eq!(c.request(format!("Qntdbg.dump:ma,{hex}").as_bytes()).unwrap(), b"OK");
+    assert_eq!(
+        c.request(format!("Qntdbg.dump:ma,{hex}").as_bytes())
+            .unwrap(),
+        b"OK"
+    );
     assert!(c.request(b"Qntdbg.dump:zz,00").unwrap().starts_with(b"E."));
     assert_eq!(c.request(b"Qntdbg.detach-suspended:1").unwrap(), b"OK");
     assert_eq!(c.request(b"Qunknown").unwrap(), b"");
@@ -314,6 +326,10 @@ fn hostile_packets() {
         b"\xff\xfe",
     ] {
         let r = s.handle(p);
-        assert!(matches!(r, Action::Reply(_)), "{:?}: {r:?}", String::from_utf8_lossy(p));
+        assert!(
+            matches!(r, Action::Reply(_)),
+            "{:?}: {r:?}",
+            String::from_utf8_lossy(p)
+        );
     }
 }

@@ -47,12 +47,11 @@ impl Session {
         };
         if let Some(spec) = TargetSpec::parse(target).map_err(win32_error)? {
             let stream = ntdbg_win32::start(&spec, opts.timeout).map_err(win32_error)?;
-            let client = GdbClient::handshake(stream, client_opts).map_err(|e| {
-                EngineError::Live {
+            let client =
+                GdbClient::handshake(stream, client_opts).map_err(|e| EngineError::Live {
                     code: ErrorCode::from_name(e.code()),
                     message: format!("{}: {e}", spec.origin()),
-                }
-            })?;
+                })?;
             let gdb = GdbTarget::from_client(client, spec.origin())?;
             let folder = spec.program_folder().unwrap_or(".");
             return Session::over_live(gdb, symbol_path, Path::new(folder), opts);
@@ -184,5 +183,33 @@ fn win32_error(e: Win32Error) -> EngineError {
     EngineError::Live {
         code,
         message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attach_error(target: &str) -> String {
+        match Session::attach(target, None, &AttachOptions::default()) {
+            Ok(_) => panic!("{target} attached"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn windows_process_targets_are_parsed_first() {
+        let e = attach_error("pid:abc");
+        assert!(e.contains("not a process id"), "{e}");
+        let e = attach_error("exe:");
+        assert!(e.contains("no program path"), "{e}");
+        let e = attach_error("tcp:1");
+        assert!(e.contains("pid:N"), "{e}");
+        #[cfg(not(windows))]
+        {
+            let e = attach_error("pid:1234");
+            assert!(e.contains("need ntdbg running on Windows"), "{e}");
+            assert!(e.contains("gdb:HOST:PORT"), "{e}");
+        }
     }
 }
