@@ -566,14 +566,6 @@ pub(crate) fn stop_packet(pid: u32, halt: &Halt) -> Vec<u8> {
         text,
     } = stop;
     let mut t = format!("T{signal:02x}thread:p{pid:x}.{tid:x};");
-    match hit {
-        Some(Hit::Software) => t.push_str("swbreak:;"),
-        Some(Hit::Hardware) => t.push_str("hwbreak:;"),
-        Some(Hit::Write(a)) => t.push_str(&format!("watch:{a:x};")),
-        Some(Hit::Read(a)) => t.push_str(&format!("rwatch:{a:x};")),
-        Some(Hit::Access(a)) => t.push_str(&format!("awatch:{a:x};")),
-        None => {}
-    }
     t.push_str(&format!("ntdbg-event:{};", event.name()));
     if let Some(e) = exception {
         t.push_str(&format!(
@@ -595,6 +587,15 @@ pub(crate) fn stop_packet(pid: u32, halt: &Halt) -> Vec<u8> {
     }
     if let Some(text) = text {
         t.push_str(&format!("ntdbg-text:{};", to_hex(text.as_bytes())));
+    }
+    // The standard reason goes last: parsers that keep one reason keep this one.
+    match hit {
+        Some(Hit::Software) => t.push_str("swbreak:;"),
+        Some(Hit::Hardware) => t.push_str("hwbreak:;"),
+        Some(Hit::Write(a)) => t.push_str(&format!("watch:{a:x};")),
+        Some(Hit::Read(a)) => t.push_str(&format!("rwatch:{a:x};")),
+        Some(Hit::Access(a)) => t.push_str(&format!("awatch:{a:x};")),
+        None => {}
     }
     t.into_bytes()
 }

@@ -178,7 +178,17 @@ fn stop_packets_carry_windows_facts() {
     let mut bp = Stop::event(TID, EventKind::Exception);
     bp.hit = Some(Hit::Write(0x1020));
     let t = String::from_utf8(stop_packet(PID, &Halt::Stopped(bp))).unwrap();
-    assert!(t.contains("watch:1020;"), "{t}");
+    assert!(t.ends_with("ntdbg-event:exception;watch:1020;"), "{t}");
+    assert_eq!(
+        StopReply::parse(t.as_bytes()).unwrap(),
+        StopReply::Signal {
+            signal: signal::TRAP,
+            thread: ntdbg_gdbremote::ThreadId::parse(b"p1a4.2b0"),
+            core: None,
+            reason: Some(ntdbg_gdbremote::StopReason::Watch(0x1020)),
+            registers: Vec::new(),
+        }
+    );
     assert_eq!(
         stop_packet(PID, &Halt::Exited(0xc000_0005)),
         b"Wc0000005;process:1a4"
