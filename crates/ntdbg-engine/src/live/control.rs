@@ -30,6 +30,8 @@ use crate::{EngineError, ErrorCode};
 const POLL: Duration = Duration::from_millis(100);
 /// Events kept in the log.
 const EVENT_CAPACITY: usize = 256;
+/// How long the stub may take to write a dump (a full-memory dump of a big process is slow).
+const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long commands wait for a running target by default.
 const DEFAULT_COMMAND_WAIT: Duration = Duration::from_secs(30);
 
@@ -531,7 +533,9 @@ impl LiveControl {
         self.check_halted()?;
         let hex: String = path.bytes().map(|b| format!("{b:02x}")).collect();
         let request = format!("Qntdbg.dump:{},{hex}", kind.packet());
-        let reply = client.request(request.as_bytes()).map_err(live)?;
+        let reply = client
+            .request_within(request.as_bytes(), DUMP_TIMEOUT)
+            .map_err(live)?;
         dump_reply(&reply)
     }
 
