@@ -32,14 +32,18 @@ struct DumpRequest<'a> {
     path: &'a str,
 }
 
-/// Parses `[/o] /ma|/m [/o] FILE` (the file may be quoted).
+/// Parses `[/o] /ma|/m [/o] FILE` (the file may be quoted; on Unix it may start with `/`).
 fn parse(args: &str) -> Result<DumpRequest<'_>, CommandError> {
     let usage = |what: String| CommandError::syntax(what).with_hint(format!("usage: {USAGE}"));
     let mut kind = None;
     let mut overwrite = false;
     let mut rest = args.trim();
+    // An option is `/` and letters; anything else (`/tmp/x.dmp`) is the file.
     while let Some(option) = rest.strip_prefix('/') {
         let end = option.find(char::is_whitespace).unwrap_or(option.len());
+        if !option[..end].chars().all(|c| c.is_ascii_alphabetic()) {
+            break;
+        }
         match option[..end].to_ascii_lowercase().as_str() {
             "ma" => kind = Some(DumpKind::Full),
             "m" => kind = Some(DumpKind::Mini),
@@ -111,6 +115,7 @@ mod tests {
         let r = parse("/o /m \"a b.dmp\"").unwrap();
         assert_eq!((r.kind, r.overwrite, r.path), (DumpKind::Mini, true, "a b.dmp"));
         assert!(parse("/MAO x").unwrap().overwrite);
+        assert_eq!(parse("/m /tmp/x.dmp").unwrap().path, "/tmp/x.dmp");
         for bad in ["", "x.dmp", "/ma", "/f x.dmp", "/o x.dmp"] {
             let e = parse(bad).expect_err(bad);
             assert_eq!(e.code, ErrorCode::SyntaxError, "{bad}");
