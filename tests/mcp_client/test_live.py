@@ -158,6 +158,30 @@ async def test_sigterm_detaches_live_sessions(program, scratch: Path) -> None:
         stub.stop()
 
 
+async def test_dump_gate_filters_and_close_without_resume(program, scratch: Path) -> None:
+    """`.dump` writes only inside the allowed directories (and a GDB stub cannot write one),
+    `sx` lists the filters, and close_session(resume=false) says the GDB stub resumed."""
+    exe, _symbols = program
+    stub = GdbServer(exe)
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            sid = ok(await call(client, "attach", target=f"gdb:127.0.0.1:{stub.port}"))["session_id"]
+            outside = ok(await call(client, "run_command", session_id=sid, command=".dump /ma /etc/ntdbg-x.dmp"))
+            assert outside["results"][0]["error"]["code"] == "path_not_allowed", outside
+            inside = ok(await call(client, "run_command", session_id=sid, command=f".dump /ma {scratch / 'x.dmp'}"))
+            error = inside["results"][0]["error"]
+            assert error["code"] == "unsupported" and "only pid:/exe: targets on Windows" in error["message"], inside
+            assert not (scratch / "x.dmp").exists()
+            sx = ok(await call(client, "run_command", session_id=sid, command="sxd av; sx"))
+            assert "  av - Access violation - second-chance break - not handled" in sx["results"][1]["output"], sx
+            c = ok(await call(client, "close_session", session_id=sid, resume=False))
+            assert "the stub always resumes on detach (GDB protocol)" in c["detach"], c
+    finally:
+        server.stop()
+        stub.stop()
+
+
 WINE_PE_DIR = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows")
 
 

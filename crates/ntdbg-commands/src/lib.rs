@@ -33,4 +33,4 @@ pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, ThreadRow, TypedResult, UnloadedModuleRow,
 };
-pub use run::{run_batch, run_command, Batch, CommandResult, Policy, Status};
+pub use run::{run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status};

@@ -199,6 +199,11 @@ pub enum TypedResult {
         /// What happened.
         description: String,
     },
+    /// `sx`, `sxe`, …: event filters.
+    EventFilters {
+        /// The filters listed or set.
+        filters: Vec<crate::commands::event_filters::EventFilterRow>,
+    },
 }
 
 /// One region of `!address` (addresses and sizes as `0x` hex strings).

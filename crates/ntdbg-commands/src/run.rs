@@ -68,11 +68,28 @@ pub struct CommandResult {
 
 /// What a front end lets commands do, read from each command's [`CommandSpec`] metadata
 /// (never from its name, so aliases cannot slip past).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Default)]
 pub struct Policy {
     /// Refuse commands that act on the host (choose which files or servers are read, start
     /// processes) when they are given arguments; showing state stays allowed.
     pub refuse_host_effects: bool,
+    /// Where commands that write a file the user names (`.dump FILE`) may write: the gate
+    /// answers the path to write or refuses it. `None`: any path, as given.
+    pub file_gate: Option<FileGate>,
+}
+
+/// A front end's check of a file a command is about to write: the path to write (resolved),
+/// or the refusal (`path_not_allowed`).
+pub type FileGate =
+    std::sync::Arc<dyn Fn(&std::path::Path) -> Result<std::path::PathBuf, CommandError> + Send + Sync>;
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field("refuse_host_effects", &self.refuse_host_effects)
+            .field("file_gate", &self.file_gate.is_some())
+            .finish()
+    }
 }
 
 /// A command line split into its commands (on top-level `;` and newlines; quotes and `{}`
@@ -131,7 +148,7 @@ impl Batch {
                 error: None,
             };
             if go_on {
-                match run_with(session, text, policy) {
+                match run_with(session, text, &policy) {
                     Ok(out) => {
                         result.status = Status::Succeeded;
                         result.output = out.text;
@@ -164,7 +181,7 @@ pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>
 /// that needs a halted target waits for a stop (up to the session's command wait) or is not
 /// run.
 pub fn run_command(session: &mut Session, text: &str) -> Result<CommandOutput, CommandError> {
-    run_with(session, text, Policy::default())
+    run_with(session, text, &Policy::default())
 }
 
 /// What a parsed command resolved to.
@@ -180,7 +197,7 @@ enum Action {
 fn run_with(
     session: &mut Session,
     text: &str,
-    policy: Policy,
+    policy: &Policy,
 ) -> Result<CommandOutput, CommandError> {
     let line = parse::parse_command(text).map_err(|e| CommandError::syntax(e.to_string()))?;
     let action = resolve(&line);
@@ -188,10 +205,10 @@ fn run_with(
         admit(session, spec, &line, policy)?;
     }
     if session.live().is_none() {
-        return action.and_then(|a| execute(session, &line, a));
+        return action.and_then(|a| execute(session, &line, a, policy));
     }
     let banner = commands::run_control::shown_stop(session)?.text;
-    match action.and_then(|a| execute(session, &line, a)) {
+    match action.and_then(|a| execute(session, &line, a, policy)) {
         Ok(mut out) => {
             out.text.insert_str(0, &banner);
             Ok(out)
@@ -225,7 +242,7 @@ fn admit(
     session: &mut Session,
     spec: &CommandSpec,
     line: &CommandLine<'_>,
-    policy: Policy,
+    policy: &Policy,
 ) -> Result<(), CommandError> {
     if policy.refuse_host_effects && spec.host_effect && !line.args.trim().is_empty() {
         return Err(CommandError::new(
@@ -244,6 +261,7 @@ fn execute(
     session: &mut Session,
     line: &CommandLine<'_>,
     action: Action,
+    policy: &Policy,
 ) -> Result<CommandOutput, CommandError> {
     let spec = match action {
         Action::SwitchThread => {
@@ -266,6 +284,7 @@ fn execute(
         name: line.name,
         args: line.args,
         spec,
+        policy,
     };
     let Some(selector) = &line.thread else {
         return (spec.handler)(session, &invocation);

@@ -35,6 +35,22 @@ pub struct Invocation<'a> {
     pub args: &'a str,
     /// The table entry the command word resolved to (looked up once by the runner).
     pub spec: &'static CommandSpec,
+    /// The front end's policy (its check of files a command writes).
+    pub policy: &'a crate::run::Policy,
+}
+
+impl Invocation<'_> {
+    /// The path to write for a file the user named: as the front end's gate resolves it
+    /// (inside its allowed folders), or as given without a gate.
+    ///
+    /// # Errors
+    /// The gate's refusal (`path_not_allowed`, …).
+    pub fn writable_path(&self, path: &str) -> Result<std::path::PathBuf, CommandError> {
+        match &self.policy.file_gate {
+            Some(gate) => gate(std::path::Path::new(path)),
+            None => Ok(std::path::PathBuf::from(path)),
+        }
+    }
 }
 
 /// A command handler. Handlers never print: they return text and a typed result.

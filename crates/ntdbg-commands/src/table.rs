@@ -9,6 +9,8 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::events::COMMANDS,
         commands::run_control::COMMANDS,
         commands::breakpoints::COMMANDS,
+        commands::event_filters::COMMANDS,
+        commands::dump_file::COMMANDS,
         commands::kernel::COMMANDS,
         commands::kernel_objects::COMMANDS,
         commands::registers::COMMANDS,

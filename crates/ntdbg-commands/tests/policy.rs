@@ -27,6 +27,7 @@ fn setting_the_symbol_path_is_refused_under_a_host_policy() {
     let mut s = session();
     let strict = Policy {
         refuse_host_effects: true,
+        ..Policy::default()
     };
     for cmd in [
         ".sympath /etc",
@@ -34,11 +35,11 @@ fn setting_the_symbol_path_is_refused_under_a_host_policy() {
         "~0 .sympath /etc",
         ".SYMPATH /etc",
     ] {
-        let err = run_with(&mut s, cmd, strict).expect_err(cmd);
+        let err = run_with(&mut s, cmd, strict.clone()).expect_err(cmd);
         assert_eq!(err.code, "host_effect_refused", "{cmd}: {err}");
     }
     // Showing it stays allowed, and nothing changed.
-    let shown = run_with(&mut s, ".sympath", strict).expect("show");
+    let shown = run_with(&mut s, ".sympath", strict.clone()).expect("show");
     assert!(!shown.contains("/etc"), "{shown}");
     // Ordinary commands run as before.
     assert!(run_with(&mut s, "kn 1", strict).is_ok());

@@ -28,6 +28,7 @@ pub mod frame_vars;
 pub mod live;
 pub mod memory;
 pub mod module_info;
+pub mod ntstatus;
 pub mod place;
 mod prefetch;
 mod provider;

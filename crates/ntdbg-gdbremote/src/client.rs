@@ -470,6 +470,15 @@ impl GdbClient {
         r
     }
 
+    /// [`GdbClient::request`] with its own time limit, for a request the stub takes long to
+    /// answer (writing a dump).
+    pub fn request_within(&mut self, data: &[u8], timeout: Duration) -> Result<Vec<u8>> {
+        let saved = std::mem::replace(&mut self.opts.timeout, timeout);
+        let r = self.request(data);
+        self.opts.timeout = saved;
+        r
+    }
+
     fn request_str(&mut self, data: &str) -> Result<Vec<u8>> {
         self.request(data.as_bytes())
     }

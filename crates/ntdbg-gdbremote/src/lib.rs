@@ -41,5 +41,5 @@ pub use client::{
     InterruptHandle, ResumeAction, RunState,
 };
 pub use error::{GdbError, Result};
-pub use stop::{IdPart, StopReason, StopReply, ThreadId};
+pub use stop::{IdPart, StopReason, StopReply, ThreadId, WindowsEvent, WindowsEventKind};
 pub use target_xml::{RegisterInfo, RegisterLayout};

@@ -1,4 +1,5 @@
-//! Stop replies (`T`, `S`, `W`, `X`, `N`) and thread ids.
+//! Stop replies (`T`, `S`, `W`, `X`, `N`) and thread ids, with the Windows debug event that
+//! ntdbg's Win32 stub adds to a `T` stop in `ntdbg-*` pairs ([`WindowsEvent`]).
 
 use crate::packet::{from_hex, parse_hex_u64};
 
@@ -143,11 +144,14 @@ pub enum StopReply {
         reason: Option<StopReason>,
         /// Expedited registers `(regnum, bytes)`; unavailable registers are left out.
         registers: Vec<(u32, Vec<u8>)>,
+        /// The Windows debug event, when the stub is ntdbg's Win32 stub (`ntdbg-event:`).
+        windows: Option<WindowsEvent>,
     },
-    /// `W AA`: the process exited with this status.
+    /// `W AA`: the process exited with this status (a Windows stub sends the whole 32-bit
+    /// exit code, `Wc0000005`).
     Exited {
         /// The exit status.
-        status: u8,
+        status: u32,
         /// `;process:PID` when given.
         pid: Option<u64>,
     },
@@ -173,18 +177,25 @@ impl StopReply {
                 core: None,
                 reason: None,
                 registers: Vec::new(),
+                windows: None,
             }),
             b'T' => parse_t(rest),
             b'W' | b'X' => {
                 let mut parts = rest.split(|&b| b == b';');
-                let code = parse_u8(parts.next()?)?;
+                let code = parts.next()?;
                 let pid = parts
                     .find_map(|p| p.strip_prefix(b"process:"))
                     .and_then(parse_hex_u64);
                 Some(if kind == b'W' {
-                    StopReply::Exited { status: code, pid }
+                    StopReply::Exited {
+                        status: parse_exit_code(code)?,
+                        pid,
+                    }
                 } else {
-                    StopReply::Terminated { signal: code, pid }
+                    StopReply::Terminated {
+                        signal: parse_u8(code)?,
+                        pid,
+                    }
                 })
             }
             b'N' if rest.is_empty() => Some(StopReply::NoResumed),
@@ -224,12 +235,21 @@ fn parse_u8(text: &[u8]) -> Option<u8> {
     u8::try_from(parse_hex_u64(text)?).ok()
 }
 
+/// A `W` exit status: GDB's two digits, or a Windows exit code of up to eight.
+fn parse_exit_code(text: &[u8]) -> Option<u32> {
+    if !(1..=8).contains(&text.len()) {
+        return None;
+    }
+    u32::try_from(parse_hex_u64(text)?).ok()
+}
+
 fn parse_t(rest: &[u8]) -> Option<StopReply> {
     let signal = parse_u8(rest.get(..2)?)?;
     let mut thread = None;
     let mut core = None;
     let mut reason = None;
     let mut registers = Vec::new();
+    let mut windows = WindowsPairs::default();
     for pair in rest[2..].split(|&b| b == b';') {
         if pair.is_empty() {
             continue;
@@ -245,6 +265,7 @@ fn parse_t(rest: &[u8]) -> Option<StopReply> {
             b"swbreak" => reason = Some(StopReason::SoftwareBreak),
             b"hwbreak" => reason = Some(StopReason::HardwareBreak),
             b"library" => reason = Some(StopReason::Library),
+            _ if key.starts_with(b"ntdbg-") => windows.add(&key[6..], value),
             _ => {
                 if let Some(n) = parse_hex_u64(key) {
                     // A register; `xx…` (unavailable) is left out.
@@ -263,7 +284,134 @@ fn parse_t(rest: &[u8]) -> Option<StopReply> {
         core,
         reason,
         registers,
+        windows: windows.finish(),
     })
+}
+
+/// What kind of Windows debug event a stop is (`ntdbg-event:KIND`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowsEventKind {
+    /// `exception`: an exception, first or second chance.
+    Exception,
+    /// `initial-breakpoint`: the loader's breakpoint in a started process, or the break-in
+    /// of an attach.
+    InitialBreakpoint,
+    /// `load`: a module was loaded.
+    Load,
+    /// `unload`: a module was unloaded.
+    Unload,
+    /// `create-thread`: a thread started.
+    CreateThread,
+    /// `exit-thread`: a thread ended.
+    ExitThread,
+    /// `output`: the program wrote a debug string (`OutputDebugString`).
+    Output,
+}
+
+impl WindowsEventKind {
+    /// The kind by its key in the pair; `None` for one this client does not know.
+    pub fn parse(key: &[u8]) -> Option<WindowsEventKind> {
+        Some(match key {
+            b"exception" => WindowsEventKind::Exception,
+            b"initial-breakpoint" => WindowsEventKind::InitialBreakpoint,
+            b"load" => WindowsEventKind::Load,
+            b"unload" => WindowsEventKind::Unload,
+            b"create-thread" => WindowsEventKind::CreateThread,
+            b"exit-thread" => WindowsEventKind::ExitThread,
+            b"output" => WindowsEventKind::Output,
+            _ => return None,
+        })
+    }
+}
+
+/// Most exception parameters a record has (`EXCEPTION_MAXIMUM_PARAMETERS`).
+pub const MAX_EXCEPTION_PARAMETERS: usize = 15;
+
+/// A Windows debug event as ntdbg's Win32 stub reports it in the `ntdbg-*` pairs of a `T`
+/// stop. GDB and other stubs never send them; their stops have no `WindowsEvent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowsEvent {
+    /// What happened.
+    pub kind: WindowsEventKind,
+    /// `ntdbg-exc:`: the exception code (NTSTATUS).
+    pub code: Option<u32>,
+    /// `ntdbg-chance:`: 1 first chance, 2 second chance.
+    pub chance: Option<u8>,
+    /// `ntdbg-excaddr:`: where the exception happened.
+    pub address: Option<u64>,
+    /// `ntdbg-excparams:`: the exception's parameters (at most 15).
+    pub parameters: Vec<u64>,
+    /// `ntdbg-module:`: the module's base, for loads and unloads.
+    pub module_base: Option<u64>,
+    /// `ntdbg-name:`: the module's path, for loads and unloads.
+    pub module_name: Option<String>,
+    /// `ntdbg-text:`: the debug string, for `output`.
+    pub text: Option<String>,
+}
+
+impl WindowsEvent {
+    /// Whether this is a first-chance exception (a missing chance counts as first).
+    pub fn first_chance(&self) -> bool {
+        self.chance != Some(2)
+    }
+}
+
+/// The `ntdbg-*` pairs of one stop as they are read; an unreadable value is left out.
+#[derive(Debug, Default)]
+struct WindowsPairs {
+    kind: Option<WindowsEventKind>,
+    event: Option<WindowsEvent>,
+}
+
+impl WindowsPairs {
+    fn add(&mut self, key: &[u8], value: &[u8]) {
+        let event = self.event.get_or_insert_with(|| WindowsEvent {
+            kind: WindowsEventKind::Output,
+            code: None,
+            chance: None,
+            address: None,
+            parameters: Vec::new(),
+            module_base: None,
+            module_name: None,
+            text: None,
+        });
+        match key {
+            b"event" => self.kind = WindowsEventKind::parse(value),
+            b"exc" => {
+                event.code = (value.len() <= 8)
+                    .then(|| parse_hex_u64(value))
+                    .flatten()
+                    .map(|c| c as u32)
+            }
+            b"chance" => event.chance = matches!(value, b"1" | b"2").then(|| value[0] - b'0'),
+            b"excaddr" => event.address = parse_hex_u64(value),
+            b"excparams" => {
+                event.parameters = value
+                    .split(|&b| b == b',')
+                    .filter(|p| !p.is_empty())
+                    .map_while(parse_hex_u64)
+                    .take(MAX_EXCEPTION_PARAMETERS)
+                    .collect()
+            }
+            b"module" => event.module_base = parse_hex_u64(value),
+            b"name" => event.module_name = hex_text(value),
+            b"text" => event.text = hex_text(value),
+            _ => {}
+        }
+    }
+
+    /// The event, when the stop named a kind this client knows.
+    fn finish(self) -> Option<WindowsEvent> {
+        let kind = self.kind?;
+        let mut event = self.event?;
+        event.kind = kind;
+        Some(event)
+    }
+}
+
+/// Hex-encoded UTF-8 text (invalid sequences replaced).
+fn hex_text(value: &[u8]) -> Option<String> {
+    from_hex(value).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]
@@ -282,6 +430,7 @@ mod tests {
             core,
             reason,
             registers,
+            windows,
         } = r
         else {
             panic!()
@@ -298,6 +447,7 @@ mod tests {
         assert_eq!(reason, Some(StopReason::SoftwareBreak));
         assert_eq!(registers.len(), 3);
         assert_eq!(registers[2].0, 0x10);
+        assert_eq!(windows, None);
     }
 
     #[test]
@@ -321,6 +471,75 @@ mod tests {
         assert_eq!(StopReply::parse(b"OK"), None);
         assert_eq!(StopReply::parse(b"T"), None);
         assert_eq!(StopReply::parse(b""), None);
+    }
+
+    #[test]
+    fn windows_exit_codes_take_32_bits() {
+        assert_eq!(
+            StopReply::parse(b"Wc0000005;process:1a").unwrap(),
+            StopReply::Exited {
+                status: 0xc000_0005,
+                pid: Some(0x1a)
+            }
+        );
+        assert_eq!(StopReply::parse(b"W123456789"), None);
+        assert_eq!(StopReply::parse(b"W"), None);
+    }
+
+    fn windows(reply: &[u8]) -> WindowsEvent {
+        match StopReply::parse(reply).unwrap() {
+            StopReply::Signal {
+                windows: Some(w), ..
+            } => w,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_a_windows_exception() {
+        let w = windows(
+            b"T0bthread:p1a.2b;ntdbg-event:exception;ntdbg-exc:c0000005;ntdbg-chance:2;\
+              ntdbg-excaddr:7ff612341000;ntdbg-excparams:1,0;",
+        );
+        assert_eq!(w.kind, WindowsEventKind::Exception);
+        assert_eq!(w.code, Some(0xc000_0005));
+        assert_eq!(w.chance, Some(2));
+        assert!(!w.first_chance());
+        assert_eq!(w.address, Some(0x7ff6_1234_1000));
+        assert_eq!(w.parameters, [1, 0]);
+    }
+
+    #[test]
+    fn parses_module_and_output_events() {
+        // "C:\\x.dll" and "hi\n", hex-encoded.
+        let w = windows(b"T05ntdbg-event:load;ntdbg-module:7ff812340000;ntdbg-name:433a5c782e646c6c;");
+        assert_eq!(w.kind, WindowsEventKind::Load);
+        assert_eq!(w.module_base, Some(0x7ff8_1234_0000));
+        assert_eq!(w.module_name.as_deref(), Some("C:\\x.dll"));
+        let w = windows(b"T05ntdbg-event:output;ntdbg-text:68690a;");
+        assert_eq!(w.kind, WindowsEventKind::Output);
+        assert_eq!(w.text.as_deref(), Some("hi\n"));
+        assert_eq!(
+            windows(b"T05ntdbg-event:initial-breakpoint;").kind,
+            WindowsEventKind::InitialBreakpoint
+        );
+    }
+
+    #[test]
+    fn bad_or_unknown_windows_pairs_are_left_out() {
+        // An unknown kind: a plain signal stop, as from any GDB stub.
+        let r = StopReply::parse(b"T05ntdbg-event:reboot;ntdbg-exc:1;").unwrap();
+        assert!(matches!(r, StopReply::Signal { windows: None, reason: None, .. }));
+        // Pairs without a kind are no event either.
+        let r = StopReply::parse(b"T05ntdbg-exc:c0000005;").unwrap();
+        assert!(matches!(r, StopReply::Signal { windows: None, .. }));
+        let w = windows(
+            b"T06ntdbg-event:exception;ntdbg-exc:123456789;ntdbg-chance:3;ntdbg-name:zz;\
+              ntdbg-excparams:1,2,3,4,5,6,7,8,9,a,b,c,d,e,f,10,11;",
+        );
+        assert_eq!((w.code, w.chance, &w.module_name), (None, None, &None));
+        assert_eq!(w.parameters.len(), MAX_EXCEPTION_PARAMETERS);
+        assert!(w.first_chance());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! keep dumps mapped and symbols loaded forever. A session busy with a command counts as used.
 
 use crate::memory::close_session;
+use ntdbg_engine::live::Leave;
 use crate::state::State;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub(crate) fn sweep_once(state: &State, timeout: Duration) -> Vec<String> {
         }
         let id = slot.id.clone();
         drop(slot);
-        if let Ok(done) = close_session(state, &id, "idle session") {
+        if let Ok(done) = close_session(state, &id, "idle session", Leave::Running) {
             closed.push(done.id);
         }
     }

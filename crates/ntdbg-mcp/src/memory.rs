@@ -8,6 +8,7 @@
 use crate::error::ToolError;
 use crate::sessions::DETACH_TIMEOUT;
 use crate::state::State;
+use ntdbg_engine::live::Leave;
 
 /// What closing a session did.
 pub(crate) struct Closed {
@@ -18,17 +19,25 @@ pub(crate) struct Closed {
 }
 
 /// Closes the session `id` (by `close_session` or the idle sweeper, named in `why`): removes
-/// it and its cached outputs, detaches a live target (blocking, bounded by
+/// it and its cached outputs, detaches a live target leaving it running or suspended (blocking, bounded by
 /// [`DETACH_TIMEOUT`]), frees it unless a running call still holds it, and trims the heap.
 ///
 /// # Errors
 /// `unknown_session`, listing the open sessions; a live target that could not be detached
 /// (the session is closed all the same).
-pub(crate) fn close_session(state: &State, id: &str, why: &str) -> Result<Closed, ToolError> {
+pub(crate) fn close_session(
+    state: &State,
+    id: &str,
+    why: &str,
+    leave: Leave,
+) -> Result<Closed, ToolError> {
     let slot = state.sessions.remove(id)?;
     state.outputs().remove_session(&slot.id);
     let detach = match &slot.live {
-        Some(live) => Some(live.close(DETACH_TIMEOUT).map_err(ToolError::from)?),
+        Some(live) => Some(
+            live.close_leaving(DETACH_TIMEOUT, leave)
+                .map_err(ToolError::from)?,
+        ),
         None => None,
     };
     tracing::info!(session = %slot.id, "closed a session ({why})");

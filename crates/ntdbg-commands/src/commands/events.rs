@@ -6,14 +6,16 @@ use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::exception::decode;
 use ntdbg_analysis::render::{render_exception_record, render_report};
+use ntdbg_engine::live::RunState;
 use ntdbg_engine::Session;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
         &[".lastevent"],
         ".lastevent",
-        "show the last event (the exception that caused the dump)",
-        "",
+        "show the last event (the exception that caused the dump, or a live target's stop)",
+        "On a live target: the event of the last stop (breakpoint, exception with its chance, \
+         module load, …) and the debugger's time now.",
         lastevent,
     )
     .no_args(),
@@ -72,6 +74,9 @@ fn event_typed(session: &Session) -> Option<TypedResult> {
 }
 
 fn lastevent(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    if let Some(live) = session.live().cloned() {
+        return live_lastevent(session, &live.state());
+    }
     let e = event_required(session)?;
     let d = decode(e, session.arch().pointer_size());
     let pid = session.target().system().process_id.unwrap_or(0);
@@ -88,6 +93,59 @@ fn lastevent(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutp
     Ok(CommandOutput {
         text,
         typed: event_typed(session),
+    })
+}
+
+/// `.lastevent` on a live target: the last stop's event, its `pid.tid`, and the time now.
+fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, CommandError> {
+    let RunState::Halted(h) = state else {
+        return Err(CommandError::new(
+            ErrorCode::TargetGone,
+            format!("Last event: none: the target is {}", state.name()),
+        ));
+    };
+    let ids = h.ids.map(|(pid, tid)| format!("{pid:x}.{tid:x}: ")).or_else(|| {
+        h.thread
+            .and_then(|t| t.tid())
+            .map(|tid| match session.target().system().process_id {
+                Some(pid) => format!("{pid:x}.{tid:x}: "),
+                None => format!("{tid:x}: "),
+            })
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let text = format!(
+        "Last event: {}{}\n  debugger time: {}\n",
+        ids.unwrap_or_default(),
+        h.event_text,
+        crate::render::windbg_time(u32::try_from(now).unwrap_or(u32::MAX))
+    );
+    let typed = live_event_typed(session, h);
+    Ok(CommandOutput { text, typed })
+}
+
+/// The typed event of a live stop that is an exception, decoded like a dump's.
+fn live_event_typed(session: &Session, h: &ntdbg_engine::live::Halt) -> Option<TypedResult> {
+    let (code, _) = h.cause.exception()?;
+    let windows = h.event.as_ref();
+    let e = ntdbg_targets::ExceptionEvent {
+        thread_id: h.thread.and_then(|t| t.tid()).unwrap_or(0) as u32,
+        code,
+        flags: 0,
+        address: windows.and_then(|w| w.address).or(h.pc).unwrap_or(0),
+        parameters: windows.map(|w| w.parameters.clone()).unwrap_or_default(),
+        nested_record: 0,
+        context: None,
+    };
+    let d = decode(&e, session.arch().pointer_size());
+    Some(TypedResult::Event {
+        code: format!("{code:#010x}"),
+        name: d.name,
+        address: format!("{:#x}", e.address),
+        thread_id: format!("{:#x}", e.thread_id),
+        parameters: e.parameters.iter().map(|p| format!("{p:#x}")).collect(),
+        description: d.description,
     })
 }
 

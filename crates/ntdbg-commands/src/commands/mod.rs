@@ -3,7 +3,9 @@
 pub(crate) mod address;
 pub(crate) mod breakpoints;
 pub(crate) mod disasm;
+pub(crate) mod dump_file;
 pub(crate) mod errors;
+pub(crate) mod event_filters;
 pub(crate) mod events;
 pub(crate) mod frames;
 pub(crate) mod handles;

@@ -1,4 +1,5 @@
-//! Run control on live targets: `g`, `gh`, `gn`, `gc`, `gu`, `p`, `t`, `pa`, `ta`.
+//! Run control on live targets: `g`, `gh`, `gn`, `gc`, `gu`, `p`, `t`, `pa`, `ta`, and
+//! leaving the target: `.detach`, `.abandon`.
 //!
 //! Each resumes the target, waits up to the session's command wait for the stop and prints
 //! what WinDbg prints then: the reason (`Breakpoint 0 hit`, an exception) and the next
@@ -9,9 +10,13 @@ use super::eval;
 use crate::error::CommandError;
 use crate::output::CommandOutput;
 use crate::render::code::current_instruction;
-use crate::spec::{CommandSpec, Effect, Invocation};
-use ntdbg_engine::live::{Resume, RunState};
+use crate::error::ErrorCode;
+use crate::spec::{CommandSpec, Effect, Invocation, Needs};
+use ntdbg_engine::live::{Leave, Resume, RunState};
 use ntdbg_engine::Session;
+
+/// How long leaving the target may take (breaking in first when it runs).
+const DETACH_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Most steps one `p COUNT` / `t COUNT` takes.
 const MAX_STEPS: u64 = 1000;
@@ -75,7 +80,51 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         Effect::Step,
         step_to,
     ),
+    CommandSpec {
+        needs: Needs::Any,
+        ..CommandSpec::inspect(
+            &[".detach"],
+            ".detach",
+            "detach from the live target, leaving it running",
+            "Removes every breakpoint, then detaches; the session stays open for reading what was already shown.",
+            detach,
+        )
+        .no_args()
+    },
+    CommandSpec {
+        needs: Needs::Any,
+        ..CommandSpec::inspect(
+            &[".abandon"],
+            ".abandon",
+            "detach from the live target, leaving it suspended",
+            "Like .detach, but ntdbg's Windows targets leave every thread suspended (another \
+             debugger can attach). GDB stubs always resume a target on detach; the output says \
+             so.",
+            abandon,
+        )
+        .no_args()
+    },
 ];
+
+fn detach(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    leave(session, Leave::Running)
+}
+
+fn abandon(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    leave(session, Leave::Suspended)
+}
+
+/// `.detach` / `.abandon`: detaches, leaving the process running or suspended.
+fn leave(session: &mut Session, how: Leave) -> Result<CommandOutput, CommandError> {
+    let live = session.live().cloned().ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::NotLive,
+            "detaching needs a live target (this session is a dump)",
+        )
+    })?;
+    let done = live.close_leaving(DETACH_WAIT, how)?;
+    Ok(CommandOutput::text(format!("{done}\n")))
+}
 
 fn go(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     resume(session, inv.args, true)

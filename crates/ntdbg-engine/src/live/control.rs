@@ -4,25 +4,34 @@
 //! Resuming sends the resume packet and starts a waiter thread that keeps reading the stub
 //! until the stop reply arrives, so a stop is recorded even when nobody is waiting for it.
 //! Every stop, exit and resume goes into a bounded event log with timestamps; a condvar wakes
-//! whoever waits for the next stop. Lock order: client, then breakpoints, then state.
+//! whoever waits for the next stop. The event filters (`sx`) decide which stops are shown:
+//! one they pass over is logged (when it prints) and resumed at once by the waiter, without
+//! counting as a stop. Lock order: client, then breakpoints, then filters, then state.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use ntdbg_gdbremote::{
     GdbClient, GdbError, InterruptHandle, RegisterLayout, ResumeAction, RunState as ClientState,
-    StopReason, StopReply, ThreadId,
+    StopReason, StopReply, ThreadId, WindowsEvent, WindowsEventKind,
 };
 
 use super::breakpoints::{BreakKind, Breakpoint, Breakpoints, MAX_BREAKPOINTS};
-use super::stop_text::{self, signal, StopCause};
+use super::filters::{
+    Decision, EventFilterKind, EventFilters, FilterAction, FilterEvent, FilterSetting,
+};
+use super::stop_text::{self, signal, StopCause, StopDetails};
 use crate::{EngineError, ErrorCode};
 
 /// How long the waiter holds the client per read, so closing can take it in between.
 const POLL: Duration = Duration::from_millis(100);
 /// Events kept in the log.
 const EVENT_CAPACITY: usize = 256;
+/// How long the stub may take to write a dump (a full-memory dump of a big process is slow).
+const DUMP_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long commands wait for a running target by default.
 const DEFAULT_COMMAND_WAIT: Duration = Duration::from_secs(30);
 
@@ -79,6 +88,15 @@ pub struct Halt {
     pub cause: StopCause,
     /// WinDbg's line for the stop (`Breakpoint 0 hit`); `None` after a step.
     pub reason: Option<String>,
+    /// The event as `.lastevent` words it (`Access violation - code c0000005 (first
+    /// chance)`, `Hit breakpoint 0`).
+    pub event_text: String,
+    /// The Windows debug event, when the stub is ntdbg's Win32 stub.
+    pub event: Option<WindowsEvent>,
+    /// `(pid, tid)` of the stop, when the stub named both.
+    pub ids: Option<(u64, u64)>,
+    /// When the stop was recorded.
+    pub at: SystemTime,
 }
 
 /// What happened to a live target.
@@ -94,6 +112,9 @@ pub enum EventKind {
     Exited,
     /// The debugger detached.
     Detached,
+    /// An event the filters (`sx`) printed and resumed from at once (a module load, a
+    /// debug string, a first-chance exception that breaks on second chance only).
+    Event,
 }
 
 impl EventKind {
@@ -105,6 +126,7 @@ impl EventKind {
             EventKind::Stopped => "stopped",
             EventKind::Exited => "exited",
             EventKind::Detached => "detached",
+            EventKind::Event => "event",
         }
     }
 }
@@ -137,6 +159,38 @@ pub enum Resume {
     Step,
 }
 
+/// What a detach leaves the process doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leave {
+    /// Running (the GDB protocol's detach).
+    Running,
+    /// Suspended, where the stub can (`Qntdbg.detach-suspended:1`); else running, and the
+    /// close text says so.
+    Suspended,
+}
+
+/// The kind of dump `.dump` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DumpKind {
+    /// `/ma`: a minidump with all the process's memory.
+    Full,
+    /// `/m`: a minidump.
+    Mini,
+}
+
+impl DumpKind {
+    /// The kind in `Qntdbg.dump:KIND,…`.
+    fn packet(self) -> &'static str {
+        match self {
+            DumpKind::Full => "ma",
+            DumpKind::Mini => "m",
+        }
+    }
+}
+
+/// Most events in a row the filters resume from before the waiter lets go of the client
+/// for a moment (so a flood of debug strings never holds it for long).
+const AUTO_RESUMES_PER_HOLD: usize = 64;
 #[derive(Debug)]
 struct Inner {
     state: RunState,
@@ -146,6 +200,8 @@ struct Inner {
     next_seq: u64,
     command_wait: Duration,
     pinned_thread: Option<ThreadId>,
+    /// How the running target was last resumed (the filters resume the same way).
+    last_action: Option<(ResumeAction, Option<ThreadId>)>,
 }
 
 /// The run control of one live target.
@@ -157,11 +213,15 @@ pub struct LiveControl {
     pc_name: &'static str,
     read_only: bool,
     breakpoints: Mutex<Breakpoints>,
+    filters: Mutex<EventFilters>,
     inner: Mutex<Inner>,
     changed: Condvar,
     started: Instant,
     /// Set when closing gave up on a stop: the waiter thread ends.
-    abandoned: std::sync::atomic::AtomicBool,
+    abandoned: AtomicBool,
+    /// Set by `break_in` until the next stop: the filters resume from nothing then, so a
+    /// flood of filtered events cannot swallow the interrupt.
+    interrupting: AtomicBool,
 }
 
 fn live(e: GdbError) -> EngineError {
@@ -193,6 +253,7 @@ impl LiveControl {
             pc_name,
             read_only,
             breakpoints: Mutex::new(Breakpoints::default()),
+            filters: Mutex::new(EventFilters::default()),
             inner: Mutex::new(Inner {
                 state: RunState::Detached,
                 stops: 0,
@@ -201,10 +262,12 @@ impl LiveControl {
                 next_seq: 0,
                 command_wait: DEFAULT_COMMAND_WAIT,
                 pinned_thread: None,
+                last_action: None,
             }),
             changed: Condvar::new(),
             started: Instant::now(),
-            abandoned: std::sync::atomic::AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
+            interrupting: AtomicBool::new(false),
         });
         let state = match stop {
             Some(stop) => control.process_stop(&mut control.lock_client(), &stop),
@@ -316,6 +379,7 @@ impl LiveControl {
             };
             (halt.pc, halt.cause, inner.pinned_thread.take())
         };
+        let last_stop_signal = client.last_stop().and_then(StopReply::signal).unwrap_or(0);
         // A breakpoint under the current instruction would stop the target again at once
         // (gdbserver leaves stepping over it to the client): take it out for one step.
         let under_pc: Vec<(ntdbg_gdbremote::BreakpointKind, usize)> = match pc {
@@ -351,12 +415,18 @@ impl LiveControl {
             {
                 ResumeAction::ContinueWithSignal(s)
             }
+            (Resume::Go { pass_signal: true }, StopCause::Exception { code, .. })
+                if !stop_text::is_debug_trap(code) =>
+            {
+                ResumeAction::ContinueWithSignal(last_stop_signal)
+            }
             (Resume::Go { .. }, _) => ResumeAction::Continue,
         };
         client.resume(action, thread).map_err(live)?;
         drop(client);
         {
             let mut inner = self.inner();
+            inner.last_action = Some((action, thread));
             inner.stepping = how == Resume::Step;
             inner.state = RunState::Running;
             self.push_event(&mut inner, EventKind::Resumed, String::new());
@@ -383,6 +453,7 @@ impl LiveControl {
             }
             inner.stops
         };
+        self.interrupting.store(true, Ordering::Relaxed);
         self.interrupt.interrupt().map_err(live)?;
         if !self.wait_for_stop(stops, timeout) {
             return Err(EngineError::Live {
@@ -399,6 +470,12 @@ impl LiveControl {
     /// Ends the session: breaks in if needed, removes every breakpoint and detaches (the GDB
     /// protocol resumes a target on detach). Returns what was done, for people.
     pub fn close(&self, timeout: Duration) -> Result<String, EngineError> {
+        self.close_leaving(timeout, Leave::Running)
+    }
+
+    /// [`LiveControl::close`], leaving the process running or, where the stub can
+    /// (`Qntdbg.detach-suspended:1`), suspended; the text says which it was.
+    pub fn close_leaving(&self, timeout: Duration, leave: Leave) -> Result<String, EngineError> {
         match self.state() {
             RunState::Detached => return Ok("already detached".into()),
             RunState::Exited(why) => return Ok(format!("the process had ended ({why})")),
@@ -406,8 +483,7 @@ impl LiveControl {
                 if let Err(e) = self.break_in(timeout) {
                     // The stub does not stop: give up on it; the waiter thread ends and the
                     // client detaches (bounded) when it is dropped.
-                    self.abandoned
-                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    self.abandoned.store(true, Ordering::Relaxed);
                     self.record(RunState::Detached, EventKind::Detached, e.to_string());
                     return Err(e);
                 }
@@ -425,11 +501,60 @@ impl LiveControl {
             *bps = Breakpoints::default();
             all.iter().filter(|b| b.id.is_some()).count()
         };
+        let suspended = match leave {
+            Leave::Running => None,
+            Leave::Suspended => Some(matches!(
+                client.request(b"Qntdbg.detach-suspended:1").as_deref(),
+                Ok(b"OK")
+            )),
+        };
         let detached = client.detach().map_err(live);
         drop(client);
         self.record(RunState::Detached, EventKind::Detached, String::new());
         detached?;
-        Ok(format!("removed {removed} breakpoint(s) and detached"))
+        let left = match suspended {
+            None => "",
+            Some(true) => ", leaving the process suspended",
+            Some(false) => {
+                "; the target was resumed because the stub always resumes on detach (GDB protocol)"
+            }
+        };
+        Ok(format!("removed {removed} breakpoint(s) and detached{left}"))
+    }
+
+    /// Writes a dump of the halted process to `path` on the stub's host
+    /// (`Qntdbg.dump:KIND,HEXPATH`, answered by ntdbg's Win32 stub through dbghelp).
+    ///
+    /// # Errors
+    /// `unsupported` when the stub does not know the request (GDB stubs), `remote_error` with
+    /// the stub's message when writing failed, and the usual run-state errors.
+    pub fn write_dump(&self, kind: DumpKind, path: &str) -> Result<(), EngineError> {
+        let mut client = self.lock_client();
+        self.check_halted()?;
+        let hex: String = path.bytes().map(|b| format!("{b:02x}")).collect();
+        let request = format!("Qntdbg.dump:{},{hex}", kind.packet());
+        let reply = client
+            .request_within(request.as_bytes(), DUMP_TIMEOUT)
+            .map_err(live)?;
+        dump_reply(&reply)
+    }
+
+    /// The event filters (`sx`).
+    pub fn filters(&self) -> EventFilters {
+        self.lock_filters().clone()
+    }
+
+    /// Sets an event filter (`sxe av`, `sxi ld`, `sxe ld:NAME`, `sxd c0000409`).
+    ///
+    /// # Errors
+    /// `syntax_error` when `what` names no filter.
+    pub fn set_filter(&self, what: &str, action: FilterAction) -> Result<FilterSetting, EngineError> {
+        self.lock_filters()
+            .set(what, action)
+            .map_err(|message| EngineError::Live {
+                code: ErrorCode::SyntaxError,
+                message,
+            })
     }
 
     /// The breakpoints.
@@ -522,25 +647,49 @@ impl LiveControl {
         }
     }
 
-    /// Reads stop replies until one arrives (run by the waiter thread after a resume).
+    /// Reads stop replies until one the filters show arrives (run by the waiter thread after
+    /// a resume); the others are logged when they print and resumed from at once.
     fn wait_loop(&self) {
+        let mut held_resumes = 0;
         loop {
             let mut client = self.lock_client();
-            if client.state() != ClientState::Running
-                || self.abandoned.load(std::sync::atomic::Ordering::Relaxed)
-            {
+            if client.state() != ClientState::Running || self.abandoned.load(Ordering::Relaxed) {
                 return;
             }
             match client.wait_stop(POLL) {
                 Ok(None) => {
                     drop(client);
+                    held_resumes = 0;
                     std::thread::yield_now();
                 }
                 Ok(Some(stop)) => {
                     let state = self.process_stop(&mut client, &stop);
+                    let resumed = match self.passed_over(&state, &stop) {
+                        Some((action, text)) => match self.resume_after_filter(&mut client, action) {
+                            Ok(()) => Some(text),
+                            Err(e) => {
+                                drop(client);
+                                let why = format!("resuming after a filtered event failed: {e}");
+                                self.record(RunState::Exited(why.clone()), EventKind::Exited, why);
+                                return;
+                            }
+                        },
+                        None => None,
+                    };
                     drop(client);
-                    self.record_stop(state);
-                    return;
+                    let Some(text) = resumed else {
+                        self.record_stop(state);
+                        return;
+                    };
+                    if let Some(text) = text {
+                        let mut inner = self.inner();
+                        self.push_event(&mut inner, EventKind::Event, text);
+                    }
+                    held_resumes += 1;
+                    if held_resumes >= AUTO_RESUMES_PER_HOLD {
+                        held_resumes = 0;
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
                 }
                 Err(e) => {
                     drop(client);
@@ -552,6 +701,45 @@ impl LiveControl {
         }
     }
 
+    /// When the filters pass over the stop: how to resume, and the line to log (`None`:
+    /// silently). `None` when the stop is shown: no filter applies, it breaks, or `break_in`
+    /// is waiting for a stop.
+    fn passed_over(
+        &self,
+        state: &RunState,
+        stop: &StopReply,
+    ) -> Option<(ResumeAction, Option<String>)> {
+        let RunState::Halted(h) = state else {
+            return None;
+        };
+        if self.interrupting.load(Ordering::Relaxed) {
+            return None;
+        }
+        let event = filter_event(h)?;
+        let decision = self.lock_filters().decide(event);
+        let Decision::Continue { print, pass } = decision else {
+            return None;
+        };
+        let (last, _) = self.inner().last_action.unwrap_or((ResumeAction::Continue, None));
+        let action = match (pass, stop.signal()) {
+            (true, Some(sig)) => ResumeAction::ContinueWithSignal(sig),
+            // A step interrupted by an event goes on stepping.
+            _ if last == ResumeAction::Step => ResumeAction::Step,
+            _ => ResumeAction::Continue,
+        };
+        Some((action, print.then(|| h.reason.clone().unwrap_or_default())))
+    }
+
+    /// Resumes after a stop the filters passed over, the way the target was resumed.
+    fn resume_after_filter(
+        &self,
+        client: &mut GdbClient,
+        action: ResumeAction,
+    ) -> Result<(), GdbError> {
+        let thread = self.inner().last_action.and_then(|(_, t)| t);
+        client.resume(action, thread)
+    }
+
     /// Turns a stop reply into a run state: reads the pc (moving it back over an `int3` the
     /// debugger wrote), finds the breakpoint, and removes temporary breakpoints.
     fn process_stop(&self, client: &mut GdbClient, stop: &StopReply) -> RunState {
@@ -559,6 +747,7 @@ impl LiveControl {
             signal: sig,
             thread,
             reason,
+            windows,
             ..
         } = stop
         else {
@@ -593,17 +782,24 @@ impl LiveControl {
             }
             _ => None,
         };
-        let cause = match (*sig, watched) {
-            (signal::TRAP, Some(a)) => bps
-                .watch_hit(a)
-                .map_or(StopCause::Signal(signal::TRAP), StopCause::Breakpoint),
-            (signal::TRAP, None) if stepping => StopCause::StepDone,
-            (signal::TRAP, None) => match pc.and_then(|p| bps.hit_at(p)) {
+        // Without a Windows event, what the signal says; with one, its exception (a
+        // breakpoint or a single step still goes through the breakpoint table).
+        let windows_cause = windows.as_ref().map(windows_cause);
+        let fallback = windows_cause.unwrap_or(StopCause::Signal(*sig));
+        let debug_trap = match windows_cause {
+            None => *sig == signal::TRAP,
+            Some(StopCause::Exception { code, .. }) => stop_text::is_debug_trap(code),
+            Some(_) => false,
+        };
+        let cause = match (debug_trap, watched) {
+            (true, Some(a)) => bps.watch_hit(a).map_or(fallback, StopCause::Breakpoint),
+            (true, None) if stepping => StopCause::StepDone,
+            (true, None) => match pc.and_then(|p| bps.hit_at(p)) {
                 Some(Some(id)) => StopCause::Breakpoint(id),
                 Some(None) => StopCause::StepDone,
-                None => StopCause::Signal(signal::TRAP),
+                None => fallback,
             },
-            (other, _) => StopCause::Signal(other),
+            (false, _) => fallback,
         };
         for b in bps.take_temporary() {
             if !bps.shares_slot(b.address, b.kind, None) {
@@ -618,12 +814,36 @@ impl LiveControl {
             };
             Some((pid, t.tid()?))
         });
+        drop(bps);
+        let module_end = match windows {
+            Some(w) if w.kind == WindowsEventKind::Load => {
+                w.module_base.and_then(|base| image_end(client, base))
+            }
+            _ => None,
+        };
+        let details = StopDetails {
+            event: windows.as_ref(),
+            module_end,
+            pointer_size: self.pointer_size(),
+        };
         RunState::Halted(Halt {
             thread: *thread,
             pc,
             cause,
-            reason: stop_text::describe(cause, ids),
+            reason: stop_text::describe(cause, details, ids),
+            event_text: stop_text::event_text(cause, details),
+            event: windows.clone(),
+            ids,
+            at: SystemTime::now(),
         })
+    }
+
+    /// The target's pointer size: 4 when the pc register has 32 bits, else 8.
+    pub fn pointer_size(&self) -> usize {
+        match self.layout.by_name(self.pc_name) {
+            Some(r) if r.bitsize == 32 => 4,
+            _ => 8,
+        }
     }
 
     fn read_pc(&self, client: &mut GdbClient) -> Option<u64> {
@@ -666,6 +886,7 @@ impl LiveControl {
     }
 
     fn record(&self, state: RunState, kind: EventKind, text: String) {
+        self.interrupting.store(false, Ordering::Relaxed);
         {
             let mut inner = self.inner();
             inner.state = state;
@@ -699,6 +920,10 @@ impl LiveControl {
         self.client.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn lock_filters(&self) -> MutexGuard<'_, EventFilters> {
+        self.filters.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn lock_breakpoints(&self) -> MutexGuard<'_, Breakpoints> {
         self.breakpoints
             .lock()
@@ -720,6 +945,84 @@ fn not_halted(state: &RunState) -> EngineError {
             code: ErrorCode::TargetGone,
             message: "the debugger detached from the target".into(),
         },
+    }
+}
+
+/// The cause a Windows debug event gives a stop.
+fn windows_cause(event: &WindowsEvent) -> StopCause {
+    match event.kind {
+        WindowsEventKind::Exception => StopCause::Exception {
+            code: event.code.unwrap_or(0),
+            first_chance: event.first_chance(),
+        },
+        WindowsEventKind::InitialBreakpoint => StopCause::InitialBreakpoint,
+        WindowsEventKind::Load => StopCause::ModuleLoad,
+        WindowsEventKind::Unload => StopCause::ModuleUnload,
+        WindowsEventKind::CreateThread => StopCause::ThreadCreate,
+        WindowsEventKind::ExitThread => StopCause::ThreadExit,
+        WindowsEventKind::Output => StopCause::DebugOutput,
+    }
+}
+
+/// The event the filters decide on for a stop; `None` for stops no filter applies to
+/// (breakpoints, steps, break-ins, signals that name no exception).
+fn filter_event(h: &Halt) -> Option<FilterEvent<'_>> {
+    let kind = match h.cause {
+        StopCause::Breakpoint(_) | StopCause::StepDone => return None,
+        StopCause::Signal(_) | StopCause::Exception { .. } => {
+            let (code, first_chance) = h.cause.exception()?;
+            return Some(FilterEvent::Exception { code, first_chance });
+        }
+        StopCause::InitialBreakpoint => EventFilterKind::InitialBreakpoint,
+        StopCause::ModuleLoad => EventFilterKind::LoadModule,
+        StopCause::ModuleUnload => EventFilterKind::UnloadModule,
+        StopCause::ThreadCreate => EventFilterKind::CreateThread,
+        StopCause::ThreadExit => EventFilterKind::ExitThread,
+        StopCause::DebugOutput => EventFilterKind::Output,
+    };
+    Some(FilterEvent::Event {
+        kind,
+        module: h.event.as_ref().and_then(|e| e.module_name.as_deref()),
+    })
+}
+
+/// Where a loaded module ends: its base plus the PE header's SizeOfImage, read from the
+/// process; `None` when the header is unreadable or not a PE header.
+fn image_end(client: &mut GdbClient, base: u64) -> Option<u64> {
+    let read_u32 = |client: &mut GdbClient, at: u64| -> Option<u32> {
+        let bytes: Option<Vec<u8>> = client.read_memory(at, 4).ok()?.into_iter().collect();
+        Some(u32::from_le_bytes(bytes?.try_into().ok()?))
+    };
+    let lfanew = read_u32(client, base.checked_add(0x3c)?)?;
+    let header = base.checked_add(u64::from(lfanew))?;
+    if lfanew > 0x1000 || read_u32(client, header)? != 0x0000_4550 {
+        return None;
+    }
+    // SizeOfImage: offset 56 of the optional header, after the 4-byte signature and the
+    // 20-byte file header, in both PE32 and PE32+.
+    let size = read_u32(client, header.checked_add(0x50)?)?;
+    base.checked_add(u64::from(size))
+}
+
+/// The answer to `Qntdbg.dump`: `OK`, `E.MESSAGE`, `E NN`, or empty (not supported).
+fn dump_reply(reply: &[u8]) -> Result<(), EngineError> {
+    match reply {
+        b"OK" => Ok(()),
+        b"" => Err(EngineError::Live {
+            code: ErrorCode::Unsupported,
+            message: "not supported by this target: only pid:/exe: targets on Windows can write dumps"
+                .into(),
+        }),
+        _ => {
+            let message = match reply.strip_prefix(b"E.") {
+                Some(m) => String::from_utf8_lossy(m).into_owned(),
+                None => format!("the stub answered '{}'", String::from_utf8_lossy(reply)),
+            };
+            Err(EngineError::Live {
+                code: ErrorCode::RemoteError,
+                message: format!("writing the dump failed: {message}"),
+            })
+        }
     }
 }
 

@@ -8,12 +8,14 @@
 
 pub mod breakpoints;
 mod control;
+pub mod filters;
 mod session;
 mod stepping;
 pub mod stop_text;
 
 pub use breakpoints::{Access, BreakKind, Breakpoint};
-pub use control::{EventKind, Halt, LiveControl, LiveEvent, Resume, RunState};
-pub use ntdbg_gdbremote::ThreadId;
+pub use control::{DumpKind, EventKind, Halt, Leave, LiveControl, LiveEvent, Resume, RunState};
+pub use filters::{EventFilters, FilterAction, FilterSetting};
+pub use ntdbg_gdbremote::{ThreadId, WindowsEvent, WindowsEventKind};
 pub use session::AttachOptions;
 pub use stop_text::StopCause;

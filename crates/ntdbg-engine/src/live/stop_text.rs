@@ -1,9 +1,15 @@
 //! How WinDbg words a stop: `Breakpoint 0 hit`, `Access violation - code c0000005 (first
-//! chance)`, and the exit of the process.
+//! chance)`, `ModLoad: …`, a debug string, and the exit of the process.
 //!
 //! GDB stubs report Windows exceptions as signals (`winedbg --gdb` maps them the same way):
 //! SIGTRAP for breakpoints and single steps, SIGINT for a break-in, SIGSEGV for an access
-//! violation, SIGFPE, SIGILL.
+//! violation, SIGFPE, SIGILL. ntdbg's Win32 stub adds the debug event itself
+//! ([`WindowsEvent`]): the exception code and chance, module loads, thread events, output.
+
+use ntdbg_gdbremote::WindowsEvent;
+
+use crate::ntstatus::exception_name;
+use crate::text::{address, unreadable_address};
 
 /// GDB's signal numbers for the stops that matter here.
 pub mod signal {
@@ -26,34 +32,188 @@ pub enum StopCause {
     Breakpoint(u32),
     /// The end of a step, or a temporary breakpoint of `p`, `gu`, `pa`, `g ADDR`.
     StepDone,
-    /// A signal (exception) that is not a breakpoint.
+    /// A signal (exception) that is not a breakpoint, from a stub that does not say more.
     Signal(u8),
+    /// A Windows exception (ntdbg's Win32 stub).
+    Exception {
+        /// The NTSTATUS code.
+        code: u32,
+        /// First chance (else second).
+        first_chance: bool,
+    },
+    /// The initial breakpoint of a started process, or the break-in of an attach.
+    InitialBreakpoint,
+    /// A module was loaded.
+    ModuleLoad,
+    /// A module was unloaded.
+    ModuleUnload,
+    /// A thread started.
+    ThreadCreate,
+    /// A thread ended.
+    ThreadExit,
+    /// The program wrote a debug string.
+    DebugOutput,
+}
+
+impl StopCause {
+    /// The exception a stop is, as `(code, first chance)`: a Windows exception, or the
+    /// signal a GDB stub reports for an access violation, a divide by zero or an illegal
+    /// instruction (first chance: GDB stubs have no second one).
+    pub fn exception(self) -> Option<(u32, bool)> {
+        match self {
+            StopCause::Exception { code, first_chance } => Some((code, first_chance)),
+            StopCause::Signal(sig) => signal_code(sig).map(|code| (code, true)),
+            _ => None,
+        }
+    }
+}
+
+/// The exception code GDB's signal stands for, where it stands for one.
+fn signal_code(sig: u8) -> Option<u32> {
+    match sig {
+        signal::SEGV => Some(0xC000_0005),
+        signal::FPE => Some(0xC000_0094),
+        signal::ILL => Some(0xC000_001D),
+        _ => None,
+    }
+}
+
+/// Breakpoint and single-step codes (also WOW64's): the debugger's own traps, which WinDbg
+/// reports without the note about exception handling and never passes to the program.
+pub fn is_debug_trap(code: u32) -> bool {
+    matches!(code, 0x8000_0003 | 0x8000_0004 | 0x4000_001F | 0x4000_001E)
+}
+
+/// WinDbg's name of an exception in an event line (`Unknown exception` without one).
+pub fn exception_event_name(code: u32) -> &'static str {
+    exception_name(code).map_or("Unknown exception", |(_, short)| short)
+}
+
+/// What the debugger knows about a stop beyond its cause: the Windows event, the end of a
+/// loaded module (from its PE header), the pointer size.
+#[derive(Debug, Clone, Copy)]
+pub struct StopDetails<'a> {
+    /// The Windows debug event, when the stub sent one.
+    pub event: Option<&'a WindowsEvent>,
+    /// For a module load: base + SizeOfImage, when the header was readable.
+    pub module_end: Option<u64>,
+    /// 4 or 8.
+    pub pointer_size: usize,
+}
+
+impl StopDetails<'_> {
+    /// No details: a GDB stub's stop.
+    pub const NONE: StopDetails<'static> = StopDetails {
+        event: None,
+        module_end: None,
+        pointer_size: 8,
+    };
 }
 
 /// The WinDbg line for a stop; `None` for the end of a step (WinDbg prints only the next
 /// instruction). `ids` is `(pid, tid)` when known, printed as `(pid.tid): `.
-pub fn describe(cause: StopCause, ids: Option<(u64, u64)>) -> Option<String> {
+pub fn describe(
+    cause: StopCause,
+    details: StopDetails<'_>,
+    ids: Option<(u64, u64)>,
+) -> Option<String> {
     let prefix = match ids {
         Some((pid, tid)) => format!("({pid:x}.{tid:x}): "),
         None => String::new(),
     };
-    let exception =
-        |name: &str, code: u32| format!("{prefix}{name} - code {code:08x} (first chance)");
+    let module = || {
+        details
+            .event
+            .and_then(|e| e.module_name.as_deref())
+            .unwrap_or("<unknown module>")
+    };
+    let base = || {
+        details.event.and_then(|e| e.module_base).map_or_else(
+            || unreadable_address(details.pointer_size).to_string(),
+            |b| address(b, details.pointer_size),
+        )
+    };
     Some(match cause {
         StopCause::Breakpoint(n) => format!("Breakpoint {n} hit"),
         StopCause::StepDone => return None,
         StopCause::Signal(signal::TRAP) | StopCause::Signal(signal::INT) => {
-            exception("Break instruction exception", 0x8000_0003)
+            format!("{prefix}{}", event_text(cause, details))
         }
-        StopCause::Signal(signal::SEGV) => format!(
-            "{}\nFirst chance exceptions are reported before any exception handling.\n\
-             This exception may be expected and handled.",
-            exception("Access violation", 0xc000_0005)
-        ),
-        StopCause::Signal(signal::FPE) => exception("Integer divide-by-zero", 0xc000_0094),
-        StopCause::Signal(signal::ILL) => exception("Illegal instruction", 0xc000_001d),
-        StopCause::Signal(other) => format!("{prefix}Stopped by signal {other}"),
+        StopCause::Signal(other) if signal_code(other).is_none() => {
+            format!("{prefix}Stopped by signal {other}")
+        }
+        StopCause::Signal(_) | StopCause::Exception { .. } | StopCause::InitialBreakpoint => {
+            let mut line = format!("{prefix}{}", event_text(cause, details));
+            if cause
+                .exception()
+                .is_some_and(|(code, first)| first && !is_debug_trap(code))
+            {
+                line.push_str(
+                    "\nFirst chance exceptions are reported before any exception handling.\n\
+                     This exception may be expected and handled.",
+                );
+            }
+            line
+        }
+        StopCause::ModuleLoad => {
+            let end = details.module_end.map_or_else(
+                || unreadable_address(details.pointer_size).to_string(),
+                |e| address(e, details.pointer_size),
+            );
+            format!("ModLoad: {} {end}   {}", base(), module())
+        }
+        StopCause::ModuleUnload => format!("Unload module {} at {}", module(), base()),
+        StopCause::ThreadCreate | StopCause::ThreadExit => {
+            format!("{prefix}{}", event_text(cause, details))
+        }
+        StopCause::DebugOutput => details
+            .event
+            .and_then(|e| e.text.as_deref())
+            .unwrap_or("")
+            .trim_end_matches(['\r', '\n'])
+            .to_string(),
     })
+}
+
+/// The event in the words of `.lastevent` (`Access violation - code c0000005 (first
+/// chance)`, `Hit breakpoint 0`, `Load module PATH at BASE`).
+pub fn event_text(cause: StopCause, details: StopDetails<'_>) -> String {
+    let exception = |code: u32, first: bool| {
+        let chance = if first {
+            "(first chance)"
+        } else {
+            "(!!! second chance !!!)"
+        };
+        format!(
+            "{} - code {code:08x} {chance}",
+            exception_event_name(code)
+        )
+    };
+    let module = details
+        .event
+        .and_then(|e| e.module_name.as_deref())
+        .unwrap_or("<unknown module>");
+    let base = details.event.and_then(|e| e.module_base).map_or_else(
+        || unreadable_address(details.pointer_size).to_string(),
+        |b| address(b, details.pointer_size),
+    );
+    match cause {
+        StopCause::Breakpoint(n) => format!("Hit breakpoint {n}"),
+        StopCause::StepDone => exception(0x8000_0004, true),
+        StopCause::Signal(signal::TRAP | signal::INT) | StopCause::InitialBreakpoint => {
+            exception(0x8000_0003, true)
+        }
+        StopCause::Signal(sig) => match signal_code(sig) {
+            Some(code) => exception(code, true),
+            None => format!("Stopped by signal {sig}"),
+        },
+        StopCause::Exception { code, first_chance } => exception(code, first_chance),
+        StopCause::ModuleLoad => format!("Load module {module} at {base}"),
+        StopCause::ModuleUnload => format!("Unload module {module} at {base}"),
+        StopCause::ThreadCreate => "Create thread".into(),
+        StopCause::ThreadExit => "Exit thread".into(),
+        StopCause::DebugOutput => "Debug output".into(),
+    }
 }
 
 #[cfg(test)]
@@ -63,15 +223,113 @@ mod tests {
     #[test]
     fn windbg_words() {
         assert_eq!(
-            describe(StopCause::Breakpoint(3), None).as_deref(),
+            describe(StopCause::Breakpoint(3), StopDetails::NONE, None).as_deref(),
             Some("Breakpoint 3 hit")
         );
-        assert_eq!(describe(StopCause::StepDone, None), None);
-        let av = describe(StopCause::Signal(signal::SEGV), Some((0x1a, 0x2b))).unwrap();
+        assert_eq!(describe(StopCause::StepDone, StopDetails::NONE, None), None);
+        let av = describe(
+            StopCause::Signal(signal::SEGV),
+            StopDetails::NONE,
+            Some((0x1a, 0x2b)),
+        )
+        .unwrap();
         assert!(av.starts_with("(1a.2b): Access violation - code c0000005 (first chance)"));
         assert_eq!(
-            describe(StopCause::Signal(signal::INT), None).as_deref(),
+            describe(StopCause::Signal(signal::INT), StopDetails::NONE, None).as_deref(),
             Some("Break instruction exception - code 80000003 (first chance)")
+        );
+        assert_eq!(
+            describe(StopCause::Signal(signal::FPE), StopDetails::NONE, None).as_deref(),
+            Some(
+                "Integer divide-by-zero - code c0000094 (first chance)\n\
+                 First chance exceptions are reported before any exception handling.\n\
+                 This exception may be expected and handled."
+            )
+        );
+        assert_eq!(
+            describe(StopCause::Signal(6), StopDetails::NONE, None).as_deref(),
+            Some("Stopped by signal 6")
+        );
+    }
+
+    fn event(kind: ntdbg_gdbremote::WindowsEventKind) -> WindowsEvent {
+        WindowsEvent {
+            kind,
+            code: None,
+            chance: None,
+            address: None,
+            parameters: Vec::new(),
+            module_base: Some(0x7ff8_1234_0000),
+            module_name: Some("C:\\windows\\system32\\version.dll".into()),
+            text: Some("hello\r\n".into()),
+        }
+    }
+
+    #[test]
+    fn windows_events_in_windbg_words() {
+        use ntdbg_gdbremote::WindowsEventKind as K;
+        let ids = Some((0x1a, 0x2b));
+        let second = StopCause::Exception {
+            code: 0xC000_0005,
+            first_chance: false,
+        };
+        assert_eq!(
+            describe(second, StopDetails::NONE, ids).as_deref(),
+            Some("(1a.2b): Access violation - code c0000005 (!!! second chance !!!)")
+        );
+        let eh = StopCause::Exception {
+            code: 0xE06D_7363,
+            first_chance: true,
+        };
+        assert!(describe(eh, StopDetails::NONE, ids)
+            .unwrap()
+            .starts_with("(1a.2b): C++ exception (MSVC) - code e06d7363 (first chance)\nFirst"));
+        let unknown = StopCause::Exception {
+            code: 0xE000_0001,
+            first_chance: false,
+        };
+        assert_eq!(
+            event_text(unknown, StopDetails::NONE),
+            "Unknown exception - code e0000001 (!!! second chance !!!)"
+        );
+        assert_eq!(
+            describe(StopCause::InitialBreakpoint, StopDetails::NONE, ids).as_deref(),
+            Some("(1a.2b): Break instruction exception - code 80000003 (first chance)")
+        );
+        let load = event(K::Load);
+        let details = StopDetails {
+            event: Some(&load),
+            module_end: Some(0x7ff8_1235_6000),
+            pointer_size: 8,
+        };
+        assert_eq!(
+            describe(StopCause::ModuleLoad, details, ids).as_deref(),
+            Some(
+                "ModLoad: 00007ff8`12340000 00007ff8`12356000   C:\\windows\\system32\\version.dll"
+            )
+        );
+        let unreadable_end = StopDetails {
+            module_end: None,
+            ..details
+        };
+        assert!(describe(StopCause::ModuleLoad, unreadable_end, ids)
+            .unwrap()
+            .contains("???????"));
+        assert_eq!(
+            describe(StopCause::ModuleUnload, details, ids).as_deref(),
+            Some("Unload module C:\\windows\\system32\\version.dll at 00007ff8`12340000")
+        );
+        assert_eq!(
+            describe(StopCause::DebugOutput, details, ids).as_deref(),
+            Some("hello")
+        );
+        assert_eq!(
+            event_text(StopCause::ModuleLoad, details),
+            "Load module C:\\windows\\system32\\version.dll at 00007ff8`12340000"
+        );
+        assert_eq!(
+            event_text(StopCause::Breakpoint(2), details),
+            "Hit breakpoint 2"
         );
     }
 }

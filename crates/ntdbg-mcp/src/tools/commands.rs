@@ -15,7 +15,7 @@ use crate::rendered::Rendered;
 use crate::state::{internal_error, State};
 use crate::text::{self, PREVIEW_THRESHOLD};
 use crate::tools::sessions::busy;
-use ntdbg_commands::{Batch, CommandResult, Policy, Status};
+use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status};
 use ntdbg_engine::ErrorCode;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -95,11 +95,22 @@ pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchO
     let stop_engine = stop.clone();
     let engine_batch = batch.clone();
     let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
+    let allowed = state.allowed.clone();
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
-        // Over MCP a command may not choose which host files are read (`.sympath DIR`).
+        // Over MCP a command may not choose which host files are read (`.sympath DIR`), and
+        // writes files (`.dump FILE`) only inside the allowed directories.
         let policy = Policy {
             refuse_host_effects: true,
+            file_gate: Some(Arc::new(move |path: &Path| {
+                allowed.check_writable(path).map_err(|e| {
+                    let error = CommandError::new(e.code, e.message);
+                    match e.hint {
+                        Some(hint) => error.with_hint(hint),
+                        None => error,
+                    }
+                })
+            })),
         };
         engine_batch.run(&mut session, policy, |result| {
             let delivered = tx.send(result.clone()).is_ok();

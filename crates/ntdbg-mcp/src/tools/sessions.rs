@@ -8,6 +8,7 @@ use crate::rendered::Rendered;
 use crate::state::{blocking, State};
 use crate::tools::dumps::{event_line, frame_text, how_found};
 use ntdbg_analysis::Report;
+use ntdbg_engine::live::Leave;
 use ntdbg_engine::ErrorCode;
 use std::fmt::Write;
 use std::sync::Arc;
@@ -122,22 +123,23 @@ pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
 }
 
 /// Closes a session and drops its cached outputs; a live target gets its breakpoints
-/// removed and is detached (the GDB remote protocol resumes it).
+/// removed and is detached, running, or with `resume: false` suspended where the stub can
+/// (the GDB remote protocol resumes it; the text says so).
 pub async fn close_session(
     state: &Arc<State>,
     p: CloseSessionParams,
 ) -> Result<Rendered<CloseSessionResult>, ToolError> {
     let (state_for_close, session_id) = (state.clone(), p.session_id.clone());
+    let leave = if p.resume == Some(false) {
+        Leave::Suspended
+    } else {
+        Leave::Running
+    };
     let closed = blocking("closing the session", move || {
-        crate::memory::close_session(&state_for_close, &session_id, "close_session")
+        crate::memory::close_session(&state_for_close, &session_id, "close_session", leave)
     })
     .await?;
-    let mut detach = closed.detach;
-    if let Some(what) = detach.as_mut() {
-        if p.resume == Some(false) {
-            what.push_str(" (resume=false: the GDB remote protocol resumes a target on detach)");
-        }
-    }
+    let detach = closed.detach;
     let closed = closed.id;
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
     let mut text = if open_sessions.is_empty() {
