@@ -179,15 +179,15 @@ fn stop_packets_carry_windows_facts() {
     bp.hit = Some(Hit::Write(0x1020));
     let t = String::from_utf8(stop_packet(PID, &Halt::Stopped(bp))).unwrap();
     assert!(t.ends_with("ntdbg-event:exception;watch:1020;"), "{t}");
+    let StopReply::Signal { signal, reason, .. } = StopReply::parse(t.as_bytes()).unwrap() else {
+        panic!("{t}")
+    };
     assert_eq!(
-        StopReply::parse(t.as_bytes()).unwrap(),
-        StopReply::Signal {
-            signal: signal::TRAP,
-            thread: ntdbg_gdbremote::ThreadId::parse(b"p1a4.2b0"),
-            core: None,
-            reason: Some(ntdbg_gdbremote::StopReason::Watch(0x1020)),
-            registers: Vec::new(),
-        }
+        (signal, reason),
+        (
+            signal::TRAP,
+            Some(ntdbg_gdbremote::StopReason::Watch(0x1020))
+        )
     );
     assert_eq!(
         stop_packet(PID, &Halt::Exited(0xc000_0005)),
