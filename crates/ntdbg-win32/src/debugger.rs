@@ -92,7 +92,6 @@ struct Pending {
 }
 
 /// The debugger of one process.
-#[derive(Debug)]
 pub(crate) struct Win32Debugger {
     pid: u32,
     process: HANDLE,
@@ -107,6 +106,17 @@ pub(crate) struct Win32Debugger {
     last_exception: Option<(u32, EXCEPTION_RECORD)>,
     break_in_requested: bool,
     stepping: Option<u32>,
+}
+
+impl std::fmt::Debug for Win32Debugger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Win32Debugger")
+            .field("pid", &self.pid)
+            .field("threads", &self.threads.len())
+            .field("modules", &self.modules.len())
+            .field("halt", &self.halt)
+            .finish_non_exhaustive()
+    }
 }
 
 fn last_error(what: &str) -> String {
