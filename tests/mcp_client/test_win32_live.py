@@ -211,6 +211,11 @@ async def test_attach_to_running_process(wine_env, work: Path) -> None:
             hit = await go_until(client, sid, "Breakpoint 0 hit")
             assert "live!worker" in hit, hit
             await command(client, sid, "bc *")
+            # Run free, then break in (DebugBreakProcess).
+            running = await command(client, sid, "g", timeout_ms=200)
+            assert running["trailer"] == "[target running]", running
+            b = ok(await t(client, "break_in", "break_in", session_id=sid))
+            assert b["run_state"] == "halted", b
             before = status(status_file)
             assert before is not None
             ok(await t(client, "close", "close_session", session_id=sid))
@@ -275,13 +280,23 @@ def test_cli_run_attach(wine_env, work: Path) -> None:
     """`ntdbg.exe run --attach exe:… -c "bp live!worker; g; k"` under Wine."""
     exe = os.environ["NTDBG_WIN_BIN"]
     started = time.monotonic()
-    r = subprocess.run(
-        ["wine", exe, "run", "--attach", f"exe:{win_path(work / 'live.exe')} loop", "-c", "bp live!worker; g; k"],
-        env=wine_env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        cwd=str(work),
-    )
+    # Output to files, not pipes: under Wine the debuggee's Unix process inherits the pipes and
+    # keeps running after the detach, so a pipe would never reach end of file.
+    out, errs = work / "cli.out", work / "cli.err"
+    with out.open("w") as stdout, errs.open("w") as stderr:
+        cli = subprocess.Popen(
+            ["wine", exe, "run", "--attach", f"exe:{win_path(work / 'live.exe')} loop", "-c", "bp live!worker; g; k"],
+            env=wine_env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=str(work),
+        )
+        try:
+            code = cli.wait(timeout=180)
+        finally:
+            cli.kill()
     print(f"\nCLI run --attach took {time.monotonic() - started:.1f} s", file=sys.stderr)
-    assert "live!worker" in r.stdout, (r.returncode, r.stdout, r.stderr)
+    printed = out.read_text()
+    assert code == 0, (code, printed, errs.read_text())
+    assert "Breakpoint 0 hit" in printed and "live!worker_thread" in printed, printed

@@ -14,6 +14,8 @@ export NTDBG_WIN_BIN
 cd "$ROOT/tests/mcp_client"
 started=$(date +%s)
 status=0
-python3 -m pytest -q -s test_win32_live.py "$@" || status=$?
+PYTHON=python3
+[ -x "$ROOT/.ci/venv/bin/python" ] && PYTHON="$ROOT/.ci/venv/bin/python"
+PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -q -s -p no:cacheprovider test_win32_live.py "$@" || status=$?
 echo "win32 live tests: exit $status in $(($(date +%s) - started)) s"
 exit $status

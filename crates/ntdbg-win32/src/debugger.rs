@@ -84,8 +84,9 @@ struct HwSlot {
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     tid: u32,
-    /// An exception event: whether `gn` may pass it on.
-    exception: bool,
+    /// An exception of the program's own, which `gn` (and a detach) passes on; the
+    /// debugger's breakpoints and single steps are always continued as handled.
+    passable: bool,
     /// A breakpoint exception the program owns (an `int3` in its code): continuing as handled
     /// moves the thread past it, as WinDbg does.
     skip_int3_at: Option<u64>,
@@ -205,7 +206,7 @@ impl Win32Debugger {
                     self.normalize_breakpoint_pc(ev.dwThreadId, &info.ExceptionRecord);
                     self.pending = Some(Pending {
                         tid: ev.dwThreadId,
-                        exception: true,
+                        passable: false,
                         skip_int3_at: Some(info.ExceptionRecord.ExceptionAddress as u64),
                     });
                     self.last_exception = Some((ev.dwThreadId, info.ExceptionRecord));
@@ -527,7 +528,7 @@ impl Win32Debugger {
         let tid = ev.dwThreadId;
         let mut pending = Pending {
             tid,
-            exception: false,
+            passable: false,
             skip_int3_at: None,
         };
         let stop = match ev.dwDebugEventCode {
@@ -537,7 +538,6 @@ impl Win32Debugger {
                 let record = info.ExceptionRecord;
                 let first = info.dwFirstChance != 0;
                 let mut stop = self.exception_stop(tid, &record, first);
-                pending.exception = true;
                 self.last_exception = Some((tid, record));
                 let addr = record.ExceptionAddress as u64;
                 if record.ExceptionCode == EXCEPTION_BREAKPOINT {
@@ -553,6 +553,8 @@ impl Win32Debugger {
                 } else if record.ExceptionCode == EXCEPTION_SINGLE_STEP {
                     stop.hit = self.hardware_hit(tid);
                     self.stepping = None;
+                } else {
+                    pending.passable = true;
                 }
                 stop
             }
@@ -615,7 +617,7 @@ impl Win32Debugger {
         }
         if let Some(p) = self.pending.take() {
             self.skip_owned_int3(&p);
-            let status = if p.exception && p.skip_int3_at.is_none() {
+            let status = if p.passable {
                 DBG_EXCEPTION_NOT_HANDLED
             } else {
                 DBG_CONTINUE
@@ -896,7 +898,7 @@ impl Backend for Win32Debugger {
             self.set_context(tid, &c)?;
             self.stepping = Some(tid);
         }
-        let pass = p.exception && how.pass_exception;
+        let pass = p.passable && how.pass_exception;
         if !pass {
             self.skip_owned_int3(&p);
         }
