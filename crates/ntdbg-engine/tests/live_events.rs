@@ -165,7 +165,8 @@ fn control(script: Script) -> (Arc<LiveControl>, Log) {
 
 fn go(live: &Arc<LiveControl>, pass: bool) -> RunState {
     let stops = live.stops();
-    live.resume(Resume::Go { pass_signal: pass }).expect("resume");
+    live.resume(Resume::Go { pass_signal: pass })
+        .expect("resume");
     assert!(live.wait_for_stop(stops, Duration::from_secs(5)), "no stop");
     live.state()
 }
@@ -227,7 +228,10 @@ fn filters_log_and_resume_what_they_pass_over_and_break_in_windbg_words() {
         .as_deref()
         .unwrap()
         .starts_with("(10.20): Access violation - code c0000005 (first chance)\nFirst chance"));
-    assert_eq!(h.event_text, "Access violation - code c0000005 (first chance)");
+    assert_eq!(
+        h.event_text,
+        "Access violation - code c0000005 (first chance)"
+    );
     assert_eq!(live.stops(), 2, "passed-over events are not stops");
     let logged: Vec<String> = live
         .events_after(None)
@@ -266,7 +270,10 @@ fn filters_log_and_resume_what_they_pass_over_and_break_in_windbg_words() {
     let closed = live
         .close_leaving(Duration::from_secs(5), Leave::Suspended)
         .expect("close");
-    assert!(closed.ends_with("leaving the process suspended"), "{closed}");
+    assert!(
+        closed.ends_with("leaving the process suspended"),
+        "{closed}"
+    );
     let log = log.lock().unwrap().clone();
     let at = |p: &str| log.iter().position(|x| x == p).unwrap_or(usize::MAX);
     assert!(at("Qntdbg.detach-suspended:1") < at("D"), "{log:?}");
@@ -294,7 +301,10 @@ fn ignored_exceptions_pass_silently_and_sxe_ld_breaks_on_its_module() {
     live.set_filter("ld:late", FilterAction::Break).unwrap();
     let h = halt(go(&live, false));
     assert_eq!(h.cause, StopCause::ModuleLoad);
-    assert_eq!(h.event_text, "Load module C:\\app\\late.dll at 00000000`10000000");
+    assert_eq!(
+        h.event_text,
+        "Load module C:\\app\\late.dll at 00000000`10000000"
+    );
     let logged: Vec<String> = live
         .events_after(None)
         .into_iter()

@@ -113,7 +113,10 @@ mod tests {
             }
         );
         let r = parse("/o /m \"a b.dmp\"").unwrap();
-        assert_eq!((r.kind, r.overwrite, r.path), (DumpKind::Mini, true, "a b.dmp"));
+        assert_eq!(
+            (r.kind, r.overwrite, r.path),
+            (DumpKind::Mini, true, "a b.dmp")
+        );
         assert!(parse("/MAO x").unwrap().overwrite);
         assert_eq!(parse("/m /tmp/x.dmp").unwrap().path, "/tmp/x.dmp");
         for bad in ["", "x.dmp", "/ma", "/f x.dmp", "/o x.dmp"] {

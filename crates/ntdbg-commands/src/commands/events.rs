@@ -104,14 +104,17 @@ fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, 
             format!("Last event: none: the target is {}", state.name()),
         ));
     };
-    let ids = h.ids.map(|(pid, tid)| format!("{pid:x}.{tid:x}: ")).or_else(|| {
-        h.thread
-            .and_then(|t| t.tid())
-            .map(|tid| match session.target().system().process_id {
-                Some(pid) => format!("{pid:x}.{tid:x}: "),
-                None => format!("{tid:x}: "),
-            })
-    });
+    let ids = h
+        .ids
+        .map(|(pid, tid)| format!("{pid:x}.{tid:x}: "))
+        .or_else(|| {
+            h.thread
+                .and_then(|t| t.tid())
+                .map(|tid| match session.target().system().process_id {
+                    Some(pid) => format!("{pid:x}.{tid:x}: "),
+                    None => format!("{tid:x}: "),
+                })
+        });
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

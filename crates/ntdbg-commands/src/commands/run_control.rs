@@ -8,9 +8,9 @@
 
 use super::eval;
 use crate::error::CommandError;
+use crate::error::ErrorCode;
 use crate::output::CommandOutput;
 use crate::render::code::current_instruction;
-use crate::error::ErrorCode;
 use crate::spec::{CommandSpec, Effect, Invocation, Needs};
 use ntdbg_engine::live::{Leave, Resume, RunState};
 use ntdbg_engine::Session;

@@ -92,7 +92,7 @@ pub struct Halt {
     /// chance)`, `Hit breakpoint 0`).
     pub event_text: String,
     /// The Windows debug event, when the stub is ntdbg's Win32 stub.
-    pub event: Option<WindowsEvent>,
+    pub event: Option<Box<WindowsEvent>>,
     /// `(pid, tid)` of the stop, when the stub named both.
     pub ids: Option<(u64, u64)>,
     /// When the stop was recorded.
@@ -519,7 +519,9 @@ impl LiveControl {
                 "; the target was resumed because the stub always resumes on detach (GDB protocol)"
             }
         };
-        Ok(format!("removed {removed} breakpoint(s) and detached{left}"))
+        Ok(format!(
+            "removed {removed} breakpoint(s) and detached{left}"
+        ))
     }
 
     /// Writes a dump of the halted process to `path` on the stub's host
@@ -548,7 +550,11 @@ impl LiveControl {
     ///
     /// # Errors
     /// `syntax_error` when `what` names no filter.
-    pub fn set_filter(&self, what: &str, action: FilterAction) -> Result<FilterSetting, EngineError> {
+    pub fn set_filter(
+        &self,
+        what: &str,
+        action: FilterAction,
+    ) -> Result<FilterSetting, EngineError> {
         self.lock_filters()
             .set(what, action)
             .map_err(|message| EngineError::Live {
@@ -665,7 +671,8 @@ impl LiveControl {
                 Ok(Some(stop)) => {
                     let state = self.process_stop(&mut client, &stop);
                     let resumed = match self.passed_over(&state, &stop) {
-                        Some((action, text)) => match self.resume_after_filter(&mut client, action) {
+                        Some((action, text)) => match self.resume_after_filter(&mut client, action)
+                        {
                             Ok(()) => Some(text),
                             Err(e) => {
                                 drop(client);
@@ -720,7 +727,10 @@ impl LiveControl {
         let Decision::Continue { print, pass } = decision else {
             return None;
         };
-        let (last, _) = self.inner().last_action.unwrap_or((ResumeAction::Continue, None));
+        let (last, _) = self
+            .inner()
+            .last_action
+            .unwrap_or((ResumeAction::Continue, None));
         let action = match (pass, stop.signal()) {
             (true, Some(sig)) => ResumeAction::ContinueWithSignal(sig),
             // A step interrupted by an event goes on stepping.
@@ -832,7 +842,7 @@ impl LiveControl {
             cause,
             reason: stop_text::describe(cause, details, ids),
             event_text: stop_text::event_text(cause, details),
-            event: windows.clone(),
+            event: windows.clone().map(Box::new),
             ids,
             at: SystemTime::now(),
         })
@@ -1010,8 +1020,9 @@ fn dump_reply(reply: &[u8]) -> Result<(), EngineError> {
         b"OK" => Ok(()),
         b"" => Err(EngineError::Live {
             code: ErrorCode::Unsupported,
-            message: "not supported by this target: only pid:/exe: targets on Windows can write dumps"
-                .into(),
+            message:
+                "not supported by this target: only pid:/exe: targets on Windows can write dumps"
+                    .into(),
         }),
         _ => {
             let message = match reply.strip_prefix(b"E.") {
