@@ -79,6 +79,30 @@ fn sxd_av_prints_the_first_chance_and_passes_it_on() {
 }
 
 #[test]
+fn exr_shows_the_live_exception_and_lastevent_its_chance() {
+    let Some((_server, mut s)) = setup(&["crash"]) else {
+        return;
+    };
+    let e = run_command(&mut s, ".exr -1").unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoException, "{e}");
+    run(&mut s, "g");
+    let exr = run(&mut s, ".exr -1").text;
+    assert!(
+        exr.contains("   ExceptionCode: c0000005 (Access violation)"),
+        "{exr}"
+    );
+    assert!(exr.contains("NumberParameters: 0"), "{exr}");
+    let last = run(&mut s, ".lastevent").text;
+    assert!(
+        last.lines()
+            .next()
+            .unwrap()
+            .ends_with(": Access violation - code c0000005 (first chance)"),
+        "{last}"
+    );
+}
+
+#[test]
 fn sx_lists_the_filters_like_windbg() {
     let Some((_server, mut s)) = setup(&[]) else {
         return;
