@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ntdbg_gdbremote::{
     GdbClient, GdbError, InterruptHandle, RegisterLayout, ResumeAction, RunState as ClientState,
@@ -188,6 +188,8 @@ impl DumpKind {
     }
 }
 
+/// How many events the filters may still pass over once `break_in` sent its interrupt.
+const INTERRUPT_GRACE: usize = 16;
 /// Most events in a row the filters resume from before the waiter lets go of the client
 /// for a moment (so a flood of debug strings never holds it for long).
 const AUTO_RESUMES_PER_HOLD: usize = 64;
@@ -219,9 +221,10 @@ pub struct LiveControl {
     started: Instant,
     /// Set when closing gave up on a stop: the waiter thread ends.
     abandoned: AtomicBool,
-    /// Set by `break_in` until the next stop: the filters resume from nothing then, so a
+    /// Set by `break_in` until the next stop: how many more events the filters may pass
+    /// over, plus one (0: no interrupt pending). Past the grace every event breaks, so a
     /// flood of filtered events cannot swallow the interrupt.
-    interrupting: AtomicBool,
+    interrupt_grace: AtomicUsize,
 }
 
 fn live(e: GdbError) -> EngineError {
@@ -267,7 +270,7 @@ impl LiveControl {
             changed: Condvar::new(),
             started: Instant::now(),
             abandoned: AtomicBool::new(false),
-            interrupting: AtomicBool::new(false),
+            interrupt_grace: AtomicUsize::new(0),
         });
         let state = match stop {
             Some(stop) => control.process_stop(&mut control.lock_client(), &stop),
@@ -453,7 +456,8 @@ impl LiveControl {
             }
             inner.stops
         };
-        self.interrupting.store(true, Ordering::Relaxed);
+        self.interrupt_grace
+            .store(INTERRUPT_GRACE + 1, Ordering::Relaxed);
         self.interrupt.interrupt().map_err(live)?;
         if !self.wait_for_stop(stops, timeout) {
             return Err(EngineError::Live {
@@ -709,8 +713,8 @@ impl LiveControl {
     }
 
     /// When the filters pass over the stop: how to resume, and the line to log (`None`:
-    /// silently). `None` when the stop is shown: no filter applies, it breaks, or `break_in`
-    /// is waiting for a stop.
+    /// silently). `None` when the stop is shown: no filter applies, it breaks, or a pending
+    /// `break_in` has let enough events pass.
     fn passed_over(
         &self,
         state: &RunState,
@@ -719,10 +723,16 @@ impl LiveControl {
         let RunState::Halted(h) = state else {
             return None;
         };
-        if self.interrupting.load(Ordering::Relaxed) {
-            return None;
-        }
         let event = filter_event(h)?;
+        // An interrupt is pending: a few more events may pass (the thread a Windows break-in
+        // creates, say), then the next one breaks.
+        match self.interrupt_grace.load(Ordering::Relaxed) {
+            0 => {}
+            1 => return None,
+            _ => {
+                self.interrupt_grace.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
         let decision = self.lock_filters().decide(event);
         let Decision::Continue { print, pass } = decision else {
             return None;
@@ -896,7 +906,7 @@ impl LiveControl {
     }
 
     fn record(&self, state: RunState, kind: EventKind, text: String) {
-        self.interrupting.store(false, Ordering::Relaxed);
+        self.interrupt_grace.store(0, Ordering::Relaxed);
         {
             let mut inner = self.inner();
             inner.state = state;
