@@ -95,8 +95,6 @@ pub struct Halt {
     pub event: Option<Box<WindowsEvent>>,
     /// `(pid, tid)` of the stop, when the stub named both.
     pub ids: Option<(u64, u64)>,
-    /// When the stop was recorded.
-    pub at: SystemTime,
 }
 
 /// What happened to a live target.
@@ -854,7 +852,6 @@ impl LiveControl {
             event_text: stop_text::event_text(cause, details),
             event: windows.clone().map(Box::new),
             ids,
-            at: SystemTime::now(),
         })
     }
 
