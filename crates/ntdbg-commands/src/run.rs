@@ -80,8 +80,9 @@ pub struct Policy {
 
 /// A front end's check of a file a command is about to write: the path to write (resolved),
 /// or the refusal (`path_not_allowed`).
-pub type FileGate =
-    std::sync::Arc<dyn Fn(&std::path::Path) -> Result<std::path::PathBuf, CommandError> + Send + Sync>;
+pub type FileGate = std::sync::Arc<
+    dyn Fn(&std::path::Path) -> Result<std::path::PathBuf, CommandError> + Send + Sync,
+>;
 
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -42,7 +42,10 @@ fn sxi_av_lets_the_crash_end_the_process() {
     assert!(out.contains("terminated by signal 11"), "{out}");
     assert!(s.trailer().starts_with("[target exited"), "{}", s.trailer());
     let live = s.live().unwrap();
-    assert!(live.events_after(None).iter().all(|e| e.kind != EventKind::Event));
+    assert!(live
+        .events_after(None)
+        .iter()
+        .all(|e| e.kind != EventKind::Event));
 }
 
 #[test]
@@ -51,9 +54,16 @@ fn sxd_av_prints_the_first_chance_and_passes_it_on() {
         return;
     };
     let set = run(&mut s, "sxd av").text;
-    assert_eq!(set, "  av - Access violation - second-chance break - not handled\n");
+    assert_eq!(
+        set,
+        "  av - Access violation - second-chance break - not handled\n"
+    );
+    // `g` prints the first chance it passed on, then the end of the process.
     let out = run(&mut s, "g").text;
-    assert!(out.contains("terminated by signal 11"), "{out}");
+    let first = out
+        .find("Access violation - code c0000005 (first chance)")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(out[first..].contains("terminated by signal 11"), "{out}");
     let live = s.live().unwrap();
     let logged: Vec<String> = live
         .events_after(None)
@@ -65,6 +75,30 @@ fn sxd_av_prints_the_first_chance_and_passes_it_on() {
     assert!(
         logged[0].contains("Access violation - code c0000005 (first chance)"),
         "{logged:?}"
+    );
+}
+
+#[test]
+fn exr_shows_the_live_exception_and_lastevent_its_chance() {
+    let Some((_server, mut s)) = setup(&["crash"]) else {
+        return;
+    };
+    let e = run_command(&mut s, ".exr -1").unwrap_err();
+    assert_eq!(e.code, ErrorCode::NoException, "{e}");
+    run(&mut s, "g");
+    let exr = run(&mut s, ".exr -1").text;
+    assert!(
+        exr.contains("   ExceptionCode: c0000005 (Access violation)"),
+        "{exr}"
+    );
+    assert!(exr.contains("NumberParameters: 0"), "{exr}");
+    let last = run(&mut s, ".lastevent").text;
+    assert!(
+        last.lines()
+            .next()
+            .unwrap()
+            .ends_with(": Access violation - code c0000005 (first chance)"),
+        "{last}"
     );
 }
 
@@ -92,7 +126,10 @@ fn sx_lists_the_filters_like_windbg() {
         sx.contains("  ld - Load module - output\n       (break for late.dll)\n"),
         "{sx}"
     );
-    assert!(sx.contains("c0001234 - Exception - break - not handled\n"), "{sx}");
+    assert!(
+        sx.contains("c0001234 - Exception - break - not handled\n"),
+        "{sx}"
+    );
     for bad in ["sxe", "sxe zz", "sxi ld:x", "sxe -c \"k\" av"] {
         let e = run_command(&mut s, bad).expect_err(bad);
         assert_eq!(e.code, ErrorCode::SyntaxError, "{bad}: {e}");
@@ -116,10 +153,16 @@ fn lastevent_names_the_stop_and_the_time() {
         "{out}"
     );
     assert!(lines[1].starts_with("  debugger time: "), "{out}");
-    run(&mut s, &format!("bp {:#x}", prog.symbol("ntdbg_target_func")));
+    run(
+        &mut s,
+        &format!("bp {:#x}", prog.symbol("ntdbg_target_func")),
+    );
     run(&mut s, "g");
     let out = run(&mut s, ".lastevent").text;
-    assert!(out.lines().next().unwrap().ends_with(": Hit breakpoint 0"), "{out}");
+    assert!(
+        out.lines().next().unwrap().ends_with(": Hit breakpoint 0"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -132,8 +175,9 @@ fn dump_and_abandon_say_what_a_gdb_stub_cannot_do() {
     let e = run_command(&mut s, &format!(".dump /ma {}", file.display())).unwrap_err();
     assert_eq!(e.code, ErrorCode::Unsupported, "{e}");
     assert!(
-        e.message
-            .contains("not supported by this target: only pid:/exe: targets on Windows can write dumps"),
+        e.message.contains(
+            "not supported by this target: only pid:/exe: targets on Windows can write dumps"
+        ),
         "{e}"
     );
     for bad in [".dump", ".dump x.dmp", ".dump /f x.dmp", ".dump /ma"] {
@@ -166,7 +210,11 @@ fn dump_and_abandon_say_what_a_gdb_stub_cannot_do() {
         ),
         "{out}"
     );
-    assert!(s.trailer().starts_with("[target detached"), "{}", s.trailer());
+    assert!(
+        s.trailer().starts_with("[target detached"),
+        "{}",
+        s.trailer()
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -179,7 +227,10 @@ fn dump_sessions_refuse_dump_and_filters() {
         e.message,
         "`.dump` writes a dump of a live target; this session is already a dump"
     );
-    assert_eq!(run_command(&mut s, "sx").unwrap_err().code, ErrorCode::NotLive);
+    assert_eq!(
+        run_command(&mut s, "sx").unwrap_err().code,
+        ErrorCode::NotLive
+    );
     assert_eq!(
         run_command(&mut s, "sxe av").unwrap_err().code,
         ErrorCode::NotLive

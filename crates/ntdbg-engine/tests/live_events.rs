@@ -93,6 +93,7 @@ fn stub(script: Script) -> (String, Log) {
             for event in events {
                 let packet = match event {
                     Event::Packet { data, .. } => String::from_utf8(data).unwrap(),
+                    // A Windows break-in: a thread starts, then breaks.
                     Event::Interrupt => {
                         script.interrupted = true;
                         continue;
@@ -127,7 +128,10 @@ fn stub(script: Script) -> (String, Log) {
                     }
                     p if p == "c" || p.starts_with('C') || p == "s" => {
                         if std::mem::take(&mut script.interrupted) {
-                            format!("T02{THREAD}ntdbg-event:exception;ntdbg-exc:80000003;ntdbg-chance:1;")
+                            script.stops.push_front(format!(
+                                "T02{THREAD}ntdbg-event:exception;ntdbg-exc:80000003;ntdbg-chance:1;"
+                            ));
+                            format!("T05{THREAD}ntdbg-event:create-thread;")
                         } else {
                             match script.stops.pop_front().or_else(|| script.flood.clone()) {
                                 Some(stop) => stop,
@@ -165,7 +169,8 @@ fn control(script: Script) -> (Arc<LiveControl>, Log) {
 
 fn go(live: &Arc<LiveControl>, pass: bool) -> RunState {
     let stops = live.stops();
-    live.resume(Resume::Go { pass_signal: pass }).expect("resume");
+    live.resume(Resume::Go { pass_signal: pass })
+        .expect("resume");
     assert!(live.wait_for_stop(stops, Duration::from_secs(5)), "no stop");
     live.state()
 }
@@ -227,7 +232,10 @@ fn filters_log_and_resume_what_they_pass_over_and_break_in_windbg_words() {
         .as_deref()
         .unwrap()
         .starts_with("(10.20): Access violation - code c0000005 (first chance)\nFirst chance"));
-    assert_eq!(h.event_text, "Access violation - code c0000005 (first chance)");
+    assert_eq!(
+        h.event_text,
+        "Access violation - code c0000005 (first chance)"
+    );
     assert_eq!(live.stops(), 2, "passed-over events are not stops");
     let logged: Vec<String> = live
         .events_after(None)
@@ -266,7 +274,10 @@ fn filters_log_and_resume_what_they_pass_over_and_break_in_windbg_words() {
     let closed = live
         .close_leaving(Duration::from_secs(5), Leave::Suspended)
         .expect("close");
-    assert!(closed.ends_with("leaving the process suspended"), "{closed}");
+    assert!(
+        closed.ends_with("leaving the process suspended"),
+        "{closed}"
+    );
     let log = log.lock().unwrap().clone();
     let at = |p: &str| log.iter().position(|x| x == p).unwrap_or(usize::MAX);
     assert!(at("Qntdbg.detach-suspended:1") < at("D"), "{log:?}");
@@ -294,7 +305,10 @@ fn ignored_exceptions_pass_silently_and_sxe_ld_breaks_on_its_module() {
     live.set_filter("ld:late", FilterAction::Break).unwrap();
     let h = halt(go(&live, false));
     assert_eq!(h.cause, StopCause::ModuleLoad);
-    assert_eq!(h.event_text, "Load module C:\\app\\late.dll at 00000000`10000000");
+    assert_eq!(
+        h.event_text,
+        "Load module C:\\app\\late.dll at 00000000`10000000"
+    );
     let logged: Vec<String> = live
         .events_after(None)
         .into_iter()
@@ -320,7 +334,12 @@ fn break_in_wins_over_a_flood_of_debug_strings() {
     let t = Instant::now();
     let state = live.break_in(Duration::from_secs(5)).expect("break in");
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
-    assert!(matches!(state, RunState::Halted(_)), "{state:?}");
+    // The break-in's own thread passed; its break instruction is the stop.
+    let h = halt(state);
+    assert_eq!(
+        h.reason.as_deref(),
+        Some("(10.20): Break instruction exception - code 80000003 (first chance)")
+    );
     // The log stays bounded however many strings came.
     assert!(live.events_after(None).len() <= 256);
     assert!(live

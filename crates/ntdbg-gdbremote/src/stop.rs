@@ -512,7 +512,8 @@ mod tests {
     #[test]
     fn parses_module_and_output_events() {
         // "C:\\x.dll" and "hi\n", hex-encoded.
-        let w = windows(b"T05ntdbg-event:load;ntdbg-module:7ff812340000;ntdbg-name:433a5c782e646c6c;");
+        let w =
+            windows(b"T05ntdbg-event:load;ntdbg-module:7ff812340000;ntdbg-name:433a5c782e646c6c;");
         assert_eq!(w.kind, WindowsEventKind::Load);
         assert_eq!(w.module_base, Some(0x7ff8_1234_0000));
         assert_eq!(w.module_name.as_deref(), Some("C:\\x.dll"));
@@ -529,7 +530,14 @@ mod tests {
     fn bad_or_unknown_windows_pairs_are_left_out() {
         // An unknown kind: a plain signal stop, as from any GDB stub.
         let r = StopReply::parse(b"T05ntdbg-event:reboot;ntdbg-exc:1;").unwrap();
-        assert!(matches!(r, StopReply::Signal { windows: None, reason: None, .. }));
+        assert!(matches!(
+            r,
+            StopReply::Signal {
+                windows: None,
+                reason: None,
+                ..
+            }
+        ));
         // Pairs without a kind are no event either.
         let r = StopReply::parse(b"T05ntdbg-exc:c0000005;").unwrap();
         assert!(matches!(r, StopReply::Signal { windows: None, .. }));

@@ -373,7 +373,7 @@ pub struct RunStateResult {
 /// One event of a live target.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct LiveEventInfo {
-    /// attached | resumed | stopped | exited | detached.
+    /// attached|resumed|stopped|exited|detached|event.
     pub kind: String,
     /// How long ago it happened, in ms.
     pub ms_ago: u64,

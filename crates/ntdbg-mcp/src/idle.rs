@@ -3,8 +3,8 @@
 //! keep dumps mapped and symbols loaded forever. A session busy with a command counts as used.
 
 use crate::memory::close_session;
-use ntdbg_engine::live::Leave;
 use crate::state::State;
+use ntdbg_engine::live::Leave;
 use std::sync::Arc;
 use std::time::Duration;
 

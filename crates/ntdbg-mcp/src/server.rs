@@ -39,7 +39,7 @@ const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all)
 const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
-const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target gets its breakpoints removed and is detached (which resumes it).";
+const CLOSE_SESSION: &str = "Close a session and free its memory and cached outputs. A live target loses its breakpoints and is detached (resume:false: suspended).";
 const ATTACH: &str = "Attach to a live target: \"gdb:HOST:PORT\" (gdb stub); Windows: pid:N, exe:PATH ARGS. Starts halted (session_id on line 1). Then run_command: bp, g (waits timeout_ms), p, t, gu, k, r.";
 const BREAK_IN: &str = "Stop a running live target now, even while another call runs on the session; returns at once if already stopped.";
 const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a running live target to stop and return what it printed; since_ms replays earlier events so no stop is missed.";

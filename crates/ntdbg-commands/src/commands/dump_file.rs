@@ -11,12 +11,12 @@ use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::live::DumpKind;
 use ntdbg_engine::Session;
 
-const USAGE: &str = ".dump /ma FILE | .dump /m FILE  (add /o to overwrite)";
+const USAGE: &str = ".dump /ma|/m [/o] FILE";
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &[".dump"],
     USAGE,
-    "write a dump of the live target (/ma: all memory, /m: minidump)",
+    "write a dump of the live target (/ma: all memory, /m: minidump, /o: overwrite)",
     "Live targets only: ntdbg's Windows targets (attach pid:N or exe:PATH) write it through \
      dbghelp on their host; GDB stubs cannot. WinDbg's other options (/f, /mh, /u, …) are not \
      supported. The MCP server writes only inside its allowed directories. An existing file is \
@@ -113,7 +113,10 @@ mod tests {
             }
         );
         let r = parse("/o /m \"a b.dmp\"").unwrap();
-        assert_eq!((r.kind, r.overwrite, r.path), (DumpKind::Mini, true, "a b.dmp"));
+        assert_eq!(
+            (r.kind, r.overwrite, r.path),
+            (DumpKind::Mini, true, "a b.dmp")
+        );
         assert!(parse("/MAO x").unwrap().overwrite);
         assert_eq!(parse("/m /tmp/x.dmp").unwrap().path, "/tmp/x.dmp");
         for bad in ["", "x.dmp", "/ma", "/f x.dmp", "/o x.dmp"] {

@@ -16,7 +16,7 @@ out ibp epr …, `sx` lists them), an exception code in hex (`sxe c0000409`), `*
 exception) or `ld:NAME` (sxe only: break when module NAME loads, wildcards allowed). Defaults \
 are WinDbg's: exceptions break on first chance, C++ EH (e06d7363) and unknown codes on second \
 chance only; ld and out print and go on; ct, et and ud are ignored. An event passed over is \
-kept in the stop log (wait_for_event replays it) and does not end a `g`. On ntdbg's Windows \
+kept in the event log (replayed when a front end waits for events) and does not end a `g`. On ntdbg's Windows \
 targets every filter applies. GDB stubs (gdbserver, winedbg --gdb) report only signals: av, dz \
 and ii apply to SIGSEGV, SIGFPE and SIGILL as first-chance exceptions (passing one on usually \
 ends the process); the other filters have no effect there. epr: the process's exit is always \

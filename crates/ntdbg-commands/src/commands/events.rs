@@ -23,7 +23,9 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         &[".exr"],
         ".exr -1 | .exr ADDR",
         "show an exception record (-1: the last event's)",
-        "`.exr ADDR` reads an EXCEPTION_RECORD from memory.",
+        "`.exr ADDR` reads an EXCEPTION_RECORD from memory. On a live target `.exr -1` shows the \
+         stop's exception: code, address and parameters from ntdbg's Windows targets; a GDB \
+         stub's signal gives the code and the pc only.",
         exr,
     ),
     CommandSpec::inspect(
@@ -104,14 +106,17 @@ fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, 
             format!("Last event: none: the target is {}", state.name()),
         ));
     };
-    let ids = h.ids.map(|(pid, tid)| format!("{pid:x}.{tid:x}: ")).or_else(|| {
-        h.thread
-            .and_then(|t| t.tid())
-            .map(|tid| match session.target().system().process_id {
-                Some(pid) => format!("{pid:x}.{tid:x}: "),
-                None => format!("{tid:x}: "),
-            })
-    });
+    let ids = h
+        .ids
+        .map(|(pid, tid)| format!("{pid:x}.{tid:x}: "))
+        .or_else(|| {
+            h.thread
+                .and_then(|t| t.tid())
+                .map(|tid| match session.target().system().process_id {
+                    Some(pid) => format!("{pid:x}.{tid:x}: "),
+                    None => format!("{tid:x}: "),
+                })
+        });
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -125,22 +130,28 @@ fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, 
     Ok(CommandOutput { text, typed })
 }
 
-/// The typed event of a live stop that is an exception, decoded like a dump's.
-fn live_event_typed(session: &Session, h: &ntdbg_engine::live::Halt) -> Option<TypedResult> {
+/// The exception of a live stop, as a record: the Windows stub's code, address and
+/// parameters, or the code a GDB stub's signal stands for at the stopped pc (no parameters).
+fn live_exception(h: &ntdbg_engine::live::Halt) -> Option<ntdbg_targets::ExceptionEvent> {
     let (code, _) = h.cause.exception()?;
     let windows = h.event.as_ref();
-    let e = ntdbg_targets::ExceptionEvent {
+    Some(ntdbg_targets::ExceptionEvent {
         thread_id: h.thread.and_then(|t| t.tid()).unwrap_or(0) as u32,
         code,
         flags: 0,
-        address: windows.and_then(|w| w.address).or(h.pc).unwrap_or(0),
+        address: windows.and_then(|w| w.address).or(h.pc)?,
         parameters: windows.map(|w| w.parameters.clone()).unwrap_or_default(),
         nested_record: 0,
         context: None,
-    };
+    })
+}
+
+/// The typed event of a live stop that is an exception, decoded like a dump's.
+fn live_event_typed(session: &Session, h: &ntdbg_engine::live::Halt) -> Option<TypedResult> {
+    let e = live_exception(h)?;
     let d = decode(&e, session.arch().pointer_size());
     Some(TypedResult::Event {
-        code: format!("{code:#010x}"),
+        code: format!("{:#010x}", e.code),
         name: d.name,
         address: format!("{:#x}", e.address),
         thread_id: format!("{:#x}", e.thread_id),
@@ -155,6 +166,24 @@ fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
         let addr = eval(session, arg)?;
         let e = read_exception_record(session, addr)?;
         return Ok(CommandOutput::text(render_exception_record(session, &e)));
+    }
+    if let Some(live) = session.live().cloned() {
+        let RunState::Halted(h) = live.state() else {
+            return Err(CommandError::new(
+                ErrorCode::TargetGone,
+                "the target is not halted",
+            ));
+        };
+        let e = live_exception(&h).ok_or_else(|| {
+            CommandError::new(
+                ErrorCode::NoException,
+                format!("The last event is not an exception ({})", h.event_text),
+            )
+        })?;
+        return Ok(CommandOutput {
+            text: render_exception_record(session, &e),
+            typed: live_event_typed(session, &h),
+        });
     }
     let e = event_required(session)?.clone();
     Ok(CommandOutput {

@@ -8,11 +8,11 @@
 
 use super::eval;
 use crate::error::CommandError;
+use crate::error::ErrorCode;
 use crate::output::CommandOutput;
 use crate::render::code::current_instruction;
-use crate::error::ErrorCode;
 use crate::spec::{CommandSpec, Effect, Invocation, Needs};
-use ntdbg_engine::live::{Leave, Resume, RunState};
+use ntdbg_engine::live::{EventKind, Leave, Resume, RunState};
 use ntdbg_engine::Session;
 
 /// How long leaving the target may take (breaking in first when it runs).
@@ -151,13 +151,11 @@ fn resume(
         Some(eval(session, args)?)
     };
     let how = Resume::Go { pass_signal };
-    session.go(how, until)?;
-    shown_stop(session)
+    run_and_show(session, |s| s.go(how, until))
 }
 
 fn go_up(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    session.step_out()?;
-    shown_stop(session)
+    run_and_show(session, Session::step_out)
 }
 
 fn step_over(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -209,8 +207,34 @@ fn step_to(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         )));
     }
     let addr = eval(session, args)?;
-    session.go(Resume::Go { pass_signal: false }, Some(addr))?;
-    shown_stop(session)
+    run_and_show(session, |s| {
+        s.go(Resume::Go { pass_signal: false }, Some(addr))
+    })
+}
+
+/// Runs `run` (a resume that waits for the stop), then shows what the target printed on the
+/// way (module loads, debug strings, exceptions the filters passed on, as WinDbg prints them
+/// during a `g`) and the stop.
+fn run_and_show(
+    session: &mut Session,
+    run: impl FnOnce(&mut Session) -> Result<bool, ntdbg_engine::EngineError>,
+) -> Result<CommandOutput, CommandError> {
+    let live = session.live().cloned();
+    let before = live
+        .as_ref()
+        .and_then(|l| l.events_after(None).last().map(|e| e.seq));
+    run(session)?;
+    let mut text = String::new();
+    if let Some(live) = live {
+        for e in live.events_after(before) {
+            if e.kind == EventKind::Event {
+                text.push_str(&e.text);
+                text.push('\n');
+            }
+        }
+    }
+    text.push_str(&shown_stop(session)?.text);
+    Ok(CommandOutput::text(text))
 }
 
 /// The stop the session has not shown yet, rendered; empty while the target runs.

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ntdbg_gdbremote::{
     GdbClient, GdbError, InterruptHandle, RegisterLayout, ResumeAction, RunState as ClientState,
@@ -92,11 +92,9 @@ pub struct Halt {
     /// chance)`, `Hit breakpoint 0`).
     pub event_text: String,
     /// The Windows debug event, when the stub is ntdbg's Win32 stub.
-    pub event: Option<WindowsEvent>,
+    pub event: Option<Box<WindowsEvent>>,
     /// `(pid, tid)` of the stop, when the stub named both.
     pub ids: Option<(u64, u64)>,
-    /// When the stop was recorded.
-    pub at: SystemTime,
 }
 
 /// What happened to a live target.
@@ -188,6 +186,8 @@ impl DumpKind {
     }
 }
 
+/// How many events the filters may still pass over once `break_in` sent its interrupt.
+const INTERRUPT_GRACE: usize = 16;
 /// Most events in a row the filters resume from before the waiter lets go of the client
 /// for a moment (so a flood of debug strings never holds it for long).
 const AUTO_RESUMES_PER_HOLD: usize = 64;
@@ -219,9 +219,10 @@ pub struct LiveControl {
     started: Instant,
     /// Set when closing gave up on a stop: the waiter thread ends.
     abandoned: AtomicBool,
-    /// Set by `break_in` until the next stop: the filters resume from nothing then, so a
+    /// Set by `break_in` until the next stop: how many more events the filters may pass
+    /// over, plus one (0: no interrupt pending). Past the grace every event breaks, so a
     /// flood of filtered events cannot swallow the interrupt.
-    interrupting: AtomicBool,
+    interrupt_grace: AtomicUsize,
 }
 
 fn live(e: GdbError) -> EngineError {
@@ -267,7 +268,7 @@ impl LiveControl {
             changed: Condvar::new(),
             started: Instant::now(),
             abandoned: AtomicBool::new(false),
-            interrupting: AtomicBool::new(false),
+            interrupt_grace: AtomicUsize::new(0),
         });
         let state = match stop {
             Some(stop) => control.process_stop(&mut control.lock_client(), &stop),
@@ -453,7 +454,8 @@ impl LiveControl {
             }
             inner.stops
         };
-        self.interrupting.store(true, Ordering::Relaxed);
+        self.interrupt_grace
+            .store(INTERRUPT_GRACE + 1, Ordering::Relaxed);
         self.interrupt.interrupt().map_err(live)?;
         if !self.wait_for_stop(stops, timeout) {
             return Err(EngineError::Live {
@@ -519,7 +521,9 @@ impl LiveControl {
                 "; the target was resumed because the stub always resumes on detach (GDB protocol)"
             }
         };
-        Ok(format!("removed {removed} breakpoint(s) and detached{left}"))
+        Ok(format!(
+            "removed {removed} breakpoint(s) and detached{left}"
+        ))
     }
 
     /// Writes a dump of the halted process to `path` on the stub's host
@@ -548,7 +552,11 @@ impl LiveControl {
     ///
     /// # Errors
     /// `syntax_error` when `what` names no filter.
-    pub fn set_filter(&self, what: &str, action: FilterAction) -> Result<FilterSetting, EngineError> {
+    pub fn set_filter(
+        &self,
+        what: &str,
+        action: FilterAction,
+    ) -> Result<FilterSetting, EngineError> {
         self.lock_filters()
             .set(what, action)
             .map_err(|message| EngineError::Live {
@@ -665,7 +673,8 @@ impl LiveControl {
                 Ok(Some(stop)) => {
                     let state = self.process_stop(&mut client, &stop);
                     let resumed = match self.passed_over(&state, &stop) {
-                        Some((action, text)) => match self.resume_after_filter(&mut client, action) {
+                        Some((action, text)) => match self.resume_after_filter(&mut client, action)
+                        {
                             Ok(()) => Some(text),
                             Err(e) => {
                                 drop(client);
@@ -702,8 +711,8 @@ impl LiveControl {
     }
 
     /// When the filters pass over the stop: how to resume, and the line to log (`None`:
-    /// silently). `None` when the stop is shown: no filter applies, it breaks, or `break_in`
-    /// is waiting for a stop.
+    /// silently). `None` when the stop is shown: no filter applies, it breaks, or a pending
+    /// `break_in` has let enough events pass.
     fn passed_over(
         &self,
         state: &RunState,
@@ -712,15 +721,24 @@ impl LiveControl {
         let RunState::Halted(h) = state else {
             return None;
         };
-        if self.interrupting.load(Ordering::Relaxed) {
-            return None;
-        }
         let event = filter_event(h)?;
+        // An interrupt is pending: a few more events may pass (the thread a Windows break-in
+        // creates, say), then the next one breaks.
+        match self.interrupt_grace.load(Ordering::Relaxed) {
+            0 => {}
+            1 => return None,
+            _ => {
+                self.interrupt_grace.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
         let decision = self.lock_filters().decide(event);
         let Decision::Continue { print, pass } = decision else {
             return None;
         };
-        let (last, _) = self.inner().last_action.unwrap_or((ResumeAction::Continue, None));
+        let (last, _) = self
+            .inner()
+            .last_action
+            .unwrap_or((ResumeAction::Continue, None));
         let action = match (pass, stop.signal()) {
             (true, Some(sig)) => ResumeAction::ContinueWithSignal(sig),
             // A step interrupted by an event goes on stepping.
@@ -832,9 +850,8 @@ impl LiveControl {
             cause,
             reason: stop_text::describe(cause, details, ids),
             event_text: stop_text::event_text(cause, details),
-            event: windows.clone(),
+            event: windows.clone().map(Box::new),
             ids,
-            at: SystemTime::now(),
         })
     }
 
@@ -886,7 +903,7 @@ impl LiveControl {
     }
 
     fn record(&self, state: RunState, kind: EventKind, text: String) {
-        self.interrupting.store(false, Ordering::Relaxed);
+        self.interrupt_grace.store(0, Ordering::Relaxed);
         {
             let mut inner = self.inner();
             inner.state = state;
@@ -1010,8 +1027,9 @@ fn dump_reply(reply: &[u8]) -> Result<(), EngineError> {
         b"OK" => Ok(()),
         b"" => Err(EngineError::Live {
             code: ErrorCode::Unsupported,
-            message: "not supported by this target: only pid:/exe: targets on Windows can write dumps"
-                .into(),
+            message:
+                "not supported by this target: only pid:/exe: targets on Windows can write dumps"
+                    .into(),
         }),
         _ => {
             let message = match reply.strip_prefix(b"E.") {

@@ -163,7 +163,6 @@ pub const FILTERS: &[FilterSpec] = &[
 /// The default of exceptions no filter names (`*`).
 const OTHER_DEFAULT: FilterAction = SecondChance;
 
-
 /// An event to decide on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterEvent<'a> {

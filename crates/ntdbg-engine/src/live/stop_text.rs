@@ -184,10 +184,7 @@ pub fn event_text(cause: StopCause, details: StopDetails<'_>) -> String {
         } else {
             "(!!! second chance !!!)"
         };
-        format!(
-            "{} - code {code:08x} {chance}",
-            exception_event_name(code)
-        )
+        format!("{} - code {code:08x} {chance}", exception_event_name(code))
     };
     let module = details
         .event
