@@ -14,8 +14,11 @@ export NTDBG_WIN_BIN
 cd "$ROOT/tests/mcp_client"
 started=$(date +%s)
 status=0
-PYTHON=python3
-[ -x "$ROOT/.ci/venv/bin/python" ] && PYTHON="$ROOT/.ci/venv/bin/python"
+# The CI venv's Python (official MCP SDK + pytest) unless $PYTHON names another.
+if [ -z "${PYTHON:-}" ]; then
+    PYTHON=python3
+    [ -x "$ROOT/.ci/venv/bin/python" ] && PYTHON="$ROOT/.ci/venv/bin/python"
+fi
 PYTHONDONTWRITEBYTECODE=1 "$PYTHON" -m pytest -q -s -p no:cacheprovider test_win32_live.py "$@" || status=$?
 echo "win32 live tests: exit $status in $(($(date +%s) - started)) s"
 exit $status
