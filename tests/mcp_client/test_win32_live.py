@@ -300,3 +300,19 @@ def test_cli_run_attach(wine_env, work: Path) -> None:
     printed = out.read_text()
     assert code == 0, (code, printed, errs.read_text())
     assert "Breakpoint 0 hit" in printed and "live!worker_thread" in printed, printed
+
+
+async def test_close_without_resume_leaves_it_suspended(wine_env, work: Path) -> None:
+    """close_session(resume:false) detaches with every thread suspended: the program stops."""
+    status_file = work / "suspended.txt"
+    async with server(wine_env, work) as client:
+        target = f"exe:{win_path(work / 'live.exe')} loop {win_path(status_file)}"
+        sid = ok(await call(client, "attach", target=target, timeout_seconds=60))["session_id"]
+        await command(client, sid, "bp live!worker")
+        await go_until(client, sid, "Breakpoint 0 hit")
+        await command(client, sid, "bc *")
+        c = ok(await call(client, "close_session", session_id=sid, resume=False))
+        assert "suspend" in str(c), c
+        before = status(status_file)
+        time.sleep(2)
+        assert status(status_file) == before, "the program ran on after a suspended detach"
