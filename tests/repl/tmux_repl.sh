@@ -5,10 +5,10 @@
 #   tests/repl/tmux_repl.sh NTDBG_BINARY DUMP
 #
 # Checks the banner, a command and its output, Up recalling the last command, Ctrl-R
-# finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt not
-# ending ntdbg, `.logopen` writing a file, `q` quitting and the history surviving to the next
-# run. Every wait is bounded. Prints "N passed, N failed"; exit 0 only when all passed,
-# 77 when tmux is missing (skipped).
+# finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
+# SIGINT outside it) not ending ntdbg, `.logopen` writing a file, `q` quitting and the
+# history surviving to the next run. Every wait is bounded. Prints "N passed, N failed";
+# exit 0 only when all passed, 77 when tmux is missing (skipped).
 set -u
 
 bin=${1:?usage: tmux_repl.sh NTDBG_BINARY DUMP}
@@ -117,7 +117,7 @@ tm send-keys -t repl -l "x crashy!wri"
 tm send-keys -t repl Tab
 wait_line "0:000> x crashy!write_" && ok "Tab completes crashy!wri to the common prefix" || bad "symbol prefix"
 tm send-keys -t repl Tab
-wait_for "crashy!write_null" && ok "a second Tab lists the candidates" || bad "candidate list"
+wait_for "crashy!write_dump" && ok "a second Tab lists the candidates" || bad "candidate list"
 tm send-keys -t repl -l "n"
 tm send-keys -t repl Tab
 wait_line "0:000> x crashy!write_null" && ok "Tab completes crashy!write_n to crashy!write_null" || bad "symbol completion"
@@ -128,6 +128,13 @@ tm send-keys -t repl -l "lm half typed"
 tm send-keys -t repl C-c
 sleep 0.5
 if alive && wait_line "0:000>"; then ok "Ctrl-C at the prompt clears the line and ntdbg goes on"; else bad "Ctrl-C"; fi
+
+# Ctrl-C while a command runs reaches ntdbg as SIGINT (the editor is not reading keys then):
+# sent directly, it must not end ntdbg.
+kill -INT "$(tm display-message -p -t repl '#{pane_pid}')" 2>/dev/null
+sleep 0.5
+tm send-keys -t repl "? 0x3039" Enter
+if alive && wait_for "Evaluate expression: 12345"; then ok "SIGINT outside the prompt does not end ntdbg"; else bad "SIGINT"; fi
 
 tm send-keys -t repl -l ".logopen $work/session.log"
 tm send-keys -t repl Enter

@@ -165,6 +165,22 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         signature_rules: Option<PathBuf>,
     },
+    /// Print a shell completion script for ntdbg to stdout.
+    #[command(
+        after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"
+    )]
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
+    #[command(
+        after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"
+    )]
+    Manpage {
+        /// A subcommand (analyze, run, repl, …) whose page to print instead.
+        subcommand: Option<String>,
+    },
 }
 
 /// The tool profiles of `ntdbg mcp --profile`.
