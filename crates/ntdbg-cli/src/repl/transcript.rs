@@ -27,7 +27,8 @@ impl Transcript {
     pub fn show(&mut self, text: &str) -> std::io::Result<()> {
         self.out.write_all(text.as_bytes())?;
         self.out.flush()?;
-        self.to_log(text)
+        self.write_log(text);
+        Ok(())
     }
 
     /// Shows a prompt for piped input; the log gets it with the line ([`Transcript::typed`]).
@@ -40,13 +41,15 @@ impl Transcript {
     pub fn show_error(&mut self, text: &str) -> std::io::Result<()> {
         self.out.write_all(self.style.error(text).as_bytes())?;
         self.out.flush()?;
-        self.to_log(text)
+        self.write_log(text);
+        Ok(())
     }
 
     /// Records a line the user typed after its prompt: the terminal already shows it, the
     /// log gets it as `PROMPT LINE`.
     pub fn typed(&mut self, prompt: &str, line: &str) -> std::io::Result<()> {
-        self.to_log(&format!("{prompt}{line}\n"))
+        self.write_log(&format!("{prompt}{line}\n"));
+        Ok(())
     }
 
     /// Handles `.logopen FILE`, `.logappend FILE` and `.logclose` when `line` is one of
@@ -101,7 +104,7 @@ impl Transcript {
 
     /// Writes `text` to the log; a failing write closes the log with a warning on stderr
     /// rather than stopping the session.
-    fn to_log(&mut self, text: &str) -> std::io::Result<()> {
+    fn write_log(&mut self, text: &str) {
         if let Some((path, file)) = &mut self.log {
             if let Err(e) = file.write_all(text.as_bytes()) {
                 eprintln!(
@@ -111,7 +114,6 @@ impl Transcript {
                 self.log = None;
             }
         }
-        Ok(())
     }
 }
 
@@ -139,13 +141,13 @@ mod tests {
             .unwrap();
         assert!(opened.starts_with("Opened log file"), "{opened}");
         t.typed("0:000> ", "kb").unwrap();
-        t.to_log("output\n").unwrap();
+        t.write_log("output\n");
         let closed = t.log_command(".logclose").unwrap().unwrap();
         assert!(closed.starts_with("Closing open log file"), "{closed}");
         t.log_command(&format!(".logappend \"{}\"", file.display()))
             .unwrap()
             .unwrap();
-        t.to_log("more\n").unwrap();
+        t.write_log("more\n");
         t.log_command(".logclose").unwrap().unwrap();
         assert_eq!(
             std::fs::read_to_string(&file).unwrap(),
