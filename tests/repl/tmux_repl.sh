@@ -21,8 +21,12 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ntdbg-repl-tmux.XXXXXX")
 socket="ntdbg-repl-$$"
 tm() { tmux -L "$socket" "$@"; }
+live_pids=()
 cleanup() {
     tm kill-server >/dev/null 2>&1
+    if ((${#live_pids[@]})); then
+        { kill -9 "${live_pids[@]}"; wait; } >/dev/null 2>&1
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -75,10 +79,12 @@ wait_dead() {
     done
     return 1
 }
+# Starts `ntdbg repl --offline ARGS` (default: the dump) in a fresh tmux pane.
 start() {
+    local target=${1:-"'$dump'"}
     tm kill-server >/dev/null 2>&1
     tm -f /dev/null new-session -d -s repl -x 160 -y 50 \
-        "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 NO_COLOR=1 TERM=xterm '$bin' repl --offline '$dump'" &&
+        "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 NO_COLOR=1 TERM=xterm '$bin' repl --offline $target" &&
         tm set-option -t repl remain-on-exit on >/dev/null
 }
 # Clears the line being edited.
@@ -160,6 +166,35 @@ wait_line "0:000> .logclose" && ok "history persists to the next run" || bad "hi
 clear_line
 tm send-keys -t repl C-d
 wait_dead && ok "Ctrl-D quits" || bad "Ctrl-D"
+
+# A live target (a Linux process behind gdbserver): the banner says what was attached, and
+# Ctrl-C while `g` waits for the target breaks in instead of ending ntdbg.
+if command -v gdbserver >/dev/null 2>&1; then
+    gdbserver --once 127.0.0.1:0 /bin/sleep 300 >"$work/gdbserver.log" 2>&1 &
+    live_pids+=($!)
+    port=
+    deadline=$((SECONDS + 10))
+    while [[ -z "$port" ]] && ((SECONDS < deadline)); do
+        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+        sleep 0.2
+    done
+    inferior=$(sed -n 's/.*created; pid = \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+    [[ -n "$inferior" ]] && live_pids+=("$inferior")
+    if [[ -n "$port" ]] && start "--attach gdb:127.0.0.1:$port"; then
+        wait_for "Attached to gdb:127.0.0.1:$port (stopped:" && ok "live banner: what was attached and why it stopped" || bad "live banner"
+        wait_line "0:000>" || bad "live prompt"
+        tm send-keys -t repl "g" Enter
+        sleep 1
+        tm send-keys -t repl C-c
+        wait_for "break-in: the target is halted" && alive && ok "Ctrl-C during g breaks into the live target" || bad "live break-in"
+        tm send-keys -t repl "q" Enter
+        wait_dead && ok "q detaches and quits" || bad "live q"
+    else
+        bad "gdbserver did not start: $(cat "$work/gdbserver.log")"
+    fi
+else
+    echo "skipped: the live Ctrl-C break-in check (gdbserver is not installed)"
+fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
