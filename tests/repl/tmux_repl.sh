@@ -25,7 +25,7 @@ live_pids=()
 cleanup() {
     tm kill-server >/dev/null 2>&1
     if ((${#live_pids[@]})); then
-        { kill -9 "${live_pids[@]}"; wait; } >/dev/null 2>&1
+        kill -9 "${live_pids[@]}" >/dev/null 2>&1
     fi
     rm -rf "$work"
 }
@@ -172,6 +172,7 @@ wait_dead && ok "Ctrl-D quits" || bad "Ctrl-D"
 if command -v gdbserver >/dev/null 2>&1; then
     gdbserver --once 127.0.0.1:0 /bin/sleep 300 >"$work/gdbserver.log" 2>&1 &
     live_pids+=($!)
+    disown
     port=
     deadline=$((SECONDS + 10))
     while [[ -z "$port" ]] && ((SECONDS < deadline)); do
