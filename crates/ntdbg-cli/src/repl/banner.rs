@@ -1,6 +1,7 @@
 //! The banner a terminal session starts with, in the shape of WinDbg's: for a dump, the file,
-//! what kind of dump it is, the target's version lines (`vertarget`), whether the dump holds
-//! an exception of interest and the last event (`.lastevent`); for a live target, what was
+//! what kind of dump it is, the target's version lines (`vertarget`), the bugcheck of a kernel
+//! crash dump (`.bugcheck`) or whether a dump holds an exception of interest, and the last
+//! event (`.lastevent`); for a live target, what was
 //! attached and why it is stopped. Every fact comes from the session or a command's output.
 
 use ntdbg_engine::live::RunState;
@@ -33,7 +34,11 @@ pub fn banner(session: &mut Session) -> String {
     if let Ok(version) = ntdbg_commands::run_command(session, "vertarget") {
         text.push_str(&version.text);
     }
-    if !kind.is_kernel() && session.target().event().is_some() {
+    if session.target().bugcheck().is_some() {
+        if let Ok(bugcheck) = ntdbg_commands::run_command(session, ".bugcheck") {
+            text.push_str(&bugcheck.text);
+        }
+    } else if session.target().event().is_some() {
         text.push_str("This dump file has an exception of interest stored in it.\n");
         text.push_str("Use .ecxr to switch to the stored exception's context.\n");
     }
@@ -61,5 +66,51 @@ fn kind_line(kind: TargetKind) -> &'static str {
             "Kernel Bitmap Dump File: kernel address space is available, user address space may not be"
         }
         TargetKind::Live => "Live target",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &std::path::Path) -> Session {
+        let session = Session::open_dump(path, None).expect("the dump opens");
+        session.symbols().set_offline(true);
+        session
+    }
+
+    #[test]
+    fn user_dump_banner_in_windbg_order() {
+        let mut session = open(&ntdbg_testutil::sample("crashy-x64-null.dmp"));
+        let text = banner(&mut session);
+        let order = [
+            "Loading Dump File [",
+            "User Mini Dump File:",
+            "Windows 10 Version 18362",
+            "This dump file has an exception of interest stored in it.",
+            "Last event: 20.24: Access violation - code c0000005",
+        ];
+        let mut from = 0;
+        for line in order {
+            let at = text[from..]
+                .find(line)
+                .unwrap_or_else(|| panic!("{line} after {from}:\n{text}"));
+            from += at + line.len();
+        }
+        assert!(!text.contains("Bugcheck"), "{text}");
+    }
+
+    #[test]
+    fn kernel_dump_banner_shows_the_bugcheck() {
+        if !ntdbg_testutil::testdata_available() {
+            return;
+        }
+        let mut session = open(&ntdbg_testutil::testdata(
+            "rizin-testbins/dmp/triage_x64.dmp",
+        ));
+        let text = banner(&mut session);
+        assert!(text.contains("Mini Kernel Dump File:"), "{text}");
+        assert!(text.contains("Bugcheck code 1000007E"), "{text}");
+        assert!(!text.contains("exception of interest"), "{text}");
     }
 }

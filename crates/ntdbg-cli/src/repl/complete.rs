@@ -196,6 +196,24 @@ mod tests {
     }
 
     #[test]
+    fn a_dump_session_completes_loaded_symbols_registers_and_threads() {
+        let dump = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let mut session = Session::open_dump(&dump, None).expect("the sample opens");
+        session.symbols().set_offline(true);
+        ntdbg_commands::run_command(&mut session, ".ecxr").expect(".ecxr runs");
+        let c = Candidates::of(&session);
+        assert_eq!(
+            c.complete("x crashy!wri", 12),
+            (
+                2,
+                vec!["crashy!write_dump".into(), "crashy!write_null".into()]
+            )
+        );
+        assert_eq!(c.complete("r ri", 4).1, vec!["rip"]);
+        assert_eq!(c.complete("~", 1).1, vec!["~0"]);
+    }
+
+    #[test]
     fn non_ascii_input_does_not_panic() {
         let c = sample();
         let line = "é!ü";
