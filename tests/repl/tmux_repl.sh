@@ -84,7 +84,7 @@ start() {
     local target=${1:-"'$dump'"}
     tm kill-server >/dev/null 2>&1
     tm -f /dev/null new-session -d -s repl -x 160 -y 50 \
-        "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 NO_COLOR=1 TERM=xterm '$bin' repl --offline $target" &&
+        "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 ${colour:-NO_COLOR=1} TERM=xterm '$bin' repl --offline $target" &&
         tm set-option -t repl remain-on-exit on >/dev/null
 }
 # Clears the line being edited.
@@ -155,12 +155,18 @@ else
     bad "log file contents: $(cat "$work/session.log" 2>&1 | head -5)"
 fi
 
+tm capture-pane -p -e -t repl | grep -qF $'\e[' && bad "escape codes despite NO_COLOR" || ok "no colour with NO_COLOR"
 tm send-keys -t repl "q" Enter
 wait_dead && ok "q quits" || bad "q"
 grep -qxF ".ecxr" "$work/history" 2>/dev/null && ok "history saved to NTDBG_HISTORY" || bad "history file"
 
+# Without NO_COLOR the prompt is bold; with it (the first run) there were no escape codes.
+colour="NO_COLOR="
 start
 wait_for "0:000>" || bad "second start"
+if tm capture-pane -p -e -t repl | grep -qF $'\e[1m0:000>'; then ok "the prompt is bold on a terminal"; else bad "bold prompt"; fi
+colour=
+
 tm send-keys -t repl Up
 wait_line "0:000> .logclose" && ok "history persists to the next run" || bad "history after restart"
 clear_line

@@ -62,7 +62,6 @@ pub fn open(style: Style) -> anyhow::Result<(Editor<ReplHelper, FileHistory>, Op
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
         .history_ignore_dups(true)?
-        .history_ignore_space(true)
         .completion_type(CompletionType::List)
         .auto_add_history(false)
         .build();
