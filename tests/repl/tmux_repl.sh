@@ -173,6 +173,24 @@ clear_line
 tm send-keys -t repl C-d
 wait_dead && ok "Ctrl-D quits" || bad "Ctrl-D"
 
+# The prompt follows the current thread (`~Ns`), and Tab offers the `~N` thread numbers: the
+# two-thread sample next to the dump.
+threads_dump="$(dirname "$dump")/crashy-x64-thread.dmp"
+if [[ -f "$threads_dump" ]]; then
+    start "'$threads_dump'"
+    wait_line "0:001>" && ok "the prompt starts on the exception's thread" || bad "thread prompt"
+    tm send-keys -t repl "~" Tab
+    tm send-keys -t repl Tab
+    wait_for "~0  ~1" && ok "Tab lists the thread numbers" || bad "thread completion"
+    clear_line
+    tm send-keys -t repl "~0s" Enter
+    wait_line "0:000>" && ok "~0s moves the prompt to 0:000>" || bad "prompt after ~0s"
+    tm send-keys -t repl "q" Enter
+    wait_dead || bad "q on the thread sample"
+else
+    bad "missing sample $threads_dump"
+fi
+
 # A live target (a Linux process behind gdbserver): the banner says what was attached, and
 # Ctrl-C while `g` waits for the target breaks in instead of ending ntdbg.
 if command -v gdbserver >/dev/null 2>&1; then
