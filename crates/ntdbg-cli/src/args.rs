@@ -16,6 +16,18 @@ Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
 Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
 Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}";
 
+/// `ntdbg repl --help`: what the terminal prompt offers.
+const REPL_KEYS: &str =
+    "On a terminal: line editing, Up/Down history (kept in NTDBG_HISTORY, default
+ntdbg/history under the user's data directory), Ctrl-R reverse search, Tab completion of
+commands, module!symbol, registers and ~N threads; Ctrl-C clears the line or breaks into a
+running live target; Ctrl-D or q quits; .logopen FILE / .logappend FILE / .logclose copy the
+session to a file; colour unless NO_COLOR is set. Piped input is read line by line.
+
+Examples:
+  ntdbg repl crash.dmp
+  ntdbg repl --attach gdb:127.0.0.1:1234";
+
 /// Windows crash-dump analysis, natively on any OS, in the WinDbg command language.
 #[derive(Debug, Parser)]
 #[command(name = "ntdbg", version, about, long_about = None)]
@@ -110,6 +122,7 @@ pub enum Command {
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
+    #[command(after_help = REPL_KEYS)]
     Repl {
         #[command(flatten)]
         target: TargetArgs,
@@ -164,6 +177,22 @@ pub enum Command {
         /// changes the built-in lists (format: docs/signatures.md).
         #[arg(long, value_name = "FILE")]
         signature_rules: Option<PathBuf>,
+    },
+    /// Print a shell completion script for ntdbg to stdout.
+    #[command(
+        after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"
+    )]
+    Completions {
+        /// The shell: bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
+    #[command(
+        after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"
+    )]
+    Manpage {
+        /// A subcommand (analyze, run, repl, …) whose page to print instead.
+        subcommand: Option<String>,
     },
 }
 

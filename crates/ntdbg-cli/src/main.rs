@@ -8,6 +8,7 @@ mod batch;
 mod hints;
 mod progress;
 mod repl;
+mod shell_docs;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -120,6 +121,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ended?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Completions { shell } => shell_docs::completions(shell),
+        Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
         Command::List {
             dir,
             recursive,

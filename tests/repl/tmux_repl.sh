@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The REPL as a person uses it: `ntdbg repl` on a shipped sample inside a real terminal
+# (tmux), keys typed with send-keys, the screen read with capture-pane.
+#
+#   tests/repl/tmux_repl.sh NTDBG_BINARY DUMP
+#
+# Checks the banner, a command and its output, Up recalling the last command, Ctrl-R
+# finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
+# SIGINT outside it) not ending ntdbg, `.logopen` writing a file, `q` quitting and the
+# history surviving to the next run. Every wait is bounded. Prints "N passed, N failed";
+# exit 0 only when all passed, 77 when tmux is missing (skipped).
+set -u
+
+bin=${1:?usage: tmux_repl.sh NTDBG_BINARY DUMP}
+dump=${2:?usage: tmux_repl.sh NTDBG_BINARY DUMP}
+if ! command -v tmux >/dev/null 2>&1; then
+    echo "SKIPPED: tmux is not installed"
+    exit 77
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ntdbg-repl-tmux.XXXXXX")
+socket="ntdbg-repl-$$"
+tm() { tmux -L "$socket" "$@"; }
+live_pids=()
+cleanup() {
+    tm kill-server >/dev/null 2>&1
+    if ((${#live_pids[@]})); then
+        kill -9 "${live_pids[@]}" >/dev/null 2>&1
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); echo "ok: $1"; }
+bad() {
+    failed=$((failed + 1))
+    echo "FAILED: $1"
+    echo "--- screen ---"
+    screen
+    echo "--------------"
+}
+
+# The visible screen (plus scroll-back), trailing blank lines dropped.
+screen() { tm capture-pane -p -J -S -200 -t repl 2>/dev/null | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'; }
+# The line the cursor is on.
+cursor_line() {
+    local y
+    y=$(tm display-message -p -t repl '#{cursor_y}' 2>/dev/null) || return
+    tm capture-pane -p -t repl 2>/dev/null | sed -n "$((y + 1))p"
+}
+# Waits up to $2 seconds (default 15) until the screen shows the fixed text $1.
+wait_for() {
+    local deadline=$((SECONDS + ${2:-15}))
+    while ((SECONDS < deadline)); do
+        screen | grep -qF -- "$1" && return 0
+        sleep 0.2
+    done
+    return 1
+}
+# Waits up to 10 s until the cursor line is exactly $1.
+wait_line() {
+    local deadline=$((SECONDS + 10))
+    while ((SECONDS < deadline)); do
+        [[ "$(cursor_line | sed 's/ *$//')" == "$1" ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+# Whether ntdbg still runs in the pane.
+alive() { [[ "$(tm display-message -p -t repl '#{pane_dead}' 2>/dev/null)" == 0 ]]; }
+# Waits up to 10 s for ntdbg to end.
+wait_dead() {
+    local deadline=$((SECONDS + 10))
+    while ((SECONDS < deadline)); do
+        alive || return 0
+        sleep 0.2
+    done
+    return 1
+}
+# Starts `ntdbg repl --offline ARGS` (default: the dump) in a fresh tmux pane.
+start() {
+    local target=${1:-"'$dump'"}
+    tm kill-server >/dev/null 2>&1
+    tm -f /dev/null new-session -d -s repl -x 160 -y 50 \
+        "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 ${colour:-NO_COLOR=1} TERM=xterm '$bin' repl --offline $target" &&
+        tm set-option -t repl remain-on-exit on >/dev/null
+}
+# Clears the line being edited.
+clear_line() { tm send-keys -t repl C-e C-u; }
+
+start || { echo "FAILED: tmux could not start"; echo "0 passed, 1 failed"; exit 1; }
+
+wait_for "This dump file has an exception of interest stored in it." && wait_for "0:000>" \
+    && ok "banner with the exception of interest and a prompt" || bad "banner"
+screen | grep -qF "Last event:" && ok "banner shows the last event" || bad "banner last event"
+
+tm send-keys -t repl ".ecxr" Enter
+wait_for "crashy!write_null+0x7:" && ok ".ecxr shows the exception context" || bad ".ecxr output"
+
+tm send-keys -t repl "kb" Enter
+wait_for "crashy!mode_null" && ok "kb shows the stack" || bad "kb output"
+
+tm send-keys -t repl Up
+wait_line "0:000> kb" && ok "Up recalls the last command" || bad "Up arrow"
+clear_line
+wait_line "0:000>" || bad "clearing the line"
+
+tm send-keys -t repl C-r
+tm send-keys -t repl -l "ecx"
+wait_for "ecx': .ecxr" && ok "Ctrl-R finds an earlier command" || bad "reverse search"
+tm send-keys -t repl C-g
+clear_line
+wait_line "0:000>" || bad "leaving the search"
+
+tm send-keys -t repl -l ".ec"
+tm send-keys -t repl Tab
+wait_line "0:000> .ecxr" && ok "Tab completes .ec to .ecxr" || bad "command completion"
+clear_line
+
+tm send-keys -t repl -l "x crashy!wri"
+tm send-keys -t repl Tab
+wait_line "0:000> x crashy!write_" && ok "Tab completes crashy!wri to the common prefix" || bad "symbol prefix"
+tm send-keys -t repl Tab
+wait_for "crashy!write_dump" && ok "a second Tab lists the candidates" || bad "candidate list"
+tm send-keys -t repl -l "n"
+tm send-keys -t repl Tab
+wait_line "0:000> x crashy!write_null" && ok "Tab completes crashy!write_n to crashy!write_null" || bad "symbol completion"
+tm send-keys -t repl Enter
+wait_for "crashy!write_null (int)" && ok "the completed command runs" || bad "completed command"
+
+tm send-keys -t repl -l "lm half typed"
+tm send-keys -t repl C-c
+sleep 0.5
+if alive && wait_line "0:000>"; then ok "Ctrl-C at the prompt clears the line and ntdbg goes on"; else bad "Ctrl-C"; fi
+
+# Ctrl-C while a command runs reaches ntdbg as SIGINT (the editor is not reading keys then):
+# sent directly, it must not end ntdbg.
+kill -INT "$(tm display-message -p -t repl '#{pane_pid}')" 2>/dev/null
+sleep 0.5
+tm send-keys -t repl "? 0x3039" Enter
+if alive && wait_for "Evaluate expression: 12345"; then ok "SIGINT outside the prompt does not end ntdbg"; else bad "SIGINT"; fi
+
+tm send-keys -t repl -l ".logopen $work/session.log"
+tm send-keys -t repl Enter
+wait_for "Opened log file" && ok ".logopen answers" || bad ".logopen"
+tm send-keys -t repl "lm" Enter
+wait_for "crashy" 
+tm send-keys -t repl ".logclose" Enter
+wait_for "Closing open log file" && ok ".logclose answers" || bad ".logclose"
+if grep -qF "0:000> lm" "$work/session.log" 2>/dev/null && grep -qF "crashy" "$work/session.log"; then
+    ok "the log file holds the command and its output"
+else
+    bad "log file contents: $(cat "$work/session.log" 2>&1 | head -5)"
+fi
+
+tm capture-pane -p -e -t repl | grep -qF $'\e[' && bad "escape codes despite NO_COLOR" || ok "no colour with NO_COLOR"
+tm send-keys -t repl "q" Enter
+wait_dead && ok "q quits" || bad "q"
+grep -qxF ".ecxr" "$work/history" 2>/dev/null && ok "history saved to NTDBG_HISTORY" || bad "history file"
+
+# Without NO_COLOR the prompt is bold; with it (the first run) there were no escape codes.
+colour="NO_COLOR="
+start
+wait_for "0:000>" || bad "second start"
+if tm capture-pane -p -e -t repl | grep -qF $'\e[1m0:000>'; then ok "the prompt is bold on a terminal"; else bad "bold prompt"; fi
+colour=
+
+tm send-keys -t repl Up
+wait_line "0:000> .logclose" && ok "history persists to the next run" || bad "history after restart"
+clear_line
+tm send-keys -t repl C-d
+wait_dead && ok "Ctrl-D quits" || bad "Ctrl-D"
+
+# The prompt follows the current thread (`~Ns`), and Tab offers the `~N` thread numbers: the
+# two-thread sample next to the dump.
+threads_dump="$(dirname "$dump")/crashy-x64-thread.dmp"
+if [[ -f "$threads_dump" ]]; then
+    start "'$threads_dump'"
+    wait_line "0:001>" && ok "the prompt starts on the exception's thread" || bad "thread prompt"
+    tm send-keys -t repl "~" Tab
+    tm send-keys -t repl Tab
+    wait_for "~0  ~1" && ok "Tab lists the thread numbers" || bad "thread completion"
+    clear_line
+    tm send-keys -t repl "~0s" Enter
+    wait_line "0:000>" && ok "~0s moves the prompt to 0:000>" || bad "prompt after ~0s"
+    tm send-keys -t repl "q" Enter
+    wait_dead || bad "q on the thread sample"
+else
+    bad "missing sample $threads_dump"
+fi
+
+# A live target (a Linux process behind gdbserver): the banner says what was attached, and
+# Ctrl-C while `g` waits for the target breaks in instead of ending ntdbg.
+if command -v gdbserver >/dev/null 2>&1; then
+    gdbserver --once 127.0.0.1:0 /bin/sleep 300 >"$work/gdbserver.log" 2>&1 &
+    live_pids+=($!)
+    disown
+    port=
+    deadline=$((SECONDS + 10))
+    while [[ -z "$port" ]] && ((SECONDS < deadline)); do
+        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+        sleep 0.2
+    done
+    inferior=$(sed -n 's/.*created; pid = \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+    [[ -n "$inferior" ]] && live_pids+=("$inferior")
+    if [[ -n "$port" ]] && start "--attach gdb:127.0.0.1:$port"; then
+        wait_for "Attached to gdb:127.0.0.1:$port (stopped:" && ok "live banner: what was attached and why it stopped" || bad "live banner"
+        wait_line "0:000>" || bad "live prompt"
+        tm send-keys -t repl "g" Enter
+        sleep 1
+        tm send-keys -t repl C-c
+        wait_for "break-in: the target is halted" && alive && ok "Ctrl-C during g breaks into the live target" || bad "live break-in"
+        tm send-keys -t repl "q" Enter
+        wait_dead && ok "q detaches and quits" || bad "live q"
+    else
+        bad "gdbserver did not start: $(cat "$work/gdbserver.log")"
+    fi
+else
+    echo "skipped: the live Ctrl-C break-in check (gdbserver is not installed)"
+fi
+
+echo "$passed passed, $failed failed"
+((failed == 0))
