@@ -497,7 +497,10 @@ mod tests {
         let within = |p: &str, d: &str, fold| is_within(Path::new(p), Path::new(d), fold);
         assert!(within("/srv/dumps/a.dmp", "/srv/dumps", false));
         assert!(within("/srv/dumps", "/srv/dumps", false));
-        assert!(!within("/srv/dumps2/a.dmp", "/srv/dumps", false), "a prefix of a name");
+        assert!(
+            !within("/srv/dumps2/a.dmp", "/srv/dumps", false),
+            "a prefix of a name"
+        );
         assert!(!within("/srv", "/srv/dumps", false));
         assert!(!within("/SRV/Dumps/a.dmp", "/srv/dumps", false));
         assert!(within("/SRV/Dumps/a.dmp", "/srv/dumps", true));
@@ -532,9 +535,16 @@ mod tests {
         let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
         // The folder spelled in another case and without the long-path prefix: the same file.
         let plain = root.join("allowed").canonicalize().unwrap();
-        let plain = plain.to_string_lossy().trim_start_matches(r"\\?\").to_uppercase();
+        let plain = plain
+            .to_string_lossy()
+            .trim_start_matches(r"\\?\")
+            .to_uppercase();
         let upper = PathBuf::from(format!(r"{plain}\A.DMP"));
-        assert!(allowed.check_existing(&upper).is_ok(), "{}", upper.display());
+        assert!(
+            allowed.check_existing(&upper).is_ok(),
+            "{}",
+            upper.display()
+        );
         let missing = PathBuf::from(format!(r"{plain}\MISSING.DMP"));
         assert_eq!(
             allowed.check_existing(&missing).unwrap_err().code,
