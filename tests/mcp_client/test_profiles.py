@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, ntdbg_bin, start_http
+from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, ntdbg_command, start_http
 from helpers import call, err, ok, text
 
 pytestmark = pytest.mark.anyio
@@ -275,7 +275,7 @@ async def test_windbg_mcp_flow(windbg_mcp: Target, scratch: Path) -> None:
 def test_windbg_mcp_startup_errors(scratch: Path) -> None:
     def run(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(ntdbg_bin()), *mcp_args(scratch), *extra],
+            [*ntdbg_command(), *mcp_args(scratch), *extra],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )
 

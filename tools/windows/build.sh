@@ -4,6 +4,7 @@
 #   tools/windows/build.sh                      # build ntdbg.exe (-p ntdbg-cli)
 #   tools/windows/build.sh build -p ntdbg-cli   # any cargo subcommand and arguments
 #   tools/windows/build.sh test -p ntdbg-engine --lib   # tests, run under Wine
+#   tools/windows/build.sh --check-tools        # only check the toolchain (exit 2 if missing)
 #
 # Uses Debian's rustc-web (Rust 1.96 with the standard library's source): the standard library
 # is compiled for the target with -Zbuild-std (RUSTC_BOOTSTRAP=1), linked with mingw-w64, and
@@ -45,6 +46,10 @@ case "$version" in
     *) echo "tools/windows/build.sh: $rustc is $version; rustc-web 1.96 or later is needed ($install_hint)" >&2
        exit 2 ;;
 esac
+if [ "${1:-}" = "--check-tools" ]; then
+    echo "Windows toolchain: $version, $("$linker" --version | head -1), $(wine --version 2>/dev/null)"
+    exit 0
+fi
 
 target_dir="${NTDBG_WIN_TARGET_DIR:-$repo/target/windows}"
 profile_dir="$target_dir/$triple/debug"
