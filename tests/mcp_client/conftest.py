@@ -45,6 +45,12 @@ def ntdbg_command() -> list[str]:
     return [*shlex.split(os.environ.get("NTDBG_BIN_PREFIX", "")), str(ntdbg_bin())]
 
 
+def under_wine() -> bool:
+    """Whether ntdbg runs as a Windows program under Wine ($NTDBG_BIN_PREFIX starts with wine)."""
+    prefix = shlex.split(os.environ.get("NTDBG_BIN_PREFIX", ""))
+    return bool(prefix) and Path(prefix[0]).name.startswith("wine")
+
+
 def stdio_params(args: list[str], cwd: Path) -> StdioServerParameters:
     """How the SDK's stdio client starts `ntdbg ARGS` in `cwd`."""
     command, *prefix_args = ntdbg_command()

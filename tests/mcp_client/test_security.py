@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import SAMPLE, HttpServer, mcp_args, ntdbg_command, start_http, stdio_params
+from conftest import SAMPLE, HttpServer, mcp_args, ntdbg_command, start_http, stdio_params, under_wine
 from helpers import call, err, ok, open_dump
 
 INIT = {
@@ -185,7 +185,13 @@ async def test_no_file_outside_the_allowed_dirs_is_read_or_written(fence: Path, 
                 str(allowed / "dangling.txt"),
             ]
             for path in targets:
-                e = err(await call(client, "run_command", session_id=sid, command="r", output_file=path))
+                result = await call(client, "run_command", session_id=sid, command="r", output_file=path)
+                if under_wine() and path.endswith("dangling.txt"):
+                    # Wine shows a dangling Unix link to Windows programs as nothing at all, so
+                    # the check cannot see it; creating the file there fails and nothing is written.
+                    assert ok(result)["output_file"]["written"] is False, (path, result)
+                    continue
+                e = err(result)
                 assert e["code"] == "path_not_allowed", (path, e)
             ok(await call(client, "close_session", session_id=sid))
     finally:
