@@ -4,6 +4,8 @@
 #   tools/windows/build.sh                      # build ntdbg.exe (-p ntdbg-cli)
 #   tools/windows/build.sh build -p ntdbg-cli   # any cargo subcommand and arguments
 #   tools/windows/build.sh test -p ntdbg-engine --lib   # tests, run under Wine
+#   tools/windows/build.sh clippy -p ntdbg-mcp --all-targets -- -D warnings
+#                                               # lints (needs rust-web-clippy)
 #   tools/windows/build.sh --check-tools        # only check the toolchain (exit 2 if missing)
 #
 # Uses Debian's rustc-web (Rust 1.96 with the standard library's source): the standard library
@@ -76,4 +78,10 @@ export RUSTC_BOOTSTRAP=1 RUSTC="$rustc" CARGO_TARGET_DIR="$target_dir"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$linker"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$repo/tools/windows/wine-run.sh"
 cd "$repo"
+if [ "$subcommand" = clippy ]; then
+    # rustc-web's own clippy: cargo would find rustup's cargo-clippy (another Rust) first.
+    clippy=/usr/bin/cargo-clippy
+    [ -x "$clippy" ] || { echo "tools/windows/build.sh: $clippy is missing (apt-get install rust-web-clippy)" >&2; exit 2; }
+    CARGO="$cargo" exec "$clippy" clippy -Zbuild-std=std,panic_abort --target "$triple" "$@"
+fi
 exec "$cargo" "$subcommand" -Zbuild-std=std,panic_abort --target "$triple" "$@"
