@@ -1,7 +1,9 @@
 """Fixtures for driving the real `ntdbg` binary with the official MCP Python SDK.
 
-The binary comes from $NTDBG_BIN, else target/release/ntdbg, else target/debug/ntdbg. Every
-server is allowed two directories: the repository's testdata/ (the shipped sample dumps) and a
+The binary comes from $NTDBG_BIN, else target/release/ntdbg, else target/debug/ntdbg; it is
+started through the command prefix in $NTDBG_BIN_PREFIX when set (`wine` runs a Windows build:
+NTDBG_BIN=…/ntdbg.exe NTDBG_BIN_PREFIX=wine). $NTDBG_MCP_TRANSPORTS (comma-separated, default
+`stdio,http`) limits the transports the `target` fixture runs over. Every server is allowed two directories: the repository's testdata/ (the shipped sample dumps) and a
 scratch folder holding damaged files for the error cases. HTTP servers listen on 127.0.0.1 with
 port 0 and report the real address on stderr; they are stopped at the end of the session.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -35,6 +38,32 @@ def ntdbg_bin() -> Path:
         if candidate.exists():
             return candidate
     raise RuntimeError("no ntdbg binary: build it (cargo build -p ntdbg-cli) or set NTDBG_BIN")
+
+
+def ntdbg_command() -> list[str]:
+    """The command that starts ntdbg: $NTDBG_BIN_PREFIX's words, then the binary."""
+    return [*shlex.split(os.environ.get("NTDBG_BIN_PREFIX", "")), str(ntdbg_bin())]
+
+
+def under_wine() -> bool:
+    """Whether ntdbg runs as a Windows program under Wine ($NTDBG_BIN_PREFIX starts with wine)."""
+    prefix = shlex.split(os.environ.get("NTDBG_BIN_PREFIX", ""))
+    return bool(prefix) and Path(prefix[0]).name.startswith("wine")
+
+
+def stdio_params(args: list[str], cwd: Path) -> StdioServerParameters:
+    """How the SDK's stdio client starts `ntdbg ARGS` in `cwd`."""
+    command, *prefix_args = ntdbg_command()
+    return StdioServerParameters(command=command, args=[*prefix_args, *args], cwd=str(cwd))
+
+
+def transports() -> list[str]:
+    """The transports to test: $NTDBG_MCP_TRANSPORTS, else stdio and HTTP."""
+    chosen = [t.strip() for t in os.environ.get("NTDBG_MCP_TRANSPORTS", "stdio,http").split(",") if t.strip()]
+    unknown = set(chosen) - {"stdio", "http"}
+    if unknown or not chosen:
+        raise RuntimeError(f"NTDBG_MCP_TRANSPORTS: expected stdio and/or http, got {chosen}")
+    return chosen
 
 
 @pytest.fixture(scope="session")
@@ -76,7 +105,7 @@ class HttpServer:
 
 def start_http(args: list[str], env: dict[str, str] | None = None) -> HttpServer:
     process = subprocess.Popen(
-        [str(ntdbg_bin()), *args],
+        [*ntdbg_command(), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -127,8 +156,7 @@ class Target:
     async def connect(self) -> AsyncIterator[Client]:
         if self.transport == "stdio":
             args = self.args if self.args is not None else mcp_args(self.scratch)
-            params = StdioServerParameters(command=str(ntdbg_bin()), args=args, cwd=str(REPO))
-            async with Client(params, mode=self.mode) as client:
+            async with Client(stdio_params(args, REPO), mode=self.mode) as client:
                 yield client
         else:
             assert self.http is not None
@@ -136,7 +164,7 @@ class Target:
                 yield client
 
 
-@pytest.fixture(params=[(t, m) for t in ("stdio", "http") for m in MODES], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(params=[(t, m) for t in transports() for m in MODES], ids=lambda p: f"{p[0]}-{p[1]}")
 def target(request: pytest.FixtureRequest, scratch: Path) -> Target:
     transport, mode = request.param
     http = request.getfixturevalue("http_server") if transport == "http" else None

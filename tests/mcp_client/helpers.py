@@ -32,3 +32,8 @@ def text(result) -> str:
 
 async def open_dump(client: Client, path) -> str:
     return ok(await call(client, "open_dump", path=str(path)))["session_id"]
+
+
+def file_name(path: str) -> str:
+    """The last component of a path the server reported, Windows (`\\`) or POSIX spelled."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]

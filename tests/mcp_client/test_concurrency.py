@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import TESTDATA, HttpServer, ntdbg_bin, start_http
+from conftest import TESTDATA, HttpServer, ntdbg_command, start_http
 from helpers import call, err, ok, open_dump
 
 pytestmark = pytest.mark.anyio
@@ -192,5 +192,5 @@ async def test_idle_sessions_expire(copies: list[Path]) -> None:
 
 
 def test_idle_timeout_is_documented() -> None:
-    done = subprocess.run([str(ntdbg_bin()), "mcp", "--help"], capture_output=True, text=True, timeout=30)
+    done = subprocess.run([*ntdbg_command(), "mcp", "--help"], capture_output=True, text=True, timeout=30)
     assert "--idle-timeout <SECS>" in done.stdout and "[default: 3600]" in done.stdout

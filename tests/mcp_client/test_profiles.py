@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, ntdbg_bin, start_http
-from helpers import call, err, ok, text
+from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, ntdbg_command, start_http, under_wine
+from helpers import call, err, file_name, ok, text
 
 pytestmark = pytest.mark.anyio
 
@@ -224,7 +224,9 @@ async def test_mcp_windbg_list_dumps(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
         listing = await call(client, "list_dumps", directory_path=str(KERNEL_DUMP.parent))
         assert not listing.is_error
-        line = next(row for row in text(listing).splitlines() if row.startswith(f"{KERNEL_DUMP.resolve()}  ("))
+        rows = text(listing).splitlines()
+        line = next(row for row in rows if file_name(row.split("  (")[0]) == KERNEL_DUMP.name)
+        assert under_wine() or line.startswith(f"{KERNEL_DUMP.resolve()}  ("), line
         assert "kernel" in line and "open_kd_dump" in line, line
 
 
@@ -275,7 +277,7 @@ async def test_windbg_mcp_flow(windbg_mcp: Target, scratch: Path) -> None:
 def test_windbg_mcp_startup_errors(scratch: Path) -> None:
     def run(*extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(ntdbg_bin()), *mcp_args(scratch), *extra],
+            [*ntdbg_command(), *mcp_args(scratch), *extra],
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from conftest import SAMPLE, TESTDATA, Target
-from helpers import call, err, ok, open_dump, text
+from helpers import call, err, file_name, ok, open_dump, text
 
 pytestmark = pytest.mark.anyio
 
@@ -144,7 +144,7 @@ async def test_two_sessions_at_once(target: Target) -> None:
 async def test_list_dumps(target: Target) -> None:
     async with target.connect() as client:
         listing = ok(await call(client, "list_dumps", directory=str(TESTDATA), recursive=True))
-    by_name = {Path(d["path"]).name: d for d in listing["dumps"]}
+    by_name = {file_name(d["path"]): d for d in listing["dumps"]}
     null = by_name["crashy-x64-null.dmp"]
     assert (null["kind"], null["arch"], null["code"]) == ("user", "x64", "0xc0000005")
     assert "EXCEPTION_ACCESS_VIOLATION" in null["headline"]

@@ -69,9 +69,9 @@ pub enum Transport {
 }
 
 /// Starts a tokio runtime and the idle-session sweeper, and serves until the client closes
-/// stdin (stdio) or the process is interrupted (SIGINT/SIGTERM); then every live session is
-/// detached cleanly (breakpoints removed, target resumed). For binaries: the `ntdbg mcp`
-/// subcommand is this call.
+/// stdin (stdio) or the process is interrupted (Ctrl-C; SIGTERM on Unix, Ctrl-Break or the
+/// console closing on Windows); then every live session is detached cleanly (breakpoints
+/// removed, target resumed). For binaries: the `ntdbg mcp` subcommand is this call.
 ///
 /// # Errors
 /// The HTTP security rules ([`HttpOptions::validate`]) and I/O errors.

@@ -4,8 +4,14 @@
 //! directory, then `..` and symbolic links by `canonicalize`, so `allowed/../../etc` or a link
 //! out of an allowed folder is refused. A file that does not exist yet (an `output_file`) is
 //! checked through its canonical parent folder. Network and device paths (`\\server\share`,
-//! `//server/share`, `\\?\…`) are refused outright on every OS: they never name a file under an
-//! allowed directory, and on Windows merely opening one contacts another host.
+//! `//server/share`, `\\?\UNC\…`, `\\.\pipe\…`) are refused outright on every OS: they never
+//! name a file under an allowed directory, and on Windows merely opening one contacts another
+//! host. A long-path spelling of a local drive (`\\?\C:\…`, what `canonicalize` returns on
+//! Windows) is an ordinary path on Windows and refused elsewhere, where it names nothing.
+//!
+//! Containment is decided on canonical paths only, component by component; on Windows the drive
+//! is compared in one spelling (`\\?\C:\` and `C:\` alike) and every component without regard
+//! to case, as the file system does.
 
 use crate::error::ToolError;
 use ntdbg_engine::ErrorCode;
@@ -69,7 +75,9 @@ impl AllowedDirs {
     }
 
     fn contains(&self, canonical: &Path) -> bool {
-        self.dirs.iter().any(|d| canonical.starts_with(d))
+        self.dirs
+            .iter()
+            .any(|d| is_within(canonical, d, cfg!(windows)))
     }
 
     /// Resolves a path given by a client: relative paths are taken from the first allowed
@@ -82,14 +90,19 @@ impl AllowedDirs {
         }
     }
 
-    /// Refuses UNC and device paths: two leading slashes or backslashes, in any mix.
+    /// Refuses network and device paths (see [`PathKind`]), and long-path drive spellings
+    /// outside Windows.
     fn refuse_network(&self, path: &Path) -> Result<(), ToolError> {
-        let text = path.as_os_str().as_encoded_bytes();
-        let separator = |b: Option<&u8>| matches!(b, Some(b'/' | b'\\'));
-        if separator(text.first()) && separator(text.get(1)) {
-            return Err(ToolError::path_not_allowed(path, &self.describe()));
+        let allowed = match PathKind::of(path.as_os_str().as_encoded_bytes()) {
+            PathKind::Ordinary => true,
+            PathKind::LongDrive => cfg!(windows),
+            PathKind::Network | PathKind::Device => false,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(ToolError::path_not_allowed(path, &self.describe()))
         }
-        Ok(())
     }
 
     /// Checks an existing file or folder and returns its canonical path.
@@ -188,6 +201,92 @@ impl AllowedDirs {
         } else {
             Err(ToolError::path_not_allowed(path, &self.describe()))
         }
+    }
+}
+
+/// What a path names, by its spelling alone (the same rules on every OS, so they are tested
+/// everywhere). `/` and `\\` are both separators here, as on Windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathKind {
+    /// A local path: relative, rooted, or with a drive letter (`C:\x`, `C:x`).
+    Ordinary,
+    /// A long-path spelling of a local drive: `\\?\C:\…` (Win32 file namespace, no parsing).
+    LongDrive,
+    /// A share on another host: `\\server\share`, `//server/share`, `\\?\UNC\server\share`.
+    Network,
+    /// The Win32 device namespace or anything else behind `\\.\` or `\\?\`: pipes,
+    /// volumes, raw disks (`\\.\pipe\x`, `\\.\C:`, `\\?\Volume{…}`, `\\?\GLOBALROOT`).
+    Device,
+}
+
+impl PathKind {
+    fn of(text: &[u8]) -> PathKind {
+        let sep = |i: usize| matches!(text.get(i), Some(b'/' | b'\\'));
+        if !(sep(0) && sep(1)) {
+            return PathKind::Ordinary;
+        }
+        match (text.get(2), sep(3)) {
+            (Some(b'?'), true) => {
+                let rest = &text[4..];
+                let is_drive = rest.len() >= 2
+                    && rest[0].is_ascii_alphabetic()
+                    && rest[1] == b':'
+                    && (rest.len() == 2 || matches!(rest[2], b'\\' | b'/'));
+                let is_unc = rest.len() >= 4
+                    && rest[..3].eq_ignore_ascii_case(b"UNC")
+                    && matches!(rest[3], b'\\' | b'/');
+                if is_drive {
+                    PathKind::LongDrive
+                } else if is_unc {
+                    PathKind::Network
+                } else {
+                    PathKind::Device
+                }
+            }
+            (Some(b'.'), true) => PathKind::Device,
+            _ => PathKind::Network,
+        }
+    }
+}
+
+/// Whether `path` is `dir` or inside it, both canonical: component by component, the prefix
+/// in one spelling (`\\?\C:\` and `C:\`, `\\?\UNC\s\x` and `\\s\x`), and, with `fold_case`
+/// (Windows), without regard to case.
+fn is_within(path: &Path, dir: &Path, fold_case: bool) -> bool {
+    let mut path = path.components();
+    for want in dir.components() {
+        match path.next() {
+            Some(got) if same_component(got, want, fold_case) => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn same_component(a: Component<'_>, b: Component<'_>, fold_case: bool) -> bool {
+    let same_text = |a: &std::ffi::OsStr, b: &std::ffi::OsStr| {
+        if fold_case {
+            let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+            a == b || a.to_lowercase() == b.to_lowercase()
+        } else {
+            a == b
+        }
+    };
+    match (a, b) {
+        (Component::Prefix(a), Component::Prefix(b)) => {
+            use std::path::Prefix::{Disk, VerbatimDisk, VerbatimUNC, UNC};
+            match (a.kind(), b.kind()) {
+                (Disk(x) | VerbatimDisk(x), Disk(y) | VerbatimDisk(y)) => {
+                    x.eq_ignore_ascii_case(&y)
+                }
+                (UNC(s1, h1) | VerbatimUNC(s1, h1), UNC(s2, h2) | VerbatimUNC(s2, h2)) => {
+                    same_text(s1, s2) && same_text(h1, h2)
+                }
+                _ => same_text(a.as_os_str(), b.as_os_str()),
+            }
+        }
+        (Component::Normal(a), Component::Normal(b)) => same_text(a, b),
+        (a, b) => a == b,
     }
 }
 
@@ -330,6 +429,12 @@ mod tests {
         let root = temp_tree("unc");
         let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
         let inside = root.join("allowed/a.dmp").display().to_string();
+        // Without its drive (`\Temp\…` for `C:\Temp\…`), so one more separator in front
+        // makes a network spelling of the same file.
+        let inside = match inside.find(":\\") {
+            Some(1) => inside[2..].to_string(),
+            _ => inside,
+        };
         for path in [
             r"\\server\share\x.dmp".to_string(),
             "//server/share/x.dmp".to_string(),
@@ -341,13 +446,128 @@ mod tests {
             let path = Path::new(&path);
             assert_eq!(
                 allowed.check_existing(path).unwrap_err().code,
-                "path_not_allowed"
+                "path_not_allowed",
+                "{}",
+                path.display()
             );
             assert_eq!(
                 allowed.check_writable(path).unwrap_err().code,
-                "path_not_allowed"
+                "path_not_allowed",
+                "{}",
+                path.display()
             );
         }
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn path_kinds_by_spelling() {
+        use PathKind::*;
+        for (text, kind) in [
+            (r"C:\dumps\a.dmp", Ordinary),
+            ("C:a.dmp", Ordinary),
+            (r"\dumps\a.dmp", Ordinary),
+            ("/dumps/a.dmp", Ordinary),
+            ("a.dmp", Ordinary),
+            ("", Ordinary),
+            (r"\\?\C:\dumps\a.dmp", LongDrive),
+            (r"\\?\c:", LongDrive),
+            ("//?/C:/dumps", LongDrive),
+            (r"\\?\UNC\server\share\a.dmp", Network),
+            (r"\\?\unc/server/share", Network),
+            (r"\\server\share\a.dmp", Network),
+            ("//server/share/a.dmp", Network),
+            (r"\/server", Network),
+            (r"\\", Network),
+            (r"\\?", Network),
+            (r"\\.\pipe\x", Device),
+            (r"\\.\C:", Device),
+            (r"\\.\PhysicalDrive0", Device),
+            (r"\\?\Volume{0}\a.dmp", Device),
+            (r"\\?\GLOBALROOT\Device\x", Device),
+            (r"\\?\C", Device),
+            (r"\\?\CC:\x", Device),
+        ] {
+            assert_eq!(PathKind::of(text.as_bytes()), kind, "{text}");
+        }
+    }
+
+    #[test]
+    fn long_drive_paths_are_for_windows_only() {
+        let root = temp_tree("long");
+        let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
+        let long = Path::new(r"\\?\C:\dumps\a.dmp");
+        let refused = allowed.refuse_network(long).is_err();
+        assert_eq!(refused, !cfg!(windows));
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[test]
+    fn containment_is_by_component_and_folds_case_when_asked() {
+        let within = |p: &str, d: &str, fold| is_within(Path::new(p), Path::new(d), fold);
+        assert!(within("/srv/dumps/a.dmp", "/srv/dumps", false));
+        assert!(within("/srv/dumps", "/srv/dumps", false));
+        assert!(
+            !within("/srv/dumps2/a.dmp", "/srv/dumps", false),
+            "a prefix of a name"
+        );
+        assert!(!within("/srv", "/srv/dumps", false));
+        assert!(!within("/SRV/Dumps/a.dmp", "/srv/dumps", false));
+        assert!(within("/SRV/Dumps/a.dmp", "/srv/dumps", true));
+        assert!(within("/srv/ÄRGER/a.dmp", "/srv/ärger", true));
+        assert!(!within("/srv/other/a.dmp", "/srv/dumps", true));
+    }
+
+    /// What `list_dumps` does: every file it finds is already canonical, and must pass again.
+    #[test]
+    fn canonical_paths_pass_again() {
+        let root = temp_tree("canon");
+        let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
+        let canonical = root.join("allowed/a.dmp").canonicalize().unwrap();
+        assert_eq!(allowed.check_existing(&canonical).unwrap(), canonical);
+        let folder = allowed.dirs()[0].clone();
+        assert!(allowed.check_existing(&folder).is_ok());
+        assert!(allowed.check_writable(&folder.join("new.txt")).is_ok());
+        let _ = std::fs::remove_dir_all(root);
+    }
+
+    #[cfg(windows)]
+    #[test]
+    fn windows_drive_spellings_and_case_are_one_path() {
+        let within = |p: &str, d: &str| is_within(Path::new(p), Path::new(d), true);
+        assert!(within(r"C:\Dumps\a.dmp", r"\\?\c:\dumps"));
+        assert!(within(r"\\?\C:\DUMPS\x\a.dmp", r"C:\Dumps"));
+        assert!(!within(r"D:\Dumps\a.dmp", r"\\?\C:\Dumps"));
+        assert!(within(r"\\?\UNC\Host\Share\a.dmp", r"\\host\share"));
+        assert!(!within(r"\\host\other\a.dmp", r"\\host\share"));
+
+        let root = temp_tree("wincase");
+        let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
+        // The folder spelled in another case and without the long-path prefix: the same file.
+        let plain = root.join("allowed").canonicalize().unwrap();
+        let plain = plain
+            .to_string_lossy()
+            .trim_start_matches(r"\\?\")
+            .to_uppercase();
+        let upper = PathBuf::from(format!(r"{plain}\A.DMP"));
+        assert!(
+            allowed.check_existing(&upper).is_ok(),
+            "{}",
+            upper.display()
+        );
+        let missing = PathBuf::from(format!(r"{plain}\MISSING.DMP"));
+        assert_eq!(
+            allowed.check_existing(&missing).unwrap_err().code,
+            "file_not_found",
+            "inside, spelled differently"
+        );
+        let dotdot = PathBuf::from(format!(r"{plain}\..\outside\secret.dmp"));
+        assert_eq!(
+            allowed.check_existing(&dotdot).unwrap_err().code,
+            "path_not_allowed"
+        );
+        let long = PathBuf::from(format!(r"\\?\{plain}\a.dmp"));
+        assert!(allowed.check_existing(&long).is_ok(), "{}", long.display());
         let _ = std::fs::remove_dir_all(root);
     }
 

@@ -187,26 +187,62 @@ async fn read_line_bounded<R: AsyncBufReadExt + Unpin>(
     }
 }
 
-/// Resolves on ctrl-c, or on SIGTERM where there is one.
+/// Resolves on ctrl-c; on Unix also on SIGTERM, on Windows also on Ctrl-Break and on the
+/// console being closed (the console's "X" or the user logging off), so the server detaches its
+/// live targets before the process ends.
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+    tokio::select! {
+        () = ctrl_c => {}
+        () = platform_shutdown_signal() => {}
+    }
+}
+
+/// SIGTERM; pending forever when it cannot be watched.
+#[cfg(unix)]
+async fn platform_shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut s) => {
+            s.recv().await;
+        }
+        Err(_) => std::future::pending::<()>().await,
+    }
+}
+
+/// Ctrl-Break or the console closing; pending forever for a signal that cannot be watched
+/// (no console, as under a service).
+#[cfg(windows)]
+async fn platform_shutdown_signal() {
+    use tokio::signal::windows::{ctrl_break, ctrl_close};
+    let brk = async {
+        match ctrl_break() {
             Ok(mut s) => {
                 s.recv().await;
             }
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
+    let close = async {
+        match ctrl_close() {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
     tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+        () = brk => {}
+        () = close => {}
     }
+}
+
+/// No other signal to watch.
+#[cfg(not(any(unix, windows)))]
+async fn platform_shutdown_signal() {
+    std::future::pending::<()>().await
 }
 
 #[cfg(test)]

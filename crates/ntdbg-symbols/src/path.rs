@@ -69,21 +69,30 @@ impl SymbolPathEntry {
 /// `$XDG_CACHE_HOME/ntdbg/symbols` or `~/.cache/ntdbg/symbols` elsewhere (the temporary
 /// folder as a last resort).
 pub fn default_cache_dir() -> PathBuf {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    cache_dir_for(
+        |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        },
+        cfg!(windows),
+        std::env::temp_dir(),
+    )
+}
+
+/// [`default_cache_dir`]'s rule, given the environment (`var`, empty values already dropped),
+/// whether the host is Windows, and the temporary folder.
+fn cache_dir_for(var: impl Fn(&str) -> Option<PathBuf>, windows: bool, temp: PathBuf) -> PathBuf {
     if let Some(dir) = var("NTDBG_SYMBOL_CACHE") {
         return dir;
     }
-    let base = if cfg!(windows) {
+    let base = if windows {
         var("LOCALAPPDATA")
     } else {
         var("XDG_CACHE_HOME").or_else(|| var("HOME").map(|h| h.join(".cache")))
     };
     base.map_or_else(
-        || std::env::temp_dir().join("ntdbg-symbols"),
+        || temp.join("ntdbg-symbols"),
         |b| b.join("ntdbg").join("symbols"),
     )
 }
@@ -278,6 +287,54 @@ impl std::str::FromStr for SymbolPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn default_cache_location_per_os() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| PathBuf::from(v))
+            }
+        };
+        let temp = || PathBuf::from("TMP");
+        let all: &[(&str, &str)] = &[
+            ("LOCALAPPDATA", "LAD"),
+            ("XDG_CACHE_HOME", "XDG"),
+            ("HOME", "H"),
+        ];
+        let sub = |base: &str| Path::new(base).join("ntdbg").join("symbols");
+        assert_eq!(cache_dir_for(env(all), true, temp()), sub("LAD"));
+        assert_eq!(cache_dir_for(env(all), false, temp()), sub("XDG"));
+        let home: &[(&str, &str)] = &[("HOME", "H"), ("LOCALAPPDATA", "LAD")];
+        assert_eq!(
+            cache_dir_for(env(home), false, temp()),
+            Path::new("H").join(".cache").join("ntdbg").join("symbols")
+        );
+        let unix_only: &[(&str, &str)] = &[("HOME", "H"), ("XDG_CACHE_HOME", "XDG")];
+        assert_eq!(
+            cache_dir_for(env(unix_only), true, temp()),
+            Path::new("TMP").join("ntdbg-symbols"),
+            "Windows never falls back to HOME"
+        );
+        let chosen: &[(&str, &str)] = &[("NTDBG_SYMBOL_CACHE", "C"), ("LOCALAPPDATA", "LAD")];
+        assert_eq!(cache_dir_for(env(chosen), true, temp()), Path::new("C"));
+    }
+
+    /// On Windows the real environment has LOCALAPPDATA (Wine sets it too).
+    #[cfg(windows)]
+    #[test]
+    fn default_cache_is_under_localappdata_on_windows() {
+        if std::env::var_os("NTDBG_SYMBOL_CACHE").is_some() {
+            return;
+        }
+        let local = std::env::var_os("LOCALAPPDATA").expect("LOCALAPPDATA is set on Windows");
+        assert_eq!(
+            default_cache_dir(),
+            PathBuf::from(local).join("ntdbg").join("symbols")
+        );
+    }
 
     #[test]
     fn all_element_kinds() {

@@ -2,8 +2,8 @@
 //! contract (arch, threads with x64 contexts, memory with holes) on a stopped live target.
 //! Skips loudly when `gdbserver`, `cc` or `nm` is not on PATH.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -20,12 +20,6 @@ int main(void) {
     return 0;
 }
 "#;
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .and_then(|p| p.to_str().map(str::to_string))
-        .is_some_and(|p| p.split(':').any(|d| Path::new(d).join(tool).is_file()))
-}
 
 struct Server {
     child: Child,
@@ -47,10 +41,10 @@ impl Drop for Server {
 /// Builds the program, starts gdbserver on it; `None` (after a loud SKIP) without the tools.
 fn start() -> Option<(Server, u64)> {
     for tool in ["gdbserver", "cc", "nm"] {
-        if !on_path(tool) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIP GdbTarget tests: `{tool}` is not on PATH (apt-get install -y gdbserver) ***\n"
+        if let Some(why) = ntdbg_testutil::gdbserver::host_tool_missing(tool) {
+            ntdbg_testutil::gdbserver::skip(
+                "GdbTarget tests",
+                &format!("{why} (apt-get install -y gdbserver)"),
             );
             return None;
         }
