@@ -77,6 +77,9 @@ shift
 export RUSTC_BOOTSTRAP=1 RUSTC="$rustc" CARGO_TARGET_DIR="$target_dir"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER="$linker"
 export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER="$repo/tools/windows/wine-run.sh"
+# No debug info unless asked for: a debug ntdbg.exe with it is over 400 MB, and linking it and
+# every test binary is most of the Windows tier's time (panics still name file and line).
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-0}"
 cd "$repo"
 if [ "$subcommand" = clippy ]; then
     # rustc-web's own clippy: cargo would find rustup's cargo-clippy (another Rust) first.
