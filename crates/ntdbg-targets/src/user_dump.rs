@@ -114,11 +114,14 @@ impl UserDump {
                     base: t.raw.stack.start_of_memory_range,
                     size: u64::from(region.data_size),
                 });
+                // RVA 0 is the file's header, never stack bytes: full-memory dumps (Wine's
+                // `MiniDumpWriteDump` with full memory) leave it 0 and keep the stack in the
+                // Memory64List read above.
                 let rva = region.rva as usize;
-                if let (Some(r), Some(bytes)) = (
-                    stack_region,
-                    map.get(rva..rva.saturating_add(region.data_size as usize)),
-                ) {
+                let bytes = (rva != 0)
+                    .then(|| map.get(rva..rva.saturating_add(region.data_size as usize)))
+                    .flatten();
+                if let (Some(r), Some(bytes)) = (stack_region, bytes) {
                     push_range(&mut ranges, &map, r.base, bytes);
                 }
                 threads.push(ThreadInfo {
