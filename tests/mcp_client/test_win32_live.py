@@ -49,13 +49,13 @@ def win_path(path: Path) -> str:
 def wine_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     exe = os.environ.get("NTDBG_WIN_BIN")
     if not exe:
-        _skip("NTDBG_WIN_BIN is not set (the Windows build of ntdbg.exe; see tests/win32/README.md)")
+        _skip("NTDBG_WIN_BIN is not set (the Windows build of ntdbg.exe: tools/windows/build.sh, then tests/win32/live.sh)")
     if not Path(exe).is_file():
         _skip(f"NTDBG_WIN_BIN={exe} does not exist")
     if shutil.which("wine") is None or shutil.which("wineserver") is None:
         _skip("wine is not on PATH (apt-get install -y wine wine64)")
     if not (Path(exe).parent / "bcryptprimitives.dll").is_file():
-        _skip(f"no bcryptprimitives.dll next to {exe} (Wine 8 lacks it; tests/win32/shim.sh builds it)")
+        _skip(f"no bcryptprimitives.dll next to {exe} (Wine 8 lacks it; tools/windows/build.sh builds it)")
     if not (SAMPLE_DIR / "live.exe").is_file():
         _skip("testdata/win32live/live.exe is missing (bash tools/crashgen/samples.sh live)")
     prefix = os.environ.get("WINEPREFIX") or str(tmp_path_factory.mktemp("wineprefix") / "prefix")
