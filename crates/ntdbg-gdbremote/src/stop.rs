@@ -309,18 +309,31 @@ pub enum WindowsEventKind {
 }
 
 impl WindowsEventKind {
+    /// Every kind with its key in the pair, shared by the parser and by ntdbg's Win32 stub.
+    const KEYS: [(WindowsEventKind, &'static str); 7] = [
+        (WindowsEventKind::Exception, "exception"),
+        (WindowsEventKind::InitialBreakpoint, "initial-breakpoint"),
+        (WindowsEventKind::Load, "load"),
+        (WindowsEventKind::Unload, "unload"),
+        (WindowsEventKind::CreateThread, "create-thread"),
+        (WindowsEventKind::ExitThread, "exit-thread"),
+        (WindowsEventKind::Output, "output"),
+    ];
+
     /// The kind by its key in the pair; `None` for one this client does not know.
     pub fn parse(key: &[u8]) -> Option<WindowsEventKind> {
-        Some(match key {
-            b"exception" => WindowsEventKind::Exception,
-            b"initial-breakpoint" => WindowsEventKind::InitialBreakpoint,
-            b"load" => WindowsEventKind::Load,
-            b"unload" => WindowsEventKind::Unload,
-            b"create-thread" => WindowsEventKind::CreateThread,
-            b"exit-thread" => WindowsEventKind::ExitThread,
-            b"output" => WindowsEventKind::Output,
-            _ => return None,
-        })
+        Self::KEYS
+            .iter()
+            .find(|(_, name)| name.as_bytes() == key)
+            .map(|&(kind, _)| kind)
+    }
+
+    /// The key of the kind in the `ntdbg-event:` pair.
+    pub fn name(self) -> &'static str {
+        Self::KEYS
+            .iter()
+            .find(|(kind, _)| *kind == self)
+            .map_or("exception", |&(_, name)| name)
     }
 }
 

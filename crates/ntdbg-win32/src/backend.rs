@@ -90,40 +90,8 @@ pub(crate) fn target_xml() -> String {
     xml
 }
 
-/// The kind of a Windows debug event (the `ntdbg-event:` pair).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventKind {
-    /// An exception (breakpoints and single steps included).
-    Exception,
-    /// The first stop: the loader's breakpoint of a started process, or the break-in of an
-    /// attach.
-    InitialBreakpoint,
-    /// A module was loaded.
-    Load,
-    /// A module was unloaded.
-    Unload,
-    /// A thread started.
-    CreateThread,
-    /// A thread ended.
-    ExitThread,
-    /// `OutputDebugString`.
-    Output,
-}
-
-impl EventKind {
-    /// The value of the `ntdbg-event:` pair.
-    pub fn name(self) -> &'static str {
-        match self {
-            EventKind::Exception => "exception",
-            EventKind::InitialBreakpoint => "initial-breakpoint",
-            EventKind::Load => "load",
-            EventKind::Unload => "unload",
-            EventKind::CreateThread => "create-thread",
-            EventKind::ExitThread => "exit-thread",
-            EventKind::Output => "output",
-        }
-    }
-}
+/// The kind of a Windows debug event (the `ntdbg-event:` pair), as the client parses it.
+pub(crate) use ntdbg_gdbremote::WindowsEventKind as EventKind;
 
 /// What a breakpoint or watchpoint hit was, for the standard `T` pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

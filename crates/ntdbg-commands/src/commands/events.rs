@@ -63,16 +63,20 @@ fn event_required(session: &Session) -> Result<&ntdbg_targets::ExceptionEvent, C
 }
 
 fn event_typed(session: &Session) -> Option<TypedResult> {
-    let e = session.target().event()?;
+    Some(exception_typed(session, session.target().event()?))
+}
+
+/// An exception record as the typed event.
+fn exception_typed(session: &Session, e: &ntdbg_targets::ExceptionEvent) -> TypedResult {
     let d = decode(e, session.arch().pointer_size());
-    Some(TypedResult::Event {
+    TypedResult::Event {
         code: format!("{:#010x}", e.code),
         name: d.name,
         address: format!("{:#x}", e.address),
         thread_id: format!("{:#x}", e.thread_id),
         parameters: e.parameters.iter().map(|p| format!("{p:#x}")).collect(),
         description: d.description,
-    })
+    }
 }
 
 fn lastevent(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -148,16 +152,7 @@ fn live_exception(h: &ntdbg_engine::live::Halt) -> Option<ntdbg_targets::Excepti
 
 /// The typed event of a live stop that is an exception, decoded like a dump's.
 fn live_event_typed(session: &Session, h: &ntdbg_engine::live::Halt) -> Option<TypedResult> {
-    let e = live_exception(h)?;
-    let d = decode(&e, session.arch().pointer_size());
-    Some(TypedResult::Event {
-        code: format!("{:#010x}", e.code),
-        name: d.name,
-        address: format!("{:#x}", e.address),
-        thread_id: format!("{:#x}", e.thread_id),
-        parameters: e.parameters.iter().map(|p| format!("{p:#x}")).collect(),
-        description: d.description,
-    })
+    Some(exception_typed(session, &live_exception(h)?))
 }
 
 fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
