@@ -284,7 +284,7 @@ fn address_uses_the_memory_info_list_of_a_real_dump() {
         ("rsp", "!address @rsp"),
         ("dh_ntdll", "!dh -f ntdll"),
         ("lmi_ntdll", "!lmi ntdll"),
-        ("search_su", "s -[l10]su @rsp L2000"),
+        ("search_sa", "s -[l8]sa @rsp L5000"),
     ] {
         let out = text(&mut session, command);
         insta::assert_snapshot!(format!("firefox_x64__{name}"), out, command);
