@@ -102,7 +102,7 @@ fn lastevent(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutp
     })
 }
 
-/// `.lastevent` on a live target: the last stop's event, its `pid.tid`, and the time now.
+/// `.lastevent` on a live target: the last stop's event, its `pid.tid`, and when it stopped.
 fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, CommandError> {
     let RunState::Halted(h) = state else {
         return Err(CommandError::new(
@@ -121,14 +121,14 @@ fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, 
                     None => format!("{tid:x}: "),
                 })
         });
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let stopped_ms =
+        h.at.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let text = format!(
         "Last event: {}{}\n  debugger time: {}\n",
         ids.unwrap_or_default(),
         h.event_text,
-        crate::render::windbg_time(u32::try_from(now).unwrap_or(u32::MAX))
+        crate::render::windbg_time_ms(stopped_ms)
     );
     let typed = live_event_typed(session, h);
     Ok(CommandOutput { text, typed })

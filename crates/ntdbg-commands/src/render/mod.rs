@@ -26,19 +26,30 @@ pub fn c_hex(value: u64) -> String {
     }
 }
 
-/// Time in WinDbg's form: `Mon Nov 30 02:02:06.000 2026 (UTC + 0:00)`.
+/// Time in WinDbg's form: `Mon Nov 30 02:02:06.000 2026 (UTC + 0:00)` (dump headers keep
+/// whole seconds, so the milliseconds are `.000`).
 pub fn windbg_time(unix_seconds: u32) -> String {
-    let Ok(t) = time::OffsetDateTime::from_unix_timestamp(i64::from(unix_seconds)) else {
-        return format!("{unix_seconds} (seconds since 1970)");
+    windbg_time_ms(u64::from(unix_seconds) * 1000)
+}
+
+/// Time in WinDbg's form with real milliseconds, from milliseconds since 1970 (UTC).
+pub fn windbg_time_ms(unix_millis: u64) -> String {
+    let seconds = unix_millis / 1000;
+    let Ok(t) = i64::try_from(seconds)
+        .map_err(|_| ())
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).map_err(|_| ()))
+    else {
+        return format!("{seconds} (seconds since 1970)");
     };
     let weekday = &format!("{}", t.weekday())[..3];
     let month = &format!("{}", t.month())[..3];
     format!(
-        "{weekday} {month} {:>2} {:02}:{:02}:{:02}.000 {} (UTC + 0:00)",
+        "{weekday} {month} {:>2} {:02}:{:02}:{:02}.{:03} {} (UTC + 0:00)",
         t.day(),
         t.hour(),
         t.minute(),
         t.second(),
+        unix_millis % 1000,
         t.year()
     )
 }
@@ -62,6 +73,10 @@ mod tests {
     #[test]
     fn times() {
         assert_eq!(windbg_time(0), "Thu Jan  1 00:00:00.000 1970 (UTC + 0:00)");
+        assert_eq!(
+            windbg_time_ms(1_764_640_926_042),
+            "Tue Dec  2 02:02:06.042 2025 (UTC + 0:00)"
+        );
         assert_eq!(windbg_duration(90_061), "1 days 1:01:01.000");
     }
 }

@@ -95,6 +95,8 @@ pub struct Halt {
     pub event: Option<Box<WindowsEvent>>,
     /// `(pid, tid)` of the stop, when the stub named both.
     pub ids: Option<(u64, u64)>,
+    /// When the debugger saw the stop (`.lastevent`'s debugger time).
+    pub at: std::time::SystemTime,
 }
 
 /// What happened to a live target.
@@ -852,6 +854,7 @@ impl LiveControl {
             event_text: stop_text::event_text(cause, details),
             event: windows.clone().map(Box::new),
             ids,
+            at: std::time::SystemTime::now(),
         })
     }
 
