@@ -18,7 +18,9 @@ pub const REPORT_VERSION: u32 = 2;
 /// The whole report. Field names are part of ntdbg's contract.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
-    /// 2: 64-bit values are `0x` strings.
+    /// [`REPORT_VERSION`]. Serialized, but left out of the MCP output schema (its size budget
+    /// is spent).
+    #[schemars(skip)]
     pub version: u32,
     /// What was analysed.
     pub dump: DumpFacts,

@@ -39,7 +39,6 @@ const NUMBERS: &[(&str, &str)] = &[
     ("WaitFacts.frame", INDEX),
     ("SignatureFrame.frame", INDEX),
     ("TypedResult.unit", "a memory unit size: 1 to 8 bytes"),
-    ("analyze_crash.version", "the report's schema version"),
     ("TypedResult.total_threads", COUNT),
     ("TypedResult.duplicate_threads", COUNT),
     ("HandleRow.object_info_records", COUNT),
