@@ -313,7 +313,10 @@ fn assert_exact(results: &[(String, Value)]) {
     for (command, value) in results {
         wide_numbers(value, command, &mut wide);
     }
-    assert!(wide.is_empty(), "numbers ≥ 2^32 in results: {wide:#?}");
+    assert!(
+        wide.is_empty(),
+        "numbers beyond 32 bits in results: {wide:#?}"
+    );
 }
 
 #[test]
