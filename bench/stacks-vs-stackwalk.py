@@ -83,7 +83,7 @@ def run_ntdbg(ntdbg, path, symbols, commands):
 def frames_of(stack):
     return [
         {
-            "address": f["instruction"],
+            "address": int(f["instruction"], 16),
             "found_by": f["found_by"],
             "trust": f.get("trust", ""),
             "where": (f.get("module") or "?") + ("!" + f["function"].split("(")[0] if f.get("function") else ""),

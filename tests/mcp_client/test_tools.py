@@ -54,6 +54,8 @@ async def test_json_format_returns_typed_results(target: Target) -> None:
         sid = await open_dump(client, SAMPLE)
         run = ok(await call(client, "run_command", session_id=sid, command=".ecxr; kn", format="json"))
         assert run["results"][1]["result"]["kind"] == "stack"
+        # 64-bit values are hex strings: JSON numbers above 2^53 would be rounded by some clients.
+        assert run["results"][1]["result"]["frames"][0]["instruction"] == "0x140001517"
 
 
 async def test_dv_typed_result(target: Target) -> None:

@@ -145,6 +145,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     next_commands.push("~*k".into());
 
     Report {
+        version: crate::report::REPORT_VERSION,
         dump,
         event,
         faulting_module,

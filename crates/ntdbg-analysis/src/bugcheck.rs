@@ -967,6 +967,7 @@ pub(crate) fn bugcheck_report(
         next_commands.push(format!("u {a:#x}"));
     }
     Report {
+        version: crate::report::REPORT_VERSION,
         dump,
         event,
         faulting_module,

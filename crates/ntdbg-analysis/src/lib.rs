@@ -30,4 +30,5 @@ pub mod triage;
 pub use analyze::{analyze, analyze_with};
 pub use report::{
     DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry, REPORT_FRAMES,
+    REPORT_VERSION,
 };

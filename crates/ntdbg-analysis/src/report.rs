@@ -11,9 +11,17 @@ use serde::Serialize;
 /// How many frames of the faulting stack the report carries.
 pub const REPORT_FRAMES: usize = 32;
 
+/// The report's [`Report::version`]: 2 since addresses and 64-bit values of every typed result
+/// are `0x` hex strings (1: some were JSON numbers).
+pub const REPORT_VERSION: u32 = 2;
+
 /// The whole report. Field names are part of ntdbg's contract.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Report {
+    /// [`REPORT_VERSION`]. Serialized, but left out of the MCP output schema (its size budget
+    /// is spent).
+    #[schemars(skip)]
+    pub version: u32,
     /// What was analysed.
     pub dump: DumpFacts,
     /// The last event.

@@ -65,6 +65,7 @@ fn analyze_json_has_the_design_keys() {
     ] {
         assert!(v.get(key).is_some(), "missing key {key}");
     }
+    assert_eq!(v["version"], 2, "64-bit values are hex strings");
     assert_eq!(v["event"]["code"], "0xc0000005");
     assert_eq!(v["event"]["type"], "exception");
     assert_eq!(v["dump"]["arch"], "x64");
@@ -114,6 +115,8 @@ fn run_json_gives_typed_results() {
     assert_eq!(v[1]["status"], "succeeded");
     assert_eq!(v[1]["result"]["kind"], "stack");
     assert_eq!(v[1]["result"]["frames"][0]["found_by"], "context");
+    // Addresses are `0x` hex strings, as in the text.
+    assert_eq!(v[1]["result"]["frames"][0]["instruction"], "0x140001517");
 }
 
 #[test]

@@ -32,7 +32,7 @@ impl CommandOutput {
 }
 
 /// Typed results of the commands that have one.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TypedResult {
     /// `k` family: the walked stack.
@@ -207,7 +207,7 @@ pub enum TypedResult {
 }
 
 /// One region of `!address` (addresses and sizes as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RegionRow {
     /// First address.
     pub base: String,
@@ -236,7 +236,7 @@ pub struct RegionRow {
 }
 
 /// `!dh` / `!lmi`: a module's PE headers (values as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PeHeadersResult {
     /// The module's WinDbg name.
     pub module: String,
@@ -272,7 +272,7 @@ pub struct PeHeadersResult {
 }
 
 /// One section of [`PeHeadersResult`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PeSectionRow {
     /// Section name.
     pub name: String,
@@ -287,7 +287,7 @@ pub struct PeSectionRow {
 }
 
 /// One hit of `s`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SearchHit {
     /// Where the match starts (`0x` hex).
     pub address: String,
@@ -301,7 +301,7 @@ pub struct SearchHit {
 }
 
 /// A named value (`0x` hex string).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NamedValue {
     /// Name.
     pub name: String,
@@ -310,7 +310,7 @@ pub struct NamedValue {
 }
 
 /// A member (or array element) of a typed value.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemberValue {
     /// The member's name, or `[N]` for an element.
     pub name: String,
@@ -328,7 +328,7 @@ pub struct MemberValue {
 }
 
 /// One row of `lm`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ModuleRow {
     /// WinDbg module name.
     pub name: String,
@@ -349,7 +349,7 @@ pub struct ModuleRow {
 }
 
 /// One module of `lm`'s `Unloaded modules:` section.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UnloadedModuleRow {
     /// File name as the process recorded it.
     pub name: String,
@@ -364,7 +364,7 @@ pub struct UnloadedModuleRow {
 }
 
 /// One row of `~`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ThreadRow {
     /// `~` number.
     pub index: usize,
@@ -381,7 +381,7 @@ pub struct ThreadRow {
 }
 
 /// One process of `!process` (addresses and ids as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelProcessRow {
     /// The `_EPROCESS` address.
     pub address: String,
@@ -400,7 +400,7 @@ pub struct KernelProcessRow {
 }
 
 /// One thread of `!thread` / `!process ADDR 7`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct KernelThreadRow {
     /// The `_ETHREAD` address.
     pub address: String,

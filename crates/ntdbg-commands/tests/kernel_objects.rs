@@ -272,9 +272,15 @@ fn process_with_threads_and_stacks() {
     let t = &p["threads"];
     assert_eq!(t[0]["state"], "Waiting");
     assert_eq!(t[0]["wait_reason"], "Executive");
-    assert_eq!(t[0]["stack"]["frames"][0]["instruction"], KVA + 0x2010);
+    assert_eq!(
+        t[0]["stack"]["frames"][0]["instruction"],
+        format!("{:#x}", KVA + 0x2010).as_str()
+    );
     assert_eq!(t[1]["state"], "Running");
-    assert_eq!(t[1]["stack"]["frames"][0]["instruction"], KVA + 0x2000);
+    assert_eq!(
+        t[1]["stack"]["frames"][0]["instruction"],
+        format!("{:#x}", KVA + 0x2000).as_str()
+    );
     assert!(t[2]["stack"].is_null());
     assert!(t[2]["stack_unavailable"]
         .as_str()

@@ -25,6 +25,7 @@ pub mod expr;
 mod expr_env;
 mod extensions;
 pub mod frame_vars;
+pub mod hex_json;
 pub mod live;
 pub mod memory;
 pub mod module_info;

@@ -5,17 +5,23 @@ use ntdbg_symbols::strip_parameters;
 use serde::Serialize;
 
 /// What is known about one address.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Symbolized {
     /// The address.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
     pub address: u64,
     /// The WinDbg module name (file name without extension), when in a module.
     pub module: Option<String>,
     /// The module's base address.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub module_base: Option<u64>,
     /// The function or public symbol containing the address.
     pub function: Option<String>,
     /// Offset of the address from the function start.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub function_offset: Option<u64>,
     /// Source file, when the symbols have line information.
     pub source_file: Option<String>,

@@ -55,7 +55,7 @@ impl Layout {
 }
 
 /// How `LockCount` encodes the lock state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LockEncoding {
     /// Windows XP and Wine: -1 free, else outstanding `Enter` calls minus one.
@@ -66,7 +66,7 @@ pub enum LockEncoding {
 }
 
 /// The debug record's counters, when its memory is in the dump and points back at the section.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DebugCounts {
     /// How many times the section was entered after contention (`EntryCount`).
     pub entry_count: u32,

@@ -12,7 +12,7 @@ use serde::Serialize;
 use wait_chain::{ThreadWait, WaitKind};
 
 /// One thread's wait in the analysis report (addresses and ids as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct WaitFacts {
     /// The thread's index (`~N`).
     pub thread: usize,

@@ -79,7 +79,7 @@ impl SignatureConfig {
 }
 
 /// What a frame did for the signature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SignatureRole {
     /// Named in the signature as an application frame.
@@ -105,7 +105,7 @@ impl SignatureRole {
 }
 
 /// One frame the signature looked at, with what it did and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SignatureFrame {
     /// Frame number.
     pub frame: usize,

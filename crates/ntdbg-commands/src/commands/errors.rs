@@ -40,7 +40,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One thread's last error and status, as `!gle` reads them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LastErrorRow {
     /// `~` number.
     pub thread: usize,
@@ -53,7 +53,7 @@ pub struct LastErrorRow {
 }
 
 /// An error code and what it means.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ErrorCodeRow {
     /// `win32` or `ntstatus`.
     pub kind: &'static str,
@@ -88,7 +88,7 @@ impl ErrorCodeRow {
 }
 
 /// `.formats`: one value in each notation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FormatsRow {
     /// `0x` hex.
     pub hex: String,

@@ -47,7 +47,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One filter of the typed result (codes as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct EventFilterRow {
     /// The abbreviation (`av`), the code in hex for a filter set by code, or `*`.
     pub abbrev: String,

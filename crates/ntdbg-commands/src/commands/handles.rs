@@ -23,7 +23,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
 )];
 
 /// One handle of `!handle` (values as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HandleRow {
     /// The handle value.
     pub handle: String,
@@ -45,7 +45,7 @@ pub struct HandleRow {
 }
 
 /// How many handles have one type.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TypeCount {
     /// Type name (`None` for handles without one, as WinDbg writes).
     #[serde(rename = "type")]

@@ -55,7 +55,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One critical section of `!cs` and `!locks` (addresses as `0x` hex strings).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CriticalSectionRow {
     /// Its address.
     pub address: String,

@@ -37,7 +37,7 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 /// One thread's times (`0x` hex for raw values; durations in milliseconds).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ThreadTimesRow {
     /// `~` number.
     pub index: usize,
@@ -58,7 +58,7 @@ pub struct ThreadTimesRow {
 }
 
 /// One distinct stack of `!uniqstack` and the threads that have it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UniqueStack {
     /// `~` numbers of the threads with this stack, first one first.
     pub threads: Vec<usize>,

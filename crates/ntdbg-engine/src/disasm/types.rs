@@ -159,9 +159,11 @@ impl From<Bitness> for Isa {
 }
 
 /// One disassembled instruction, as one line of WinDbg `u`/`ub`/`uf` output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Instruction {
     /// Address of the first byte.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
     pub address: u64,
     /// The instruction bytes as lower-case hex (`c7042a000000`); empty when unreadable.
     pub bytes: String,
@@ -177,6 +179,8 @@ pub struct Instruction {
     /// `crashy!main+0x10` or `crashy!main+0x10 [c:\src\crashy.c @ 119]`.
     pub label: Option<String>,
     /// Target of a direct jump, conditional jump, call or loop.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub branch_target: Option<u64>,
     /// False when the memory at `address` could not be read (`??` line).
     pub readable: bool,
@@ -184,7 +188,7 @@ pub struct Instruction {
 
 /// The memory operand of an instruction, for effective-address computation by crash analysis:
 /// `segment base + base + index * scale + displacement`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryOperand {
     /// Base register (lower-case, e.g. `rdx`); `None` for absolute and RIP-relative operands.
     pub base: Option<String>,

@@ -28,7 +28,7 @@ use serde::Serialize;
 pub const MAX_FRAMES: usize = 1024;
 
 /// How a frame was found, from most to least trustworthy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FoundBy {
     /// The register context itself (frame 0).
@@ -58,7 +58,7 @@ impl FoundBy {
 }
 
 /// How far a frame's address was validated, next to how it was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Trust {
     /// Frame 0: the register context.
@@ -86,26 +86,38 @@ impl Trust {
 }
 
 /// One frame of a call stack. Inlined calls appear as their own frames, as in WinDbg.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Frame {
     /// Frame number, as `kn` prints it (inline frames count).
     pub index: usize,
     /// The instruction address: the exact IP for frame 0, the return address for callers
     /// (symbols were looked up at the call instruction, one byte before it).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
     pub instruction: u64,
     /// The stack pointer in this frame (WinDbg's Child-SP).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
     pub stack_pointer: u64,
     /// The frame pointer register (ebp/rbp/fp) in this frame, when known.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub frame_pointer: Option<u64>,
     /// Where this frame returns to (the next frame's instruction), when known.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub return_address: Option<u64>,
     /// The module name (WinDbg style: file name without extension).
     pub module: Option<String>,
     /// The module's base address.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub module_base: Option<u64>,
     /// The function (with its parameter list when the symbols give one).
     pub function: Option<String>,
     /// Offset from the function start.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
     pub function_offset: Option<u64>,
     /// Source file.
     pub source_file: Option<String>,
@@ -118,6 +130,8 @@ pub struct Frame {
     /// Whether this is an inlined call (no stack frame of its own).
     pub inline: bool,
     /// The first stack words above the return address ("Args to Child" in `kb`).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Vec<crate::hex_json::Hex>")]
     pub args: Vec<u64>,
     /// The registers the walker recovered for this frame (for an inlined call: those of its
     /// physical frame); `context.valid` says which are known.
@@ -176,7 +190,7 @@ impl Frame {
 }
 
 /// A walked call stack.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Stack {
     /// The thread the stack belongs to.
     pub thread_id: u32,

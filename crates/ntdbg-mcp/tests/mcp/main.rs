@@ -5,6 +5,7 @@
 
 mod common;
 mod errors;
+mod exact_json;
 mod http;
 mod layering;
 mod live;
