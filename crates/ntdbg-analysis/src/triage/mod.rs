@@ -110,17 +110,19 @@ pub fn triage_paths(
     progress: Progress<'_>,
 ) -> TriageResult {
     let total = files.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
+    // Counted and reported under one lock, so reports from the workers arrive in order.
+    let done = std::sync::Mutex::new(0usize);
     let work = || -> Vec<Result<Analysed, FailedDump>> {
         files
             .par_iter()
             .map(|path| {
                 let r = analyse_one(path, options);
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(n, total);
+                let mut n = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                *n += 1;
+                progress(*n, total);
                 options
                     .interrupt
-                    .report(n as u64, Some(total as u64), "analysing dumps");
+                    .report(*n as u64, Some(total as u64), "analysing dumps");
                 r
             })
             .collect()
