@@ -329,11 +329,7 @@ fn on_each_thread(
     let mut text = String::new();
     let mut typed = Vec::new();
     for (done, &index) in threads.iter().enumerate() {
-        let interrupt = session.interrupt();
-        if interrupt.check().is_err() {
-            return Err(threads_cancelled(done, threads.len()));
-        }
-        interrupt.report(done as u64, Some(threads.len() as u64), "running on each thread");
+        commands::thread_step(session, done, threads.len())?;
         if headers {
             text.push_str(&crate::render::threads::header_line(session, index));
             text.push('\n');
@@ -377,14 +373,6 @@ fn on_each_thread(
         }),
     };
     Ok(CommandOutput { text, typed })
-}
-
-/// The error of a `~*` walk cancelled after `done` of `total` threads.
-fn threads_cancelled(done: usize, total: usize) -> CommandError {
-    CommandError::new(
-        ErrorCode::Cancelled,
-        format!("Cancelled after {done} of {total} threads"),
-    )
 }
 
 /// The thread indexes a `~` selector names.
@@ -456,7 +444,7 @@ mod tests {
         let interrupt = ntdbg_engine::Interrupt::new();
         s.set_interrupt(interrupt.clone());
         interrupt.cancel();
-        for line in ["~*k", "s -a 0 L?7fffffffffff \"never there\""] {
+        for line in ["~*k", "!uniqstack", "s -a 0 L?7fffffffffff \"never there\""] {
             let err = run_command(&mut s, line).expect_err(line);
             assert_eq!(err.code, ErrorCode::Cancelled, "{line}: {err}");
         }
@@ -472,7 +460,7 @@ mod tests {
         s.set_interrupt(ntdbg_engine::Interrupt::with_progress(move |p| {
             sink.lock().unwrap().push((p.done, p.total));
         }));
-        for line in ["~*k", "s -a 0 L?7fffffffffff \"never there\""] {
+        for line in ["~*k", "!uniqstack", "s -a 0 L?7fffffffffff \"never there\""] {
             seen.lock().unwrap().clear();
             run_command(&mut s, line).expect(line);
             let seen = seen.lock().unwrap();
