@@ -100,9 +100,12 @@ impl Session {
         &self.interrupt
     }
 
-    /// Gives the next commands `interrupt` (a front end keeps a clone to cancel them);
-    /// returns the one it replaces.
+    /// Gives the next commands `interrupt` (a front end keeps a clone to cancel them), symbol
+    /// downloads included; returns the one it replaces.
     pub fn set_interrupt(&mut self, interrupt: crate::Interrupt) -> crate::Interrupt {
+        let check = interrupt.clone();
+        self.symbols
+            .set_cancel_check(Some(Arc::new(move || check.is_cancelled())));
         std::mem::replace(&mut self.interrupt, interrupt)
     }
 
