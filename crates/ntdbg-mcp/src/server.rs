@@ -183,8 +183,10 @@ impl NtdbgServer {
     async fn analyze_crash(
         &self,
         Parameters(p): Parameters<SessionParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Rendered<Report>, ToolError> {
-        tools::sessions::analyze_crash(&self.state, p).await
+        let call = CallInterrupt::of(&context);
+        tools::sessions::analyze_crash_with(&self.state, p, call.interrupt().clone()).await
     }
 
     #[tool(
