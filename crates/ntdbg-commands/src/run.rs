@@ -466,7 +466,9 @@ mod tests {
             let seen = seen.lock().unwrap();
             assert!(!seen.is_empty(), "{line}: no progress");
             assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{line}: {seen:?}");
-            assert!(seen.iter().all(|(done, total)| total.is_some_and(|t| *done < t)));
+            assert!(seen
+                .iter()
+                .all(|(done, total)| total.is_some_and(|t| *done < t)));
         }
     }
 }

@@ -143,9 +143,17 @@ mod tests {
         let t0 = Instant::now();
         let at = |n: u32| t0 + MIN_INTERVAL * n;
         assert_eq!(throttle.admit(0, Some(10), t0), Some((0, Some(10))));
-        assert_eq!(throttle.admit(5, Some(10), t0 + MIN_INTERVAL / 2), None, "too soon");
+        assert_eq!(
+            throttle.admit(5, Some(10), t0 + MIN_INTERVAL / 2),
+            None,
+            "too soon"
+        );
         assert_eq!(throttle.admit(6, Some(10), at(1)), Some((6, Some(10))));
-        assert_eq!(throttle.admit(6, Some(10), at(3)), None, "progress must grow");
+        assert_eq!(
+            throttle.admit(6, Some(10), at(3)),
+            None,
+            "progress must grow"
+        );
         assert_eq!(throttle.admit(8, Some(10), at(3)), Some((8, Some(10))));
     }
 
@@ -155,7 +163,11 @@ mod tests {
         let t0 = Instant::now();
         let at = |n: u32| t0 + MIN_INTERVAL * n;
         assert_eq!(throttle.admit(7, Some(9), t0), Some((7, Some(9))));
-        assert_eq!(throttle.admit(0, Some(4), at(1)), None, "7 + 0 is not past 7");
+        assert_eq!(
+            throttle.admit(0, Some(4), at(1)),
+            None,
+            "7 + 0 is not past 7"
+        );
         assert_eq!(throttle.admit(2, Some(4), at(2)), Some((9, None)));
     }
 }

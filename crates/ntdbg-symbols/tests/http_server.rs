@@ -319,18 +319,27 @@ fn a_cancelled_download_leaves_no_file_and_is_retried_later() {
     let cut = store.module(&crashy_x64_wine_module(), &no_memory);
     assert_ne!(cut.status(), SymbolStatus::Pdb);
     assert!(
-        cut.tried().iter().any(|t| t.contains("transfer failed: cancelled")),
+        cut.tried()
+            .iter()
+            .any(|t| t.contains("transfer failed: cancelled")),
         "{:#?}",
         cut.tried()
     );
-    assert_eq!(files_under(&cache.0), Vec::<PathBuf>::new(), "no partial file");
+    assert_eq!(
+        files_under(&cache.0),
+        Vec::<PathBuf>::new(),
+        "no partial file"
+    );
 
     // Cancelled between files: nothing is requested.
     store.set_cancel_check(Some(std::sync::Arc::new(|| true)));
     let requests = server.requests().len();
     let skipped = store.module(&crashy_x64_wine_module(), &no_memory);
     assert!(
-        skipped.tried().iter().any(|t| t.ends_with("not requested: cancelled")),
+        skipped
+            .tried()
+            .iter()
+            .any(|t| t.ends_with("not requested: cancelled")),
         "{:#?}",
         skipped.tried()
     );

@@ -117,7 +117,9 @@ pub fn triage_paths(
             .par_iter()
             .map(|path| {
                 let r = analyse_one(path, options);
-                let mut n = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut n = done
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 *n += 1;
                 progress(*n, total);
                 options

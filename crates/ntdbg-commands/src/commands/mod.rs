@@ -44,7 +44,11 @@ pub(crate) fn eval(session: &Session, text: &str) -> Result<u64, CommandError> {
 
 /// One step of a walk over `total` threads, `done` of them done: the cancellation check
 /// (`Cancelled after N of M threads`) and the progress report.
-pub(crate) fn thread_step(session: &Session, done: usize, total: usize) -> Result<(), CommandError> {
+pub(crate) fn thread_step(
+    session: &Session,
+    done: usize,
+    total: usize,
+) -> Result<(), CommandError> {
     let interrupt = session.interrupt();
     if interrupt.check().is_err() {
         return Err(CommandError::new(
