@@ -28,8 +28,9 @@ SHARED = shared_testdata()
 BIG_DUMP = SHARED / "mozilla-minidump-stackwalk-pgo" / "pgo_data" / "minidumps" / "windows-aarch64.dmp"
 SEARCH = 's -a 0 L?7fffffffffffffff "no such text anywhere"'
 # Seconds the next call on a session may take after a cancel: the cancelled search must have
-# stopped (one more search alone takes about 1 s in a debug build).
-PROMPT = 0.8
+# stopped (it checks every MiB, about 0.1 s in a debug build; one whole search takes 0.6 to
+# 1.3 s there).
+PROMPT = 0.5
 
 
 def server_args(scratch) -> list[str]:
@@ -136,3 +137,13 @@ async def test_a_cancelled_triage_stops_and_the_server_answers(corpus: Target) -
         assert isinstance(sessions["sessions"], list)
         again = ok(await call(client, "triage_dumps", directory=str(SHARED)))
         assert again["dumps"] > 0 and not any(f["error"] == "cancelled" for f in again["failed"])
+
+
+async def test_a_batch_past_its_time_limit_is_cancelled_too(corpus: Target) -> None:
+    async with corpus.connect() as client:
+        sid = ok(await call(client, "open_dump", path=str(BIG_DUMP)))["session_id"]
+        run = ok(await call(client, "run_command", session_id=sid, command="; ".join([SEARCH] * 8), timeout_ms=50))
+        assert [r["status"] for r in run["results"]][:2] == ["timed_out", "not_executed"], run["results"]
+        start = time.monotonic()
+        ok(await call(client, "run_command", session_id=sid, command="k"))
+        assert time.monotonic() - start < PROMPT, "the timed-out search kept the session busy"

@@ -34,8 +34,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
 const MAX_PLAIN_RANGE: u64 = 256 * 1024 * 1024;
 /// Most hits reported.
 const MAX_HITS: usize = 1000;
-/// Bytes read at a time.
-const CHUNK: u64 = 4 * 1024 * 1024;
+/// Bytes read at a time (and searched between two cancellation checks).
+const CHUNK: u64 = 1024 * 1024;
 /// Longest string a string scan shows.
 const MAX_STRING_SHOWN: usize = 256;
 /// Most modules whose symbols (and image) a search loads to cover their image-backed memory;
