@@ -6,7 +6,7 @@
 #
 # Checks the banner, a command and its output, Up recalling the last command, Ctrl-R
 # finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
-# SIGINT outside it) not ending ntdbg, `.logopen` writing a file, `q` quitting and the
+# SIGINT outside it) not ending ntdbg, Ctrl-C cancelling a long command, `.logopen` writing a file, `q` quitting and the
 # history surviving to the next run. Every wait is bounded. Prints "N passed, N failed";
 # exit 0 only when all passed, 77 when tmux is missing (skipped).
 set -u
@@ -189,6 +189,34 @@ if [[ -f "$threads_dump" ]]; then
     wait_dead || bad "q on the thread sample"
 else
     bad "missing sample $threads_dump"
+fi
+
+# Ctrl-C while a long command runs on a dump cancels it, and ntdbg answers the next command:
+# a batch of memory searches over the largest dump of the shared corpus (beside the
+# repository, or $NTDBG_TESTDATA): about 1 s per search in a debug build, and 120 of them
+# take seconds in a release build too.
+corpus=${NTDBG_TESTDATA:-}
+if [[ -z "$corpus" ]]; then
+    dir=$(cd "$(dirname "$0")" && pwd)
+    while [[ "$dir" != / && ! -d "$dir/shared/testdata" ]]; do dir=$(dirname "$dir"); done
+    corpus="$dir/shared/testdata"
+fi
+big="$corpus/mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-aarch64.dmp"
+if [[ -f "$big" ]]; then
+    start "'$big'"
+    wait_for "0:000>" || bad "start on the large dump"
+    searches=$(for _ in $(seq 120); do printf 's -a 0 L?7fffffffffffffff "q~"; '; done)
+    tm send-keys -t repl -l "$searches"
+    tm send-keys -t repl Enter
+    sleep 1
+    tm send-keys -t repl C-c
+    if wait_for "Search cancelled at" 10 && alive; then ok "Ctrl-C cancels a long command on a dump"; else bad "cancel"; fi
+    tm send-keys -t repl "? 0x3039" Enter
+    wait_for "Evaluate expression: 12345" 5 && ok "the next command answers after a cancel" || bad "after cancel"
+    tm send-keys -t repl "q" Enter
+    wait_dead || bad "q after a cancel"
+else
+    echo "skipped: the Ctrl-C cancel check (no shared corpus at $corpus)"
 fi
 
 # A live target (a Linux process behind gdbserver): the banner says what was attached, and

@@ -144,6 +144,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 symbols,
                 offline,
                 signature: signature_config(signature_rules.as_deref())?,
+                ..Default::default()
             };
             batch::triage(&dir, &options, json, html.as_deref())
         }

@@ -65,6 +65,12 @@ impl From<EngineError> for CommandError {
     }
 }
 
+impl From<ntdbg_engine::Cancelled> for CommandError {
+    fn from(e: ntdbg_engine::Cancelled) -> CommandError {
+        CommandError::from(EngineError::from(e))
+    }
+}
+
 impl From<ntdbg_engine::expr::ExprError> for CommandError {
     fn from(e: ntdbg_engine::expr::ExprError) -> CommandError {
         CommandError::new(e.kind.error_code(), e.to_string())

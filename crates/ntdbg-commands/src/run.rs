@@ -328,7 +328,8 @@ fn on_each_thread(
     let saved = session.current_thread_index();
     let mut text = String::new();
     let mut typed = Vec::new();
-    for &index in threads {
+    for (done, &index) in threads.iter().enumerate() {
+        commands::thread_step(session, done, threads.len())?;
         if headers {
             text.push_str(&crate::render::threads::header_line(session, index));
             text.push('\n');
@@ -345,6 +346,8 @@ fn on_each_thread(
                 text.push_str(&out.text);
                 typed.extend(out.typed);
             }
+            // A cancelled command stops the whole walk.
+            Err(e) if e.code == ErrorCode::Cancelled => return Err(e),
             Err(e) if headers => {
                 text.push_str(&e.message);
                 text.push('\n');
@@ -432,5 +435,40 @@ mod tests {
         // many threads it runs on.
         let lookups = table::LOOKUPS.with(|n| n.get());
         assert_eq!(lookups, results.len() - 1);
+    }
+
+    #[test]
+    fn a_cancelled_command_stops_and_the_session_answers_the_next_one() {
+        let mut s = session("crashy-x64-thread.dmp");
+        let stack = run_command(&mut s, "k").expect("k").text;
+        let interrupt = ntdbg_engine::Interrupt::new();
+        s.set_interrupt(interrupt.clone());
+        interrupt.cancel();
+        for line in ["~*k", "!uniqstack", "s -a 0 L?7fffffffffff \"never there\""] {
+            let err = run_command(&mut s, line).expect_err(line);
+            assert_eq!(err.code, ErrorCode::Cancelled, "{line}: {err}");
+        }
+        s.set_interrupt(ntdbg_engine::Interrupt::new());
+        assert_eq!(run_command(&mut s, "k").expect("k").text, stack);
+    }
+
+    #[test]
+    fn long_commands_report_growing_progress() {
+        let mut s = session("crashy-x64-thread.dmp");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        s.set_interrupt(ntdbg_engine::Interrupt::with_progress(move |p| {
+            sink.lock().unwrap().push((p.done, p.total));
+        }));
+        for line in ["~*k", "!uniqstack", "s -a 0 L?7fffffffffff \"never there\""] {
+            seen.lock().unwrap().clear();
+            run_command(&mut s, line).expect(line);
+            let seen = seen.lock().unwrap();
+            assert!(!seen.is_empty(), "{line}: no progress");
+            assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "{line}: {seen:?}");
+            assert!(seen
+                .iter()
+                .all(|(done, total)| total.is_some_and(|t| *done < t)));
+        }
     }
 }

@@ -45,6 +45,9 @@ pub enum EngineError {
         /// What went wrong.
         message: String,
     },
+    /// The work was cancelled through the session's [`Interrupt`](crate::Interrupt).
+    #[error("cancelled")]
+    Cancelled(#[from] crate::Cancelled),
 }
 
 impl EngineError {
@@ -60,6 +63,7 @@ impl EngineError {
             EngineError::NoSuchFrame(_) => ErrorCode::NoSuchFrame,
             EngineError::NoFrameVariables { .. } => ErrorCode::NoFrameVariables,
             EngineError::Live { code, .. } => *code,
+            EngineError::Cancelled(_) => ErrorCode::Cancelled,
         }
     }
 }

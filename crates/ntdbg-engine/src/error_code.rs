@@ -215,6 +215,8 @@ error_codes! {
     WrongSessionKind = "wrong_session_kind",
     /// A dump of the other kind (user / kernel) for a profile's tool.
     WrongDumpKind = "wrong_dump_kind",
+    /// The client or the user cancelled the work (MCP `notifications/cancelled`, Ctrl-C).
+    Cancelled = "cancelled",
     /// A bug: something that should not fail did.
     InternalError = "internal_error",
 }

@@ -54,6 +54,8 @@ pub struct Session {
     pub(crate) shown_stops: u64,
     /// State the layers above keep with the session.
     extensions: Extensions,
+    /// What long commands check to stop early and report progress to.
+    interrupt: crate::Interrupt,
 }
 
 /// Where argument-less `d*` and `u` commands continue.
@@ -88,7 +90,23 @@ impl Session {
             live: None,
             shown_stops: 0,
             extensions: Extensions::default(),
+            interrupt: crate::Interrupt::default(),
         }
+    }
+
+    /// The token long commands check ([`Interrupt::check`](crate::Interrupt::check)) and
+    /// report progress to.
+    pub fn interrupt(&self) -> &crate::Interrupt {
+        &self.interrupt
+    }
+
+    /// Gives the next commands `interrupt` (a front end keeps a clone to cancel them), symbol
+    /// downloads included; returns the one it replaces.
+    pub fn set_interrupt(&mut self, interrupt: crate::Interrupt) -> crate::Interrupt {
+        let check = interrupt.clone();
+        self.symbols
+            .set_cancel_check(Some(Arc::new(move || check.is_cancelled())));
+        std::mem::replace(&mut self.interrupt, interrupt)
     }
 
     /// Keeps `value` with the session for the layers above the engine (one value per type,

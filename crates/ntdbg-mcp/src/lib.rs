@@ -29,6 +29,7 @@ mod logging;
 mod memory;
 mod paths;
 mod profiles;
+mod progress;
 mod prompts;
 mod rendered;
 mod schema;

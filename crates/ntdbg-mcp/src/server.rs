@@ -13,6 +13,7 @@ use crate::dto::{
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::profiles::{self, ImplicitSession, Profile, StartupTarget};
+use crate::progress::CallInterrupt;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
@@ -154,8 +155,10 @@ impl NtdbgServer {
     async fn triage_dumps(
         &self,
         Parameters(p): Parameters<TriageDumpsParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Rendered<TriageResult>, ToolError> {
-        tools::dumps::triage_dumps(&self.state, p).await
+        let call = CallInterrupt::of(&context);
+        tools::dumps::triage_dumps(&self.state, p, call.interrupt().clone()).await
     }
 
     #[tool(
@@ -180,8 +183,10 @@ impl NtdbgServer {
     async fn analyze_crash(
         &self,
         Parameters(p): Parameters<SessionParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Rendered<Report>, ToolError> {
-        tools::sessions::analyze_crash(&self.state, p).await
+        let call = CallInterrupt::of(&context);
+        tools::sessions::analyze_crash_with(&self.state, p, call.interrupt().clone()).await
     }
 
     #[tool(
@@ -193,8 +198,10 @@ impl NtdbgServer {
     async fn run_command(
         &self,
         Parameters(p): Parameters<RunCommandParams>,
+        context: RequestContext<RoleServer>,
     ) -> Result<Rendered<RunCommandResult>, ToolError> {
-        tools::commands::run_command(&self.state, p).await
+        let call = CallInterrupt::of(&context);
+        tools::commands::run_command_with(&self.state, p, call.interrupt().clone()).await
     }
 
     #[tool(

@@ -15,13 +15,13 @@ use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use crate::compressed::{compressed_name, decompress_cab};
 use crate::locate::path_ci;
 use crate::progress::{CountingReader, Progress};
-use crate::SymbolPath;
+use crate::{CancelCheck, SymbolPath};
 
 /// The default time budget for one module's downloads.
 pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -45,9 +45,36 @@ pub(crate) struct DownloadState {
     temp: AtomicU64,
     /// What is loading and downloading now, for an observer.
     pub(crate) progress: Progress,
+    /// Whether the current work was cancelled.
+    cancel: CancelSlot,
+}
+
+/// The store's [`CancelCheck`], if one was given.
+#[derive(Default)]
+struct CancelSlot(RwLock<Option<CancelCheck>>);
+
+impl std::fmt::Debug for CancelSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CancelSlot")
+    }
 }
 
 impl DownloadState {
+    /// Says how to tell that the current work was cancelled.
+    pub(crate) fn set_cancel_check(&self, check: Option<CancelCheck>) {
+        *self.cancel.0.write().unwrap_or_else(|e| e.into_inner()) = check;
+    }
+
+    /// Whether the current work was cancelled: no new request starts, a transfer stops.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel
+            .0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|check| check())
+    }
+
     fn agent(&self) -> &ureq::Agent {
         self.agent.get_or_init(|| {
             ureq::Agent::config_builder()
@@ -303,6 +330,10 @@ impl<'a> Downloads<'a> {
             ));
             return Some(Got::NotFound);
         }
+        if self.state.cancelled() {
+            tried.push(format!("{url}: not requested: cancelled"));
+            return None;
+        }
         let Some(left) = self.remaining() else {
             tried.push(format!(
                 "{url}: not requested: this module's download time limit ({} ms) is used up",
@@ -363,9 +394,11 @@ impl<'a> Downloads<'a> {
             };
         };
         transfer.report(0, total);
+        let cancelled = || self.state.cancelled();
         let mut reader = CountingReader {
             inner: reader,
             guard: &transfer,
+            cancelled: &cancelled,
             total,
             bytes: 0,
             reported: 0,

@@ -64,7 +64,7 @@ pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus}
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared_bytes::{ByteOwner, SharedBytes};
-pub use store::{ReadImage, SymbolStore, PARALLEL_LOADS};
+pub use store::{CancelCheck, ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{
     primitive_named, BaseType, Enumerator, FieldInfo, Member, PointerTarget, Primitive, SymbolType,
     TypeDb, TypeId, TypeKind, TypeRecord,

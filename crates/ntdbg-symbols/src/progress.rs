@@ -161,10 +161,11 @@ impl Drop for TransferGuard<'_> {
 }
 
 /// A reader that reports the bytes read through a [`TransferGuard`] every
-/// [`REPORT_EVERY`] bytes and at the end.
+/// [`REPORT_EVERY`] bytes and at the end, and fails (`cancelled`) once `cancelled` says so.
 pub(crate) struct CountingReader<'g, 'p, R> {
     pub inner: R,
     pub guard: &'g TransferGuard<'p>,
+    pub cancelled: &'g dyn Fn() -> bool,
     pub total: Option<u64>,
     pub bytes: u64,
     pub reported: u64,
@@ -172,6 +173,9 @@ pub(crate) struct CountingReader<'g, 'p, R> {
 
 impl<R: std::io::Read> std::io::Read for CountingReader<'_, '_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if (self.cancelled)() {
+            return Err(std::io::Error::other("cancelled"));
+        }
         let n = self.inner.read(buf)?;
         self.bytes += n as u64;
         if self.bytes - self.reported >= REPORT_EVERY || (n == 0 && self.bytes > self.reported) {

@@ -19,6 +19,10 @@ pub const PARALLEL_LOADS: usize = 8;
 /// threads.
 pub type ReadImage<'a> = &'a (dyn Fn(u64, usize) -> Option<SharedBytes> + Sync);
 
+/// Whether the work the store does now was cancelled (the engine's interrupt): downloads
+/// then stop between files and between chunks, leaving no partial file in the cache.
+pub type CancelCheck = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// Cache key: a module is its base, size and name (one dump never reuses a base for a
 /// different module; the extra fields guard against mixing dumps).
 type Key = (u64, u32, String);
@@ -50,6 +54,15 @@ impl Default for SymbolStore {
     fn default() -> SymbolStore {
         SymbolStore::new(SymbolPath::default())
     }
+}
+
+/// The cache key of a module.
+fn key(module: &MinidumpModule) -> Key {
+    (
+        module.base_address(),
+        module.raw.size_of_image,
+        module.code_file().into_owned(),
+    )
 }
 
 /// Whether `NTDBG_OFFLINE` asks for offline mode (`1`, `true`, `yes`, `on`).
@@ -130,14 +143,37 @@ impl SymbolStore {
         module: &MinidumpModule,
         read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
     ) -> Arc<ModuleSymbols> {
-        self.cell(module)
+        let mut loaded_here = false;
+        let symbols = self
+            .cell(module)
             .get_or_init(|| {
+                loaded_here = true;
                 self.downloads.progress.modules_queued(1);
                 let symbols = self.load(module, read_image);
                 self.downloads.progress.module_done();
                 symbols
             })
-            .clone()
+            .clone();
+        if loaded_here {
+            self.forget_if_cancelled(module);
+        }
+        symbols
+    }
+
+    /// Says how to tell that the current work was cancelled (`None`: it never is).
+    pub fn set_cancel_check(&self, check: Option<CancelCheck>) {
+        self.downloads.set_cancel_check(check);
+    }
+
+    /// Drops a module loaded while its work was cancelled (its downloads may have been cut
+    /// short), so that the next use loads it again.
+    fn forget_if_cancelled(&self, module: &MinidumpModule) {
+        if self.downloads.cancelled() {
+            self.cache
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key(module));
+        }
     }
 
     /// Loads the symbols of all `modules` now, up to [`PARALLEL_LOADS`] at a time, so that
@@ -155,6 +191,7 @@ impl SymbolStore {
         let worker = || {
             while let Some((module, cell)) = pending.get(next.fetch_add(1, Ordering::Relaxed)) {
                 cell.get_or_init(|| self.load(module, read_image));
+                self.forget_if_cancelled(module);
                 // Counted as queued above, whoever ended up loading it.
                 self.downloads.progress.module_done();
             }
@@ -173,13 +210,8 @@ impl SymbolStore {
 
     /// The cache cell of a module (created empty on first sight).
     fn cell(&self, module: &MinidumpModule) -> Arc<OnceLock<Arc<ModuleSymbols>>> {
-        let key: Key = (
-            module.base_address(),
-            module.raw.size_of_image,
-            module.code_file().into_owned(),
-        );
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.entry(key).or_default().clone()
+        cache.entry(key(module)).or_default().clone()
     }
 
     /// Loads one module's symbols with the current settings.

@@ -1,7 +1,7 @@
 //! Symbol-server downloads against a real HTTP server on 127.0.0.1, started by each test over
 //! a store-layout folder: download into the cache, cache reuse with the server stopped,
 //! GUID/age mismatch rejection, 404 and the negative cache, a slow server's timeout, offline
-//! mode, CAB-compressed files, `file.ptr` and Breakpad `.sym` servers.
+//! mode, CAB-compressed files, `file.ptr` and Breakpad `.sym` servers, cancelled downloads.
 
 mod common;
 
@@ -280,4 +280,73 @@ fn compressed_pointer_and_breakpad_files() {
         .0
         .join(format!("crashy.pdb/{CRASHY_X64_ID}/crashy.sym"))
         .is_file());
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_cancelled_download_leaves_no_file_and_is_retried_later() {
+    ntdbg_testutil::require_testdata!();
+    let root = crashy_store("http-cancel-root");
+    let cache = Scratch::new("http-cancel-cache");
+    let server = TestServer::start(&root.0, Duration::ZERO);
+    let store = store_for(&cache.0, &server.url());
+
+    // Cancelled between chunks: the check turns true (and stays so, as the engine's
+    // interrupt does) once a transfer has begun writing.
+    let dir = cache.0.clone();
+    let latched = std::sync::atomic::AtomicBool::new(false);
+    store.set_cancel_check(Some(std::sync::Arc::new(move || {
+        use std::sync::atomic::Ordering::Relaxed;
+        latched.load(Relaxed) || {
+            let begun = !files_under(&dir).is_empty();
+            latched.store(begun, Relaxed);
+            begun
+        }
+    })));
+    let cut = store.module(&crashy_x64_wine_module(), &no_memory);
+    assert_ne!(cut.status(), SymbolStatus::Pdb);
+    assert!(
+        cut.tried()
+            .iter()
+            .any(|t| t.contains("transfer failed: cancelled")),
+        "{:#?}",
+        cut.tried()
+    );
+    assert_eq!(
+        files_under(&cache.0),
+        Vec::<PathBuf>::new(),
+        "no partial file"
+    );
+
+    // Cancelled between files: nothing is requested.
+    store.set_cancel_check(Some(std::sync::Arc::new(|| true)));
+    let requests = server.requests().len();
+    let skipped = store.module(&crashy_x64_wine_module(), &no_memory);
+    assert!(
+        skipped
+            .tried()
+            .iter()
+            .any(|t| t.ends_with("not requested: cancelled")),
+        "{:#?}",
+        skipped.tried()
+    );
+    assert_eq!(server.requests().len(), requests);
+
+    // Not cancelled: the module was not remembered without symbols, it loads now.
+    store.set_cancel_check(None);
+    let loaded = store.module(&crashy_x64_wine_module(), &no_memory);
+    assert_eq!(loaded.status(), SymbolStatus::Pdb, "{:#?}", loaded.tried());
 }

@@ -11,7 +11,7 @@ pub use html::render_html;
 
 use crate::signature::SignatureConfig;
 use crate::{analyze_with, Report};
-use ntdbg_engine::Session;
+use ntdbg_engine::{Interrupt, Session};
 use ntdbg_targets::listing::{find_dump_files, format_unix, written_at, WalkLimits};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -32,6 +32,9 @@ pub struct TriageOptions {
     pub offline: bool,
     /// What makes a signature.
     pub signature: SignatureConfig,
+    /// Cancels the dumps not analysed yet (each is then listed as failed, `cancelled`) and
+    /// receives `(dumps done, dumps in all)` progress.
+    pub interrupt: Interrupt,
 }
 
 /// The result of a batch triage.
@@ -107,14 +110,21 @@ pub fn triage_paths(
     progress: Progress<'_>,
 ) -> TriageResult {
     let total = files.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
+    // Counted and reported under one lock, so reports from the workers arrive in order.
+    let done = std::sync::Mutex::new(0usize);
     let work = || -> Vec<Result<Analysed, FailedDump>> {
         files
             .par_iter()
             .map(|path| {
                 let r = analyse_one(path, options);
-                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                progress(n, total);
+                let mut n = done
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                *n += 1;
+                progress(*n, total);
+                options
+                    .interrupt
+                    .report(*n as u64, Some(total as u64), "analysing dumps");
                 r
             })
             .collect()
@@ -134,9 +144,13 @@ fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedD
         path: path.display().to_string(),
         error,
     };
+    if let Err(cancelled) = options.interrupt.check() {
+        return Err(failed(cancelled.to_string()));
+    }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let session =
+        let mut session =
             Session::open_dump(path, options.symbols.as_deref()).map_err(|e| e.to_string())?;
+        session.set_interrupt(options.interrupt.clone());
         if options.offline {
             session.symbols().set_offline(true);
         }
@@ -235,5 +249,48 @@ fn group(results: Vec<Result<Analysed, FailedDump>>) -> TriageResult {
         dumps,
         buckets,
         failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    fn samples() -> Vec<PathBuf> {
+        ["crashy-x64-null.dmp", "crashy-x64-divzero.dmp"]
+            .map(ntdbg_testutil::sample)
+            .to_vec()
+    }
+
+    #[test]
+    fn a_cancelled_triage_analyses_nothing_more() {
+        let options = TriageOptions {
+            offline: true,
+            jobs: 1,
+            ..Default::default()
+        };
+        options.interrupt.cancel();
+        let result = triage_paths(&samples(), &options, &|_, _| {});
+        assert!(result.buckets.is_empty());
+        assert_eq!(result.failed.len(), 2);
+        assert!(result.failed.iter().all(|f| f.error == "cancelled"));
+    }
+
+    #[test]
+    fn triage_reports_each_dump_done() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        let options = TriageOptions {
+            offline: true,
+            jobs: 1,
+            interrupt: Interrupt::with_progress(move |p| {
+                sink.lock().unwrap().push((p.done, p.total))
+            }),
+            ..Default::default()
+        };
+        let result = triage_paths(&samples(), &options, &|_, _| {});
+        assert!(result.failed.is_empty(), "{:?}", result.failed);
+        assert_eq!(*seen.lock().unwrap(), vec![(1, Some(2)), (2, Some(2))]);
     }
 }

@@ -1,23 +1,48 @@
 //! Ctrl-C while a command runs (at the prompt the editor reads it as a key): on a live
-//! target that is running, break in (the waiting `g`/`p` then sees the stop); otherwise say
-//! that the command cannot be cancelled (the engine has no cancellation hook for commands)
-//! and let it finish, instead of ending ntdbg.
+//! target that is running, break in (the waiting `g`/`p` then sees the stop); otherwise
+//! cancel the command through the engine's [`Interrupt`]: a long loop (`s`, `~*`) stops at
+//! its next check with a `cancelled` error, and ntdbg goes on at the prompt.
 
 use ntdbg_engine::live::{LiveControl, RunState};
-use std::sync::Arc;
+use ntdbg_engine::{Interrupt, Session};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 /// How long a break-in may wait for the target to stop.
 pub const BREAK_IN_WAIT: Duration = Duration::from_secs(5);
 
-/// Installs the handler for this process; `live` is the session's live control, if any. A
-/// failure (another handler is installed) is reported and Ctrl-C keeps its default action.
-pub fn install(live: Option<Arc<LiveControl>>) {
+/// The token of the command running now, which Ctrl-C cancels; each command gets a fresh
+/// one ([`Running::arm`]), so a Ctrl-C never reaches the next command.
+#[derive(Debug, Clone, Default)]
+pub struct Running(Arc<Mutex<Interrupt>>);
+
+impl Running {
+    /// Gives the next command of `session` a fresh token, the one Ctrl-C now cancels.
+    pub fn arm(&self, session: &mut Session) {
+        let fresh = Interrupt::new();
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = fresh.clone();
+        session.set_interrupt(fresh);
+    }
+
+    /// Cancels the command running now.
+    fn cancel(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .cancel();
+    }
+}
+
+/// Installs the handler for this process; `live` is the session's live control, if any,
+/// and `running` the token of the command running. A failure (another handler is
+/// installed) is reported and Ctrl-C keeps its default action.
+pub fn install(live: Option<Arc<LiveControl>>, running: Running) {
     let result = ctrlc::set_handler(move || match &live {
         Some(live) if matches!(live.state(), RunState::Running) => break_in(live),
-        _ => eprintln!(
-            "\n^C: a command cannot be cancelled; it runs to its end (`q` quits at the prompt)"
-        ),
+        _ => {
+            running.cancel();
+            eprintln!("\n^C: cancelling the command");
+        }
     });
     if let Err(e) = result {
         eprintln!("warning: Ctrl-C cannot be caught ({e}); it will end ntdbg");
@@ -29,5 +54,27 @@ pub fn break_in(live: &LiveControl) {
     match live.break_in(BREAK_IN_WAIT) {
         Ok(state) => eprintln!("\n^C: break-in: the target is {}", state.name()),
         Err(e) => eprintln!("\n^C: break-in failed: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctrl_c_cancels_the_running_command_and_not_the_next() {
+        let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let mut session = Session::open_dump(&path, None).expect("sample opens");
+        let stack = ntdbg_commands::run_command(&mut session, "k")
+            .expect("k")
+            .text;
+        let running = Running::default();
+        running.arm(&mut session);
+        running.cancel();
+        let err = ntdbg_commands::run_command(&mut session, "~*k").expect_err("cancelled");
+        assert_eq!(err.code, ntdbg_engine::ErrorCode::Cancelled);
+        running.arm(&mut session);
+        let again = ntdbg_commands::run_command(&mut session, "k").expect("k");
+        assert_eq!(again.text, stack);
     }
 }

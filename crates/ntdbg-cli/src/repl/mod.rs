@@ -1,7 +1,8 @@
 //! The interactive prompt: read a line, run it, print the output (and, on a live target,
 //! the run-state trailer). On a terminal it has a line editor with history, reverse search
-//! and completion, a banner, colour and Ctrl-C handling; with piped input it reads plain
-//! lines, so scripts see exactly the prompt and the outputs.
+//! and completion, a banner, colour and Ctrl-C (cancels the command, or breaks into a running
+//! live target); with piped input it reads plain lines, so scripts see exactly the prompt
+//! and the outputs.
 
 mod banner;
 mod complete;
@@ -73,7 +74,8 @@ fn interactive(session: &mut Session) -> anyhow::Result<()> {
     let style = Style::detect();
     let mut shown = Transcript::new(style);
     shown.show(&banner::banner(session))?;
-    interrupt::install(session.live().cloned());
+    let running = interrupt::Running::default();
+    interrupt::install(session.live().cloned(), running.clone());
     let (mut editor, history) = editor::open(style)?;
     loop {
         let prompt = prompt(session, session.current_thread_index());
@@ -102,6 +104,7 @@ fn interactive(session: &mut Session) -> anyhow::Result<()> {
         if !text.is_empty() && !is_quit(text) {
             editor::remember(&mut editor, history.as_ref(), text);
         }
+        running.arm(session);
         if execute(session, &mut shown, text)? == Flow::Quit {
             return Ok(());
         }

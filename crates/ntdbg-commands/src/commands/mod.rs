@@ -41,3 +41,21 @@ pub(crate) fn reset_scope(session: &mut Session) -> CommandOutput {
 pub(crate) fn eval(session: &Session, text: &str) -> Result<u64, CommandError> {
     session.evaluate(text).map_err(CommandError::from)
 }
+
+/// One step of a walk over `total` threads, `done` of them done: the cancellation check
+/// (`Cancelled after N of M threads`) and the progress report.
+pub(crate) fn thread_step(
+    session: &Session,
+    done: usize,
+    total: usize,
+) -> Result<(), CommandError> {
+    let interrupt = session.interrupt();
+    if interrupt.check().is_err() {
+        return Err(CommandError::new(
+            crate::error::ErrorCode::Cancelled,
+            format!("Cancelled after {done} of {total} threads"),
+        ));
+    }
+    interrupt.report(done as u64, Some(total as u64), "walking threads");
+    Ok(())
+}

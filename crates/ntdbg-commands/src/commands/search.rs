@@ -34,8 +34,8 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
 const MAX_PLAIN_RANGE: u64 = 256 * 1024 * 1024;
 /// Most hits reported.
 const MAX_HITS: usize = 1000;
-/// Bytes read at a time.
-const CHUNK: u64 = 4 * 1024 * 1024;
+/// Bytes read at a time (and searched between two cancellation checks).
+const CHUNK: u64 = 1024 * 1024;
 /// Longest string a string scan shows.
 const MAX_STRING_SHOWN: usize = 256;
 /// Most modules whose symbols (and image) a search loads to cover their image-backed memory;
@@ -94,7 +94,7 @@ fn search(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
     };
     let not_loaded = session.modules_not_loaded(range.clone());
     let load_images = not_loaded <= MAX_IMAGE_LOADS;
-    let (hits, truncated) = run(session, range.clone(), &kind, load_images);
+    let (hits, truncated) = run(session, range.clone(), &kind, load_images)?;
     let mut text = String::new();
     if !load_images {
         text.push_str(&format!(
@@ -306,11 +306,24 @@ struct Hit {
 }
 
 /// Searches the readable spans of `range`; returns the hits and whether the cap was reached.
-fn run(session: &Session, range: Range<u64>, kind: &Kind, load_images: bool) -> (Vec<Hit>, bool) {
+fn run(
+    session: &Session,
+    range: Range<u64>,
+    kind: &Kind,
+    load_images: bool,
+) -> Result<(Vec<Hit>, bool), CommandError> {
     let mut hits = Vec::new();
-    for run in merged_runs(session, range, load_images) {
+    let runs = merged_runs(session, range, load_images);
+    let total: u64 = runs.iter().map(|r| r.end - r.start).sum();
+    let mut searched = 0;
+    let interrupt = session.interrupt();
+    for run in runs {
         let mut pos = run.start;
         while pos < run.end {
+            if interrupt.check().is_err() {
+                return Err(cancelled(session, pos, hits.len()));
+            }
+            interrupt.report(searched, Some(total), "searching memory");
             let end = pos.saturating_add(CHUNK).min(run.end);
             let read = session.read_memory(pos, (end - pos) as usize);
             let data: Vec<u8> = read.bytes.iter().map(|b| b.unwrap_or(0)).collect();
@@ -330,7 +343,7 @@ fn run(session: &Session, range: Range<u64>, kind: &Kind, load_images: bool) -> 
                         });
                         if hits.len() > MAX_HITS {
                             hits.truncate(MAX_HITS);
-                            return (hits, true);
+                            return Ok((hits, true));
                         }
                     }
                     // Overlap the next chunk so matches across its edge are found.
@@ -352,7 +365,7 @@ fn run(session: &Session, range: Range<u64>, kind: &Kind, load_images: bool) -> 
                         });
                         if hits.len() > MAX_HITS {
                             hits.truncate(MAX_HITS);
-                            return (hits, true);
+                            return Ok((hits, true));
                         }
                     }
                     // A string still open at the chunk's end is read again from its start.
@@ -362,10 +375,23 @@ fn run(session: &Session, range: Range<u64>, kind: &Kind, load_images: bool) -> 
                     }
                 }
             };
+            searched += next - pos;
             pos = next;
         }
     }
-    (hits, false)
+    Ok((hits, false))
+}
+
+/// The error of a search cancelled before `at`, saying how far it got.
+fn cancelled(session: &Session, at: u64, hits: usize) -> CommandError {
+    let error = CommandError::from(ntdbg_engine::Cancelled);
+    CommandError {
+        message: format!(
+            "Search cancelled at {} ({hits} hit(s) so far were not shown)",
+            addr(session, at)
+        ),
+        ..error
+    }
 }
 
 /// The readable spans of `range` with touching spans joined (a match may cross from dump

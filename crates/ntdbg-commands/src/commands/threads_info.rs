@@ -202,6 +202,7 @@ fn uniqstack(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutpu
     let mut keys: Vec<Option<Vec<u64>>> = Vec::new();
     let mut duplicates: Vec<usize> = Vec::new();
     for index in 0..count {
+        super::thread_step(session, index, count)?;
         let (stack, unavailable) = match session.thread_stack(index) {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e.to_string())),

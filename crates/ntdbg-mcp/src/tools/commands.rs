@@ -3,8 +3,9 @@
 //! A batch goes through the command layer's one pipeline ([`Batch`]) on the blocking pool;
 //! the runner's per-command callback hands each result to this side and stops the batch when
 //! the time limit ran out: the command running when time runs out is reported `timed_out`
-//! (the engine cannot be interrupted inside a command; the session stays busy until it ends),
-//! the rest `not_executed`.
+//! (and cancelled: a long loop stops at its next check, other work runs to its end while the
+//! session stays busy), the rest `not_executed`. A cancelled request cancels the batch the
+//! same way ([`crate::progress`]).
 
 use crate::dto::{
     CommandResultDto, CommandStatus, OutputFileReport, OutputFormat, ReadOutputParams,
@@ -16,7 +17,7 @@ use crate::state::{internal_error, State};
 use crate::text::{self, PREVIEW_THRESHOLD};
 use crate::tools::sessions::busy;
 use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status};
-use ntdbg_engine::ErrorCode;
+use ntdbg_engine::{ErrorCode, Interrupt};
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::ops::ControlFlow;
@@ -64,11 +65,32 @@ pub async fn run_command(
     state: &Arc<State>,
     p: RunCommandParams,
 ) -> Result<Rendered<RunCommandResult>, ToolError> {
-    Ok(run_batch(state, p).await?.rendered)
+    run_command_with(state, p, Interrupt::new()).await
+}
+
+/// Runs a batch of WinDbg commands in a session; `interrupt` cancels it and receives its
+/// progress.
+pub async fn run_command_with(
+    state: &Arc<State>,
+    p: RunCommandParams,
+    interrupt: Interrupt,
+) -> Result<Rendered<RunCommandResult>, ToolError> {
+    Ok(run_batch_with(state, p, interrupt).await?.rendered)
 }
 
 /// Runs a batch of WinDbg commands in a session, keeping each command's whole text.
 pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchOutput, ToolError> {
+    run_batch_with(state, p, Interrupt::new()).await
+}
+
+/// [`run_batch`] under `interrupt`: the session's commands check it (a cancel stops the one
+/// running, reported `failed` with code `cancelled`, and the rest) and report progress to it;
+/// the time limit running out cancels it too, so the session is soon free again.
+async fn run_batch_with(
+    state: &Arc<State>,
+    p: RunCommandParams,
+    interrupt: Interrupt,
+) -> Result<BatchOutput, ToolError> {
     let slot = state.sessions.get(&p.session_id)?;
     let batch = split(&p.command)?;
     let output_path = match p.output_file.as_deref().filter(|f| !f.trim().is_empty()) {
@@ -96,8 +118,10 @@ pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchO
     let engine_batch = batch.clone();
     let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
     let allowed = state.allowed.clone();
+    let engine_interrupt = interrupt.clone();
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
+        let before = session.set_interrupt(engine_interrupt);
         // Over MCP a command may not choose which host files are read (`.sympath DIR`), and
         // writes files (`.dump FILE`) only inside the allowed directories.
         let policy = Policy {
@@ -120,6 +144,7 @@ pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchO
                 ControlFlow::Break(())
             }
         });
+        session.set_interrupt(before);
         let _ = trailer_tx.send(session.trailer());
     });
 
@@ -138,6 +163,7 @@ pub async fn run_batch(state: &Arc<State>, p: RunCommandParams) -> Result<BatchO
             Ok(None) => break,
             Err(_) => {
                 stop.store(true, Ordering::Relaxed);
+                interrupt.cancel();
                 timed_out = true;
                 break;
             }

@@ -11,8 +11,8 @@ use crate::rendered::Rendered;
 use crate::state::{blocking, State};
 use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
 use ntdbg_analysis::{Report, StackEntry};
-use ntdbg_engine::ErrorCode;
 use ntdbg_engine::{module_name, Session};
+use ntdbg_engine::{ErrorCode, Interrupt};
 use ntdbg_targets::listing::{find_dump_files, WalkLimits};
 use std::fmt::Write;
 use std::path::Path;
@@ -25,6 +25,7 @@ const MAX_TRIAGE_DUMPS: usize = 2000;
 pub async fn triage_dumps(
     state: &Arc<State>,
     p: TriageDumpsParams,
+    interrupt: Interrupt,
 ) -> Result<Rendered<TriageResult>, ToolError> {
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
     let recursive = p.recursive.unwrap_or(true);
@@ -61,9 +62,13 @@ pub async fn triage_dumps(
             recursive,
             offline: st.offline,
             symbols,
+            interrupt: interrupt.clone(),
             ..Default::default()
         };
         let mut result = triage::triage_paths(&inside, &options, &|_, _| {});
+        interrupt
+            .check()
+            .map_err(|e| ToolError::new(ErrorCode::Cancelled, format!("triage {e}")))?;
         result.dumps += outside.len();
         result
             .failed

@@ -9,7 +9,7 @@ use crate::state::{blocking, State};
 use crate::tools::dumps::{event_line, frame_text, how_found};
 use ntdbg_analysis::Report;
 use ntdbg_engine::live::Leave;
-use ntdbg_engine::ErrorCode;
+use ntdbg_engine::{ErrorCode, Interrupt};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,12 +25,25 @@ pub async fn analyze_crash(
     state: &Arc<State>,
     p: SessionParams,
 ) -> Result<Rendered<Report>, ToolError> {
+    analyze_crash_with(state, p, Interrupt::new()).await
+}
+
+/// [`analyze_crash`] under `interrupt`, which cancels its symbol downloads.
+pub async fn analyze_crash_with(
+    state: &Arc<State>,
+    p: SessionParams,
+    interrupt: Interrupt,
+) -> Result<Rendered<Report>, ToolError> {
     let slot = state.sessions.get(&p.session_id)?;
-    let guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
+    let mut guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
         .await
         .map_err(|_| busy(&slot.id))?;
     let report = blocking("analysing the crash", move || {
-        Ok(ntdbg_analysis::analyze(&guard))
+        // A cancel stops the analysis's symbol downloads.
+        let before = guard.set_interrupt(interrupt);
+        let report = ntdbg_analysis::analyze(&guard);
+        guard.set_interrupt(before);
+        Ok(report)
     })
     .await?;
     let text = render_report(&slot.id, &report);

@@ -1,0 +1,173 @@
+//! Progress notifications and cancellation of one tool call.
+//!
+//! [`CallInterrupt::of`] joins a request to the engine's [`Interrupt`] for the call's
+//! duration: rmcp cancels the request's token on `notifications/cancelled` (and then sends
+//! no response for it, as the protocol says), which cancels the engine's work at its next
+//! check; and when the request's `_meta` carries a `progressToken`, the engine's progress
+//! reports go out as `notifications/progress`, at most one per [`MIN_INTERVAL`], with
+//! `progress` strictly increasing. Dropping the [`CallInterrupt`] (the call returned) stops
+//! both, so no notification follows the response.
+
+use ntdbg_engine::Interrupt;
+use rmcp::model::{ProgressNotificationParam, ProgressToken};
+use rmcp::service::RequestContext;
+use rmcp::RoleServer;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use tokio::task::AbortHandle;
+
+/// Shortest time between two progress notifications of one call.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The engine token of one tool call, cancelled with the request; see the module docs.
+#[derive(Debug)]
+pub struct CallInterrupt {
+    interrupt: Interrupt,
+    tasks: Vec<AbortHandle>,
+}
+
+/// One progress notification waiting to be sent.
+struct Update {
+    progress: f64,
+    total: Option<f64>,
+    message: String,
+}
+
+impl CallInterrupt {
+    /// The token for the call `context` belongs to (must be called on the tokio runtime).
+    pub fn of(context: &RequestContext<RoleServer>) -> CallInterrupt {
+        let mut tasks = Vec::new();
+        let interrupt = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+                let peer = context.peer.clone();
+                tasks.push(tokio::spawn(forward(peer, token, rx)).abort_handle());
+                let throttle = Mutex::new(Throttle::default());
+                Interrupt::with_progress(move |p| {
+                    let mut throttle = throttle.lock().unwrap_or_else(PoisonError::into_inner);
+                    if let Some((progress, total)) = throttle.admit(p.done, p.total, Instant::now())
+                    {
+                        let _ = tx.send(Update {
+                            progress: progress as f64,
+                            total: total.map(|t| t as f64),
+                            message: p.message.to_string(),
+                        });
+                    }
+                })
+            }
+            None => Interrupt::new(),
+        };
+        let ct = context.ct.clone();
+        let engine = interrupt.clone();
+        tasks.push(
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                engine.cancel();
+            })
+            .abort_handle(),
+        );
+        CallInterrupt { interrupt, tasks }
+    }
+
+    /// The engine token: give a clone to the work (a session, a triage).
+    pub fn interrupt(&self) -> &Interrupt {
+        &self.interrupt
+    }
+}
+
+impl Drop for CallInterrupt {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Sends the updates in order until the call ends.
+async fn forward(
+    peer: rmcp::Peer<RoleServer>,
+    token: ProgressToken,
+    mut updates: tokio::sync::mpsc::UnboundedReceiver<Update>,
+) {
+    while let Some(update) = updates.recv().await {
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress)
+            .with_message(update.message);
+        param.total = update.total;
+        if peer.notify_progress(param).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Turns the engine's reports into notifications: a report whose `done` is below the last
+/// one starts a new phase (the next command of a batch), counted on from where the last
+/// phase ended, so `progress` only grows (the total is then unknown); a notification goes out
+/// when its progress is past the last one sent and [`MIN_INTERVAL`] after it.
+#[derive(Debug, Default)]
+struct Throttle {
+    /// Progress of the phases before the current one.
+    offset: u64,
+    /// The current phase's last `done`.
+    done: u64,
+    /// The last progress sent, and when.
+    sent: Option<(u64, Instant)>,
+}
+
+impl Throttle {
+    /// The `(progress, total)` to send for a report, or `None` to drop it.
+    fn admit(&mut self, done: u64, total: Option<u64>, now: Instant) -> Option<(u64, Option<u64>)> {
+        if done < self.done {
+            self.offset += self.done;
+        }
+        self.done = done;
+        let progress = self.offset + done;
+        let due = match self.sent {
+            None => true,
+            Some((sent, at)) => progress > sent && now.duration_since(at) >= MIN_INTERVAL,
+        };
+        if !due {
+            return None;
+        }
+        self.sent = Some((progress, now));
+        Some((progress, total.filter(|_| self.offset == 0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_throttle_sends_growing_progress_at_a_bounded_rate() {
+        let mut throttle = Throttle::default();
+        let t0 = Instant::now();
+        let at = |n: u32| t0 + MIN_INTERVAL * n;
+        assert_eq!(throttle.admit(0, Some(10), t0), Some((0, Some(10))));
+        assert_eq!(
+            throttle.admit(5, Some(10), t0 + MIN_INTERVAL / 2),
+            None,
+            "too soon"
+        );
+        assert_eq!(throttle.admit(6, Some(10), at(1)), Some((6, Some(10))));
+        assert_eq!(
+            throttle.admit(6, Some(10), at(3)),
+            None,
+            "progress must grow"
+        );
+        assert_eq!(throttle.admit(8, Some(10), at(3)), Some((8, Some(10))));
+    }
+
+    #[test]
+    fn a_new_phase_counts_on_from_the_last() {
+        let mut throttle = Throttle::default();
+        let t0 = Instant::now();
+        let at = |n: u32| t0 + MIN_INTERVAL * n;
+        assert_eq!(throttle.admit(7, Some(9), t0), Some((7, Some(9))));
+        assert_eq!(
+            throttle.admit(0, Some(4), at(1)),
+            None,
+            "7 + 0 is not past 7"
+        );
+        assert_eq!(throttle.admit(2, Some(4), at(2)), Some((9, None)));
+    }
+}
