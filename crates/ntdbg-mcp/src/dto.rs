@@ -81,6 +81,17 @@ pub struct RunCommandParams {
     pub output_file: Option<String>,
 }
 
+/// `analyze_crash` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeCrashParams {
+    /// Session id from open_dump.
+    pub session_id: String,
+    /// "json" adds the typed report.
+    #[serde(default)]
+    pub format: OutputFormat,
+}
+
 /// Arguments naming one session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

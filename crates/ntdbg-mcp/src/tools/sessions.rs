@@ -1,7 +1,8 @@
 //! `analyze_crash`, `list_sessions` and `close_session`.
 
 use crate::dto::{
-    CloseSessionParams, CloseSessionResult, ListSessionsResult, SessionInfo, SessionParams,
+    AnalyzeCrashParams, CloseSessionParams, CloseSessionResult, ListSessionsResult, OutputFormat,
+    SessionInfo,
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
@@ -20,10 +21,10 @@ pub const BUSY_WAIT: Duration = Duration::from_secs(120);
 /// Frames shown in the text of `analyze_crash` (the structured report has more).
 const TEXT_FRAMES: usize = 12;
 
-/// Full triage of a session's dump.
+/// Full triage of a session's dump: the text, and the typed report with format "json".
 pub async fn analyze_crash(
     state: &Arc<State>,
-    p: SessionParams,
+    p: AnalyzeCrashParams,
 ) -> Result<Rendered<Report>, ToolError> {
     let slot = state.sessions.get(&p.session_id)?;
     let guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
@@ -34,7 +35,7 @@ pub async fn analyze_crash(
     })
     .await?;
     let text = render_report(&slot.id, &report);
-    Ok(Rendered::new(report, text))
+    Ok(Rendered::new(report, text).text_only(p.format == OutputFormat::Text))
 }
 
 /// The error for a session another call holds too long.

@@ -13,7 +13,7 @@ pub use implicit::{ImplicitSession, StartupTarget};
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
 use crate::dto::{
-    AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
+    AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
     RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
@@ -361,8 +361,9 @@ impl NtdbgServer {
         let id = self.implicit().id()?;
         let report = tools::sessions::analyze_crash(
             self.state(),
-            SessionParams {
+            AnalyzeCrashParams {
                 session_id: id.clone(),
+                format: OutputFormat::Json,
             },
         )
         .await?;
