@@ -113,6 +113,9 @@ pub struct ReadOutputParams {
     pub limit: Option<usize>,
     /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
     pub grep: Option<String>,
+    /// "json" adds the typed page.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `close_session` arguments.

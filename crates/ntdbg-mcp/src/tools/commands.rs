@@ -480,5 +480,5 @@ pub fn read_output(
         next_offset,
         matches,
     };
-    Ok(Rendered::new(result, rendered).text_only(true))
+    Ok(Rendered::new(result, rendered).text_only(p.format == OutputFormat::Text))
 }
