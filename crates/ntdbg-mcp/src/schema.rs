@@ -29,7 +29,37 @@ pub fn input<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
         Ok(s) => s,
         Err(e) => panic!("input schema of {}: {e}", std::any::type_name::<T>()),
     };
-    Arc::new(compact(schema.as_ref().clone(), false))
+    Arc::new(inline_enums(compact(schema.as_ref().clone(), false)))
+}
+
+/// A parameter whose type is a string enum gets the enum written in place (its own
+/// description kept), and `$defs` goes when nothing refers to it any more.
+fn inline_enums(mut schema: JsonObject) -> JsonObject {
+    let Some(Value::Object(defs)) = schema.remove("$defs") else {
+        return schema;
+    };
+    let mut still_used = false;
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for prop in props.values_mut() {
+            let def = prop
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .and_then(|name| defs.get(name));
+            match (def, prop) {
+                (Some(def), Value::Object(p)) if def.get("enum").is_some() => {
+                    p.remove("$ref");
+                    p.insert("type".into(), def["type"].clone());
+                    p.insert("enum".into(), def["enum"].clone());
+                }
+                (_, p) => still_used |= p.to_string().contains("#/$defs/"),
+            }
+        }
+    }
+    if still_used {
+        schema.insert("$defs".into(), Value::Object(defs));
+    }
+    schema
 }
 
 /// The shallow output schema of `T`.
@@ -218,6 +248,29 @@ mod tests {
         assert_eq!(
             out["properties"]["a"],
             json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+        );
+    }
+
+    #[test]
+    fn input_enums_are_written_in_place() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "f": {"$ref": "#/$defs/F", "description": "kept"}
+            },
+            "$defs": {"F": {"description": "gone", "type": "string", "enum": ["a", "b"]}}
+        });
+        let Value::Object(o) = schema else {
+            unreachable!()
+        };
+        assert_eq!(
+            Value::Object(inline_enums(o)),
+            json!({
+                "type": "object",
+                "properties": {
+                    "f": {"type": "string", "enum": ["a", "b"], "description": "kept"}
+                }
+            })
         );
     }
 
