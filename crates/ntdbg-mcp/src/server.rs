@@ -5,10 +5,10 @@
 //! thin; the work lives in [`crate::tools`].
 
 use crate::dto::{
-    AnalyzeCrashParams, AttachParams, AttachResult, CloseSessionParams, CloseSessionResult, ListDumpsParams,
-    ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult, ReadOutputParams,
-    ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult, SessionParams,
-    TriageDumpsParams, WaitForEventParams,
+    AnalyzeCrashParams, AttachParams, AttachResult, CloseSessionParams, CloseSessionResult,
+    ListDumpsParams, ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult,
+    ReadOutputParams, ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult,
+    SessionParams, TriageDumpsParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;

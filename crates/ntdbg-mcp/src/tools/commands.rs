@@ -322,12 +322,7 @@ impl<'a> BatchBuilder<'a> {
         self.full_text.push_str(&prompt);
         push_line(&mut self.full_text, &entry.text);
         // The id lets a text-only client grep or re-read the output later (read_output).
-        let _ = writeln!(
-            self.text,
-            "{}  [{}]",
-            prompt.trim_end(),
-            entry.command_id
-        );
+        let _ = writeln!(self.text, "{}  [{}]", prompt.trim_end(), entry.command_id);
         push_line(&mut self.text, &preview);
         let result = match (self.format, typed) {
             (OutputFormat::Json, Some(t)) => serde_json::to_value(t).ok(),

@@ -13,8 +13,8 @@ pub use implicit::{ImplicitSession, StartupTarget};
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
 use crate::dto::{
-    AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
-    RunCommandParams, SessionParams, WaitForEventParams,
+    AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams,
+    OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
