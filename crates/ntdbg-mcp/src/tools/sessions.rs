@@ -18,7 +18,7 @@ use std::time::Duration;
 /// How long a call waits for a session that another call is using.
 pub const BUSY_WAIT: Duration = Duration::from_secs(120);
 
-/// Frames shown in the text of `analyze_crash` (the structured report has more).
+/// Frames shown in the text of `analyze_crash` (`kb` and the typed report have all).
 const TEXT_FRAMES: usize = 12;
 
 /// Full triage of a session's dump: the text, and the typed report with format "json".
@@ -71,9 +71,30 @@ fn render_report(id: &str, r: &Report) -> String {
     if r.stack.len() > TEXT_FRAMES {
         let _ = writeln!(
             t,
-            "  … {} more frame(s) in the structured result",
+            "  … {} more frame(s): kb, or format \"json\"",
             r.stack.len() - TEXT_FRAMES
         );
+    }
+    for l in &r.frame_locals {
+        let vars: Vec<String> = l
+            .variables
+            .iter()
+            .map(|v| format!("{} {} = {}", v.type_name, v.name, v.value))
+            .collect();
+        let more = match l.omitted {
+            0 => String::new(),
+            n => format!("; {n} more: .frame {:x}; dv", l.frame),
+        };
+        let function = l.function.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            t,
+            "locals of {:02} {function}: {}{more}",
+            l.frame,
+            vars.join("; ")
+        );
+    }
+    for w in &r.waits {
+        let _ = writeln!(t, "wait: {} (basis: {})", w.text, w.basis);
     }
     for i in &r.inferences {
         let _ = writeln!(t, "inference: {} (basis: {})", i.text, i.basis);
