@@ -53,14 +53,15 @@ pub struct OpenDumpParams {
     pub include_threads: bool,
 }
 
-/// Output format of `run_command`.
+/// Output format of the tools whose answer is text (`run_command`, `read_output`,
+/// `analyze_crash`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputFormat {
-    /// WinDbg text only.
+    /// The text only.
     #[default]
     Text,
-    /// Text plus the typed result of commands that have one.
+    /// The text and the typed value as structured content.
     Json,
 }
 
