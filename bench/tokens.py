@@ -7,7 +7,8 @@ per call, the characters of the text content, of the structured content, and of 
 of client hands the model (see ARCHITECTURE.md, "What a model receives"):
 
 - text:       the text content only (OpenAI Agents SDK by default, LangChain MCP adapters);
-- structured: `structuredContent` alone when the result has one, else the text (Claude Code);
+- structured: `structuredContent` alone when the result has one, else the text (Claude Code,
+              OpenCode, Codex CLI);
 - both:       text and structured content (GitHub Copilot CLI and JetBrains, per their issues).
 
 Tokens are counted with OpenAI's `o200k_base` BPE (the `bpe-openai` package from PyPI, which
