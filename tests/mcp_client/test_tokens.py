@@ -49,6 +49,7 @@ async def test_no_result_repeats_its_text_and_schemas_hold(target: Target) -> No
             seen.append((tool, result))
             return result
 
+        await call("list_dumps")
         opened = await call("open_dump", path=str(SAMPLE))
         sid = text(opened).splitlines()[0]
         await call("analyze_crash", session_id=sid)

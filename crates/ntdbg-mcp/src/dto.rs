@@ -20,6 +20,9 @@ pub struct ListDumpsParams {
     /// Also scan subfolders.
     #[serde(default)]
     pub recursive: bool,
+    /// "json" adds the typed listing.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `triage_dumps` arguments.
@@ -32,6 +35,9 @@ pub struct TriageDumpsParams {
     pub recursive: Option<bool>,
     /// Symbol path, as in open_dump.
     pub symbols_path: Option<String>,
+    /// "json" adds the typed buckets, each with a full analysis.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `open_dump` arguments.

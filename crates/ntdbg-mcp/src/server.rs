@@ -31,8 +31,8 @@ use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServe
 use std::sync::Arc;
 
 const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
-const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files are listed with the reason.";
-const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules, dumps and one representative analysis; unreadable dumps listed as failed.";
+const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files listed with the reason.";
+const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules and dumps; unreadable dumps listed as failed. format \"json\" adds each bucket's full analysis.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel) as a new session. First text line: session_id; then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command.";
 const ANALYZE_CRASH: &str = "Full triage, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, signature, inferences with their basis, limitations, next commands. format \"json\" adds the typed report.";
 const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp, .frame N; dv, ??/dx, r, lm, ~*k, !uniqstack, db/dps, !address, s, u/uf, ln, x. Up to 64, separated by ';' or newlines; a failure stops the rest. Each output is headed by its [command_id]; over 16 KiB it is a head+tail preview (read_output has all). format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
@@ -135,7 +135,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<ListDumpsParams>(),
         description = LIST_DUMPS,
-        output_schema = schema::output::<ListDumpsResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_dumps(
@@ -148,7 +147,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<TriageDumpsParams>(),
         description = TRIAGE_DUMPS,
-        output_schema = schema::output::<TriageResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn triage_dumps(

@@ -60,7 +60,13 @@ pub async fn connect_with(version: Version, dirs: impl IntoIterator<Item = PathB
 
 /// The tools whose answer is text: they send structured content only with format "json",
 /// which [`call`] asks for unless the test chose a format.
-pub const TEXT_TOOLS: &[&str] = &["analyze_crash", "read_output", "run_command"];
+pub const TEXT_TOOLS: &[&str] = &[
+    "analyze_crash",
+    "list_dumps",
+    "read_output",
+    "run_command",
+    "triage_dumps",
+];
 
 /// Calls a tool; protocol errors fail the test.
 pub async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
