@@ -60,7 +60,7 @@ pub struct OpenDumpParams {
 }
 
 /// Output format of the tools whose answer is text (`run_command`, `read_output`,
-/// `analyze_crash`).
+/// `analyze_crash`, `list_dumps`, `triage_dumps`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputFormat {

@@ -7,8 +7,8 @@
 //! receives"): clients forward either the text, or the structured content alone when there is
 //! one, or both, so a result whose answer *is* text (command output, the analysis) sends only
 //! the text unless the caller asked for the typed value ([`Rendered::text_only`]); a record
-//! (a session, a listing) sends its value as `structuredContent`, matching the tool's declared
-//! output schema, beside a one-line-per-fact text.
+//! (a session, a live target's state) sends its value as `structuredContent`, matching the
+//! tool's declared output schema, beside a one-line-per-fact text.
 
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
