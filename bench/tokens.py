@@ -3,8 +3,13 @@
 Reports, for the default profile and both drop-in profiles, the size of `tools/list` (compact
 JSON as the server sends it) in characters and in tokens, split into descriptions, input schemas
 and output schemas; then runs one fixed investigation of the shipped sample over stdio and counts,
-per call, the characters of the text content, of the structured content, and of what a client
-that forwards both would hand the model.
+per call, the characters of the text content, of the structured content, and of what each kind
+of client hands the model (see ARCHITECTURE.md, "What a model receives"):
+
+- text:       the text content only (OpenAI Agents SDK by default, LangChain MCP adapters);
+- structured: `structuredContent` alone when the result has one, else the text (Claude Code,
+              OpenCode, Codex CLI);
+- both:       text and structured content (GitHub Copilot CLI and JetBrains, per their issues).
 
 Tokens are counted with OpenAI's `o200k_base` BPE (the `bpe-openai` package from PyPI, which
 embeds its vocabulary): a proxy, since every model family tokenizes differently.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -81,14 +87,21 @@ async def tools_list_cost(profile_args: list[str]) -> dict:
     }
 
 
+# A command's output id as run_command's text heads each output with it.
+COMMAND_ID = re.compile(r"^\S+> .*  \[(c[0-9a-f]+-[0-9a-f]+)\]$", re.M)
+
+
 def received(result) -> dict:
     text = "".join(getattr(c, "text", "") for c in result.content)
     structured = compact(result.structured_content) if result.structured_content is not None else ""
+    only = structured or text
     return {
         "text_chars": len(text),
         "structured_chars": len(structured),
+        "only_chars": len(only),
         "both_chars": len(text) + len(structured),
         "text_tokens": tokens(text),
+        "only_tokens": tokens(only),
         "both_tokens": tokens(text) + tokens(structured),
         "is_error": bool(result.is_error),
     }
@@ -111,6 +124,9 @@ async def investigation_cost() -> list[dict]:
                 session_id = sc.get("session_id")
             for item in sc.get("results", []) if isinstance(sc, dict) else []:
                 command_id = item.get("command_id") or command_id
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            for found in COMMAND_ID.findall(text) if tool == "run_command" else []:
+                command_id = found
             label = tool if tool != "run_command" else f"run_command {args['command']}"
             rows.append({"call": label, **received(result)})
     return rows
@@ -125,7 +141,8 @@ async def main() -> None:
     report = {"tools_list": {}, "investigation": await investigation_cost()}
     for name, args in profiles.items():
         report["tools_list"][name] = await tools_list_cost(args)
-    totals = {k: sum(r[k] for r in report["investigation"]) for k in ("text_chars", "both_chars", "text_tokens", "both_tokens")}
+    keys = ("text_chars", "only_chars", "both_chars", "text_tokens", "only_tokens", "both_tokens")
+    totals = {k: sum(r[k] for r in report["investigation"]) for k in keys}
     report["investigation_total"] = totals
     if "--json" in sys.argv:
         print(json.dumps(report, indent=2))
@@ -135,12 +152,17 @@ async def main() -> None:
     for name, row in report["tools_list"].items():
         print(f"  {name:<12} {row['tools']:>5} {row['chars']:>7} {row['tokens']:>7} {row['descriptions']:>6} {row['input_schemas']:>6} {row['output_schemas']:>7}")
     print("fixed investigation of testdata/crashy-x64-null.dmp (characters the model receives)")
-    print(f"  {'call':<34} {'text':>6} {'struct':>7} {'both':>6} {'tok(text)':>9} {'tok(both)':>9}")
+    print("  text: text-only clients; struct: the structured content; only: structured-when-present")
+    print("  clients (structured content, else text); both: clients that forward both")
+    head = f"  {'call':<30} {'text':>6} {'struct':>7} {'only':>6} {'both':>6}"
+    print(f"{head} {'tok(text)':>9} {'tok(only)':>9} {'tok(both)':>9}")
     for row in report["investigation"]:
         mark = " (error)" if row["is_error"] else ""
-        print(f"  {row['call'][:34]:<34} {row['text_chars']:>6} {row['structured_chars']:>7} {row['both_chars']:>6} {row['text_tokens']:>9} {row['both_tokens']:>9}{mark}")
-    print(f"  {'total':<34} {totals['text_chars']:>6} {'':>7} {totals['both_chars']:>6} {totals['text_tokens']:>9} {totals['both_tokens']:>9}")
-
+        line = f"  {row['call'][:30]:<30} {row['text_chars']:>6} {row['structured_chars']:>7} {row['only_chars']:>6} {row['both_chars']:>6}"
+        print(f"{line} {row['text_tokens']:>9} {row['only_tokens']:>9} {row['both_tokens']:>9}{mark}")
+    t = totals
+    line = f"  {'total':<30} {t['text_chars']:>6} {'':>7} {t['only_chars']:>6} {t['both_chars']:>6}"
+    print(f"{line} {t['text_tokens']:>9} {t['only_tokens']:>9} {t['both_tokens']:>9}")
 
 if __name__ == "__main__":
     anyio.run(main)

@@ -7,7 +7,14 @@ from typing import Any
 from mcp import Client
 
 
+# Tools whose answer is text: they send structured content only with format "json", which
+# these tests read (test_tokens.py checks the default, text-only answers).
+TEXT_TOOLS = {"run_command", "read_output", "analyze_crash", "list_dumps", "triage_dumps"}
+
+
 async def call(client: Client, tool: str, **arguments: Any):
+    if tool in TEXT_TOOLS:
+        arguments.setdefault("format", "json")
     return await client.call_tool(tool, arguments)
 
 

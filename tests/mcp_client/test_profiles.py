@@ -222,7 +222,7 @@ async def test_mcp_windbg_errors(mcp_windbg: Target) -> None:
 
 async def test_mcp_windbg_list_dumps(mcp_windbg: Target) -> None:
     async with mcp_windbg.connect() as client:
-        listing = await call(client, "list_dumps", directory_path=str(KERNEL_DUMP.parent))
+        listing = await client.call_tool("list_dumps", {"directory_path": str(KERNEL_DUMP.parent)})
         assert not listing.is_error
         rows = text(listing).splitlines()
         line = next(row for row in rows if file_name(row.split("  (")[0]) == KERNEL_DUMP.name)

@@ -20,6 +20,9 @@ pub struct ListDumpsParams {
     /// Also scan subfolders.
     #[serde(default)]
     pub recursive: bool,
+    /// "json" adds the typed listing.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `triage_dumps` arguments.
@@ -32,6 +35,9 @@ pub struct TriageDumpsParams {
     pub recursive: Option<bool>,
     /// Symbol path, as in open_dump.
     pub symbols_path: Option<String>,
+    /// "json" adds the typed buckets, each with a full analysis.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `open_dump` arguments.
@@ -53,14 +59,15 @@ pub struct OpenDumpParams {
     pub include_threads: bool,
 }
 
-/// Output format of `run_command`.
+/// Output format of the tools whose answer is text (`run_command`, `read_output`,
+/// `analyze_crash`, `list_dumps`, `triage_dumps`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputFormat {
-    /// WinDbg text only.
+    /// The text only.
     #[default]
     Text,
-    /// Text plus the typed result of commands that have one.
+    /// The text and the typed value as structured content.
     Json,
 }
 
@@ -79,6 +86,17 @@ pub struct RunCommandParams {
     pub format: OutputFormat,
     /// Also write the whole output to this file (inside an allowed directory).
     pub output_file: Option<String>,
+}
+
+/// `analyze_crash` arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyzeCrashParams {
+    /// Session id from open_dump.
+    pub session_id: String,
+    /// "json" adds the typed report.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// Arguments naming one session.
@@ -102,6 +120,9 @@ pub struct ReadOutputParams {
     pub limit: Option<usize>,
     /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
     pub grep: Option<String>,
+    /// "json" adds the typed page.
+    #[serde(default)]
+    pub format: OutputFormat,
 }
 
 /// `close_session` arguments.

@@ -56,8 +56,8 @@ pub mod limits {
         DEFAULT_PAGE, DEFAULT_TIMEOUT_MS, MAX_COMMANDS, MAX_PAGE, MAX_TIMEOUT_MS,
     };
     /// All tool definitions together stay under this many characters of `tools/list` JSON
-    /// (about 6,000 tokens).
-    pub const TOOLS_LIST_BUDGET: usize = 24_000;
+    /// (about 3,000 tokens).
+    pub const TOOLS_LIST_BUDGET: usize = 12_000;
 }
 
 /// Which transport [`run`] serves.

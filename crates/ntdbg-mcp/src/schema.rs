@@ -3,8 +3,12 @@
 //! Every character of `tools/list` is read by the agent on every conversation, so schemas keep
 //! what describes the data and drop what does not: the `$schema` URL, integer `format`s
 //! (`uint`, `uint64`: `minimum: 0` already says it), and enums written as `oneOf` of described
-//! constants become plain `enum`s. Output schemas also drop the descriptions inside `$defs`
-//! (the shapes stay exact; the top-level fields keep their descriptions).
+//! constants become plain `enum`s.
+//!
+//! Output schemas are shallow: the top-level fields with their types and which are required;
+//! a nested object or array is only `{"type": "object"}` / `{"type": "array"}` (open), and no
+//! field carries a description. They are for programs validating `structuredContent`, which
+//! most clients never show the model; the tool description and the text say what comes back.
 //!
 //! For portability (clients that map schemas onto a single-`type` dialect), no schema has a
 //! `type` array: an optional input parameter is simply not required, and a nullable output
@@ -25,12 +29,91 @@ pub fn input<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
         Ok(s) => s,
         Err(e) => panic!("input schema of {}: {e}", std::any::type_name::<T>()),
     };
-    Arc::new(compact(schema.as_ref().clone(), false))
+    Arc::new(inline_enums(compact(schema.as_ref().clone(), false)))
 }
 
-/// The compact output schema of `T`.
+/// A parameter whose type is a string enum gets the enum written in place (its own
+/// description kept), and `$defs` goes when nothing refers to it any more.
+fn inline_enums(mut schema: JsonObject) -> JsonObject {
+    let Some(Value::Object(defs)) = schema.remove("$defs") else {
+        return schema;
+    };
+    let mut still_used = false;
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for prop in props.values_mut() {
+            let def = prop
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .and_then(|name| defs.get(name));
+            match (def, prop) {
+                (Some(def), Value::Object(p)) if def.get("enum").is_some() => {
+                    p.remove("$ref");
+                    p.insert("type".into(), def["type"].clone());
+                    p.insert("enum".into(), def["enum"].clone());
+                }
+                (_, p) => still_used |= p.to_string().contains("#/$defs/"),
+            }
+        }
+    }
+    if still_used {
+        schema.insert("$defs".into(), Value::Object(defs));
+    }
+    schema
+}
+
+/// The shallow output schema of `T`.
 pub fn output<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
-    Arc::new(compact(schema_for_output::<T>().as_ref().clone(), true))
+    Arc::new(shallow(compact(
+        schema_for_output::<T>().as_ref().clone(),
+        true,
+    )))
+}
+
+/// The top level of an object schema: each property reduced to its [`skeleton`], `required`
+/// kept, `$defs` gone.
+fn shallow(schema: JsonObject) -> JsonObject {
+    let defs = schema.get("$defs").cloned().unwrap_or(Value::Null);
+    let mut out = JsonObject::new();
+    out.insert("type".into(), Value::String("object".into()));
+    if let Some(Value::Object(props)) = schema.get("properties") {
+        let props = props
+            .iter()
+            .map(|(name, prop)| (name.clone(), skeleton(prop, &defs)))
+            .collect();
+        out.insert("properties".into(), Value::Object(props));
+    }
+    if let Some(required) = schema.get("required") {
+        out.insert("required".into(), required.clone());
+    }
+    out
+}
+
+/// A property's type without its inside: scalars and string enums as they are, objects and
+/// arrays open, `$ref`s resolved in `defs`, nullable kept as `anyOf` with `null`.
+fn skeleton(prop: &Value, defs: &Value) -> Value {
+    if let Some(name) = prop
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        return match defs.get(name) {
+            Some(def) => skeleton(def, defs),
+            None => Value::Object(JsonObject::new()),
+        };
+    }
+    if let Some(Value::Array(branches)) = prop.get("anyOf") {
+        let branches = branches.iter().map(|b| skeleton(b, defs)).collect();
+        return serde_json::json!({ "anyOf": Value::Array(branches) });
+    }
+    let mut out = JsonObject::new();
+    if let Some(kind) = prop.get("type") {
+        out.insert("type".into(), kind.clone());
+    }
+    if let Some(values) = prop.get("enum") {
+        out.insert("enum".into(), values.clone());
+    }
+    Value::Object(out)
 }
 
 fn compact(mut schema: JsonObject, output: bool) -> JsonObject {
@@ -40,13 +123,6 @@ fn compact(mut schema: JsonObject, output: bool) -> JsonObject {
     }
     let mut value = Value::Object(schema);
     tidy(&mut value);
-    if output {
-        if let Some(Value::Object(defs)) = value.get_mut("$defs") {
-            for def in defs.values_mut() {
-                strip_descriptions(def);
-            }
-        }
-    }
     match value {
         Value::Object(o) => o,
         _ => JsonObject::new(),
@@ -146,28 +222,6 @@ fn tidy(value: &mut Value) {
     }
 }
 
-/// Removes every `description` below `value` (property names called `description` stay).
-fn strip_descriptions(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            if map.get("description").is_some_and(Value::is_string) {
-                map.remove("description");
-            }
-            for (key, v) in map.iter_mut() {
-                if key == "properties" {
-                    if let Value::Object(props) = v {
-                        props.values_mut().for_each(strip_descriptions);
-                    }
-                } else {
-                    strip_descriptions(v);
-                }
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_descriptions),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,14 +252,40 @@ mod tests {
     }
 
     #[test]
-    fn compacts_without_losing_shape() {
+    fn input_enums_are_written_in_place() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "f": {"$ref": "#/$defs/F", "description": "kept"}
+            },
+            "$defs": {"F": {"description": "gone", "type": "string", "enum": ["a", "b"]}}
+        });
+        let Value::Object(o) = schema else {
+            unreachable!()
+        };
+        assert_eq!(
+            Value::Object(inline_enums(o)),
+            json!({
+                "type": "object",
+                "properties": {
+                    "f": {"type": "string", "enum": ["a", "b"], "description": "kept"}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn output_schemas_keep_the_top_level_types() {
         let schema = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "type": "object",
+            "required": ["n", "s"],
             "properties": {
-                "n": {"type": "integer", "format": "uint", "minimum": 0, "description": "kept"},
+                "n": {"type": "integer", "format": "uint", "minimum": 0, "description": "gone"},
                 "s": {"$ref": "#/$defs/S"},
-                "o": {"type": ["string", "null"], "description": "kept"}
+                "o": {"type": ["string", "null"], "description": "gone"},
+                "t": {"anyOf": [{"$ref": "#/$defs/T"}, {"type": "null"}]},
+                "v": {"type": "array", "items": {"$ref": "#/$defs/T"}}
             },
             "$defs": {
                 "S": {"description": "gone", "oneOf": [
@@ -220,19 +300,18 @@ mod tests {
         let Value::Object(o) = schema else {
             unreachable!()
         };
-        let out = Value::Object(compact(o, true));
+        let out = Value::Object(shallow(compact(o, true)));
         assert_eq!(
             out,
             json!({
                 "type": "object",
+                "required": ["n", "s"],
                 "properties": {
-                    "n": {"type": "integer", "minimum": 0, "description": "kept"},
-                    "s": {"$ref": "#/$defs/S"},
-                    "o": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "kept"}
-                },
-                "$defs": {
-                    "S": {"type": "string", "enum": ["a", "b"]},
-                    "T": {"type": "object", "properties": {"description": {"type": "string"}}}
+                    "n": {"type": "integer"},
+                    "s": {"type": "string", "enum": ["a", "b"]},
+                    "o": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    "t": {"anyOf": [{"type": "object"}, {"type": "null"}]},
+                    "v": {"type": "array"}
                 }
             })
         );

@@ -5,10 +5,10 @@
 //! thin; the work lives in [`crate::tools`].
 
 use crate::dto::{
-    AttachParams, AttachResult, CloseSessionParams, CloseSessionResult, ListDumpsParams,
-    ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult, ReadOutputParams,
-    ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult, SessionParams,
-    TriageDumpsParams, WaitForEventParams,
+    AnalyzeCrashParams, AttachParams, AttachResult, CloseSessionParams, CloseSessionResult,
+    ListDumpsParams, ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult,
+    ReadOutputParams, ReadOutputResult, RunCommandParams, RunCommandResult, RunStateResult,
+    SessionParams, TriageDumpsParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
@@ -32,18 +32,18 @@ use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServe
 use std::sync::Arc;
 
 const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
-const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception headline. Fast (headers only); unreadable files are listed with the reason.";
-const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules, dumps and one representative analysis; unreadable dumps listed as failed.";
-const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel) as a new session. First text line: session_id; the result gives a first triage (exception or bugcheck, faulting frame and module, signature). Next: analyze_crash, then run_command (\"kb\", \".frame 1; dv /t\").";
-const ANALYZE_CRASH: &str = "Full triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, crash signature, inferences with their basis, limitations and next commands.";
-const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp stacks, .frame N and dv locals, ?? and dx C++ expressions, r, lm, ~*k, !uniqstack, db/dps memory, !address, s, u/uf, ln, x. Up to 64 commands separated by ';' or newlines, one result each (a failure stops the rest). Output over 16 KiB is a head+tail preview: read_output(command_id) has all. format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
-const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
+const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files listed with the reason.";
+const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules and dumps; unreadable dumps listed as failed. format \"json\" adds each bucket's full analysis.";
+const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel) as a new session. First text line: session_id; then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command.";
+const ANALYZE_CRASH: &str = "Full triage, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, signature, inferences with their basis, limitations, next commands. format \"json\" adds the typed report.";
+const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp, .frame N; dv, ??/dx, r, lm, ~*k, !uniqstack, db/dps, !address, s, u/uf, ln, x. Up to 64, separated by ';' or newlines; a failure stops the rest. Each output is headed by its [command_id]; over 16 KiB it is a head+tail preview (read_output has all). format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
+const READ_OUTPUT: &str = "Page or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
-const CLOSE_SESSION: &str = "Close a session and free its memory and cached outputs. A live target loses its breakpoints and is detached (resume:false: suspended).";
+const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target loses its breakpoints and is detached (resume:false: suspended).";
 const ATTACH: &str = "Attach to a live target: \"gdb:HOST:PORT\" (gdb stub); Windows: pid:N, exe:PATH ARGS. Starts halted (session_id on line 1). Then run_command: bp, g (waits timeout_ms), p, t, gu, k, r.";
 const BREAK_IN: &str = "Stop a running live target now, even while another call runs on the session; returns at once if already stopped.";
-const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a running live target to stop and return what it printed; since_ms replays earlier events so no stop is missed.";
+const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a running live target to stop; returns what it printed. since_ms replays earlier events so no stop is missed.";
 
 /// The ntdbg MCP service.
 #[derive(Debug, Clone)]
@@ -136,7 +136,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<ListDumpsParams>(),
         description = LIST_DUMPS,
-        output_schema = schema::output::<ListDumpsResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn list_dumps(
@@ -149,7 +148,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<TriageDumpsParams>(),
         description = TRIAGE_DUMPS,
-        output_schema = schema::output::<TriageResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn triage_dumps(
@@ -175,14 +173,13 @@ impl NtdbgServer {
     }
 
     #[tool(
-        input_schema = schema::input::<SessionParams>(),
+        input_schema = schema::input::<AnalyzeCrashParams>(),
         description = ANALYZE_CRASH,
-        output_schema = schema::output::<Report>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn analyze_crash(
         &self,
-        Parameters(p): Parameters<SessionParams>,
+        Parameters(p): Parameters<AnalyzeCrashParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<Rendered<Report>, ToolError> {
         let call = CallInterrupt::of(&context);
@@ -192,7 +189,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<RunCommandParams>(),
         description = RUN_COMMAND,
-        output_schema = schema::output::<RunCommandResult>(),
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
     )]
     async fn run_command(
@@ -207,7 +203,6 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<ReadOutputParams>(),
         description = READ_OUTPUT,
-        output_schema = schema::output::<ReadOutputResult>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn read_output(

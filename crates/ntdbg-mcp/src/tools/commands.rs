@@ -75,7 +75,11 @@ pub async fn run_command_with(
     p: RunCommandParams,
     interrupt: Interrupt,
 ) -> Result<Rendered<RunCommandResult>, ToolError> {
-    Ok(run_batch_with(state, p, interrupt).await?.rendered)
+    let text_only = p.format == OutputFormat::Text;
+    Ok(run_batch_with(state, p, interrupt)
+        .await?
+        .rendered
+        .text_only(text_only))
 }
 
 /// Runs a batch of WinDbg commands in a session, keeping each command's whole text.
@@ -346,7 +350,8 @@ impl<'a> BatchBuilder<'a> {
         self.budget = self.budget.saturating_sub(preview.len());
         self.full_text.push_str(&prompt);
         push_line(&mut self.full_text, &entry.text);
-        self.text.push_str(&prompt);
+        // The id lets a text-only client grep or re-read the output later (read_output).
+        let _ = writeln!(self.text, "{}  [{}]", prompt.trim_end(), entry.command_id);
         push_line(&mut self.text, &preview);
         let result = match (self.format, typed) {
             (OutputFormat::Json, Some(t)) => serde_json::to_value(t).ok(),
@@ -499,5 +504,5 @@ pub fn read_output(
         next_offset,
         matches,
     };
-    Ok(Rendered::new(result, rendered))
+    Ok(Rendered::new(result, rendered).text_only(p.format == OutputFormat::Text))
 }

@@ -1,8 +1,8 @@
 //! `list_dumps` and `open_dump`.
 
 use crate::dto::{
-    ListDumpsParams, ListDumpsResult, ModuleBrief, OpenDumpParams, OpenDumpResult, ThreadBrief,
-    TriageDumpsParams,
+    ListDumpsParams, ListDumpsResult, ModuleBrief, OpenDumpParams, OpenDumpResult, OutputFormat,
+    ThreadBrief, TriageDumpsParams,
 };
 use crate::error::ToolError;
 use crate::listing;
@@ -29,8 +29,10 @@ pub async fn triage_dumps(
 ) -> Result<Rendered<TriageResult>, ToolError> {
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
     let recursive = p.recursive.unwrap_or(true);
+    let text_only = p.format == OutputFormat::Text;
     let symbols = checked_symbol_path(p.symbols_path, &state.allowed)?;
     let st = state.clone();
+    let base = dir.clone();
     let result = blocking("triaging dumps", move || {
         let limits = WalkLimits::SERVER
             .recursive(recursive)
@@ -87,11 +89,44 @@ pub async fn triage_dumps(
     );
     for b in &result.buckets {
         let _ = writeln!(text, "{:>5}  {}  ({})", b.count, b.signature, b.kind);
+        bucket_details(&mut text, b, &base);
     }
     for f in &result.failed {
         let _ = writeln!(text, "failed: {}: {}", f.path, f.error);
     }
-    Ok(Rendered::new(result, text))
+    Ok(Rendered::new(result, text).text_only(text_only))
+}
+
+/// Dumps named per bucket in the text; the rest are counted (format "json" lists all).
+const TEXT_DUMPS_PER_BUCKET: usize = 3;
+
+/// A bucket's second line: when, which modules, which dumps (relative to the folder).
+fn bucket_details(text: &mut String, b: &triage::Bucket, dir: &Path) {
+    let seen = match (&b.first_seen, &b.last_seen) {
+        (Some(first), Some(last)) if first != last => format!("seen {first}..{last}; "),
+        (Some(first), _) => format!("seen {first}; "),
+        _ => String::new(),
+    };
+    let dumps: Vec<String> = b
+        .dumps
+        .iter()
+        .take(TEXT_DUMPS_PER_BUCKET)
+        .map(|d| {
+            Path::new(d)
+                .strip_prefix(dir)
+                .map_or_else(|_| d.clone(), |rel| rel.display().to_string())
+        })
+        .collect();
+    let more = match b.dumps.len().saturating_sub(TEXT_DUMPS_PER_BUCKET) {
+        0 => String::new(),
+        n => format!(" (+{n} more)"),
+    };
+    let _ = writeln!(
+        text,
+        "       {seen}modules: {}; dumps: {}{more}",
+        b.modules.join(", "),
+        dumps.join(", ")
+    );
 }
 
 /// Lists the dumps of a folder with their header facts.
@@ -100,13 +135,14 @@ pub async fn list_dumps(
     p: ListDumpsParams,
 ) -> Result<Rendered<ListDumpsResult>, ToolError> {
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
+    let text_only = p.format == OutputFormat::Text;
     let st = state.clone();
     let result = blocking("listing dumps", move || {
         listing::list_dumps(&dir, p.recursive, &st.allowed)
     })
     .await?;
     let text = ntdbg_analysis::listing::render_table(&result, Path::new(&result.directory));
-    Ok(Rendered::new(result, text))
+    Ok(Rendered::new(result, text).text_only(text_only))
 }
 
 /// Opens a dump into a new session and returns the first triage.

@@ -1,7 +1,8 @@
 //! `analyze_crash`, `list_sessions` and `close_session`.
 
 use crate::dto::{
-    CloseSessionParams, CloseSessionResult, ListSessionsResult, SessionInfo, SessionParams,
+    AnalyzeCrashParams, CloseSessionParams, CloseSessionResult, ListSessionsResult, OutputFormat,
+    SessionInfo,
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
@@ -17,13 +18,13 @@ use std::time::Duration;
 /// How long a call waits for a session that another call is using.
 pub const BUSY_WAIT: Duration = Duration::from_secs(120);
 
-/// Frames shown in the text of `analyze_crash` (the structured report has more).
+/// Frames shown in the text of `analyze_crash` (`kb` and the typed report have all).
 const TEXT_FRAMES: usize = 12;
 
-/// Full triage of a session's dump.
+/// Full triage of a session's dump: the text, and the typed report with format "json".
 pub async fn analyze_crash(
     state: &Arc<State>,
-    p: SessionParams,
+    p: AnalyzeCrashParams,
 ) -> Result<Rendered<Report>, ToolError> {
     analyze_crash_with(state, p, Interrupt::new()).await
 }
@@ -31,7 +32,7 @@ pub async fn analyze_crash(
 /// [`analyze_crash`] under `interrupt`, which cancels its symbol downloads.
 pub async fn analyze_crash_with(
     state: &Arc<State>,
-    p: SessionParams,
+    p: AnalyzeCrashParams,
     interrupt: Interrupt,
 ) -> Result<Rendered<Report>, ToolError> {
     let slot = state.sessions.get(&p.session_id)?;
@@ -47,7 +48,7 @@ pub async fn analyze_crash_with(
     })
     .await?;
     let text = render_report(&slot.id, &report);
-    Ok(Rendered::new(report, text))
+    Ok(Rendered::new(report, text).text_only(p.format == OutputFormat::Text))
 }
 
 /// The error for a session another call holds too long.
@@ -83,9 +84,30 @@ fn render_report(id: &str, r: &Report) -> String {
     if r.stack.len() > TEXT_FRAMES {
         let _ = writeln!(
             t,
-            "  … {} more frame(s) in the structured result",
+            "  … {} more frame(s): kb, or format \"json\"",
             r.stack.len() - TEXT_FRAMES
         );
+    }
+    for l in &r.frame_locals {
+        let vars: Vec<String> = l
+            .variables
+            .iter()
+            .map(|v| format!("{} {} = {}", v.type_name, v.name, v.value))
+            .collect();
+        let more = match l.omitted {
+            0 => String::new(),
+            n => format!("; {n} more: .frame {:x}; dv", l.frame),
+        };
+        let function = l.function.as_deref().unwrap_or("?");
+        let _ = writeln!(
+            t,
+            "locals of {:02} {function}: {}{more}",
+            l.frame,
+            vars.join("; ")
+        );
+    }
+    for w in &r.waits {
+        let _ = writeln!(t, "wait: {} (basis: {})", w.text, w.basis);
     }
     for i in &r.inferences {
         let _ = writeln!(t, "inference: {} (basis: {})", i.text, i.basis);

@@ -58,11 +58,24 @@ pub async fn connect_with(version: Version, dirs: impl IntoIterator<Item = PathB
     }
 }
 
+/// The tools whose answer is text: they send structured content only with format "json",
+/// which [`call`] asks for unless the test chose a format.
+pub const TEXT_TOOLS: &[&str] = &[
+    "analyze_crash",
+    "list_dumps",
+    "read_output",
+    "run_command",
+    "triage_dumps",
+];
+
 /// Calls a tool; protocol errors fail the test.
 pub async fn call(client: &Client, name: &'static str, args: Value) -> CallToolResult {
-    let Value::Object(args) = args else {
+    let Value::Object(mut args) = args else {
         panic!("arguments must be an object")
     };
+    if TEXT_TOOLS.contains(&name) {
+        args.entry("format").or_insert_with(|| "json".into());
+    }
     client
         .call_tool(CallToolRequestParams::new(name).with_arguments(args))
         .await

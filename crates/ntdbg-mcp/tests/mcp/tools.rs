@@ -59,10 +59,6 @@ async fn open_analyze_and_run_in_three_calls() {
             result["bytes_total"],
             result["output"].as_str().map(str::len).unwrap_or(0)
         );
-        assert!(
-            result["result"].is_null(),
-            "typed results only with format json"
-        );
     }
     assert!(results[0]["output"]
         .as_str()
@@ -73,6 +69,17 @@ async fn open_analyze_and_run_in_three_calls() {
         .unwrap_or("")
         .contains("crashy"));
     assert!(text(&r).trim_end().ends_with("[dump]"));
+    // By default the answer is the text alone, each output headed by its id.
+    let plain = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "kn", "format": "text" }),
+    )
+    .await;
+    assert!(plain.structured_content.is_none(), "text only by default");
+    let plain = text(&plain);
+    assert!(plain.starts_with("0:000> kn  [c"), "{plain}");
+    assert!(plain.contains("crashy!write_null+0x7"), "{plain}");
     client.cancel().await.expect("cancel");
 }
 

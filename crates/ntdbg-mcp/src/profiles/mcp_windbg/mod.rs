@@ -220,6 +220,7 @@ impl NtdbgServer {
         let params = ListDumpsParams {
             directory: a.directory_path,
             recursive: a.recursive,
+            format: OutputFormat::Json,
         };
         let listing = tools::dumps::list_dumps(self.state(), params).await?.value;
         Ok(listing_text(&listing))

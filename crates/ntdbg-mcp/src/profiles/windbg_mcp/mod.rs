@@ -13,8 +13,8 @@ pub use implicit::{ImplicitSession, StartupTarget};
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
 use crate::dto::{
-    AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams, OutputFormat,
-    RunCommandParams, SessionParams, WaitForEventParams,
+    AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams,
+    OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
@@ -361,8 +361,9 @@ impl NtdbgServer {
         let id = self.implicit().id()?;
         let report = tools::sessions::analyze_crash(
             self.state(),
-            SessionParams {
+            AnalyzeCrashParams {
                 session_id: id.clone(),
+                format: OutputFormat::Json,
             },
         )
         .await?;
