@@ -21,6 +21,7 @@ mod output;
 pub mod parse;
 pub mod render;
 mod run;
+mod suggest;
 pub mod spec;
 pub mod table;
 
@@ -33,4 +34,5 @@ pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, ThreadRow, TypedResult, UnloadedModuleRow,
 };
-pub use run::{run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status};
+pub use run::{run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status,
+    SymbolPathGate};
