@@ -28,8 +28,9 @@ pub struct ListDumpsParams {
 pub struct TriageDumpsParams {
     /// Folder to triage (default: the first allowed directory).
     pub directory: Option<String>,
-    /// Also triage subfolders (default true).
-    pub recursive: Option<bool>,
+    /// Also triage subfolders.
+    #[serde(default)]
+    pub recursive: bool,
     /// Symbol path, as in open_dump.
     pub symbols_path: Option<String>,
 }
@@ -51,6 +52,9 @@ pub struct OpenDumpParams {
     /// Include the thread list.
     #[serde(default)]
     pub include_threads: bool,
+    /// Open another session even if this dump is open.
+    #[serde(default)]
+    pub new_session: bool,
 }
 
 /// Output format of `run_command`.
@@ -95,10 +99,10 @@ pub struct SessionParams {
 pub struct ReadOutputParams {
     /// command_id from a run_command result.
     pub command_id: String,
-    /// Byte offset to start at (default 0).
+    /// First line, from 1.
     #[serde(default)]
     pub offset: usize,
-    /// Most bytes to return (default 16384, max 65536).
+    /// Most lines (default 200, max 2000).
     pub limit: Option<usize>,
     /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
     pub grep: Option<String>,
@@ -148,6 +152,8 @@ pub use ntdbg_targets::listing::DumpListing as ListDumpsResult;
 pub struct OpenDumpResult {
     /// Pass this to the other tools.
     pub session_id: String,
+    /// The dump was already open: this is that session.
+    pub reused: bool,
     /// The dump file.
     pub target: String,
     /// Dump kind (user, kernel, …).
@@ -260,7 +266,8 @@ pub struct RunCommandResult {
     /// Target state: [dump] for dumps.
     pub trailer: String,
     /// Outcome of output_file.
-    pub output_file: Option<OutputFileReport>,
+    pub output_file: Option<OutputFileReport>,    /// Commands not run, as one line to resend.
+    pub retry: Option<String>,
 }
 
 /// Whether `output_file` was written.
@@ -283,13 +290,17 @@ pub struct ReadOutputResult {
     pub command_id: String,
     /// The command that produced it.
     pub command: String,
-    /// Where this page starts.
+    /// Unit of offsets: lines.
+    pub unit: String,
+    /// First line of this page.
     pub offset: usize,
     /// The page.
     pub text: String,
-    /// Size of the text paged (the matches with grep).
+    /// Size of the whole output.
     pub bytes_total: usize,
-    /// Offset of the next page, null at the end.
+    /// Lines of the whole output.
+    pub lines_total: usize,
+    /// Line of the next page, null at the end.
     pub next_offset: Option<usize>,
     /// Matching lines, with grep.
     pub matches: Option<usize>,
@@ -328,6 +339,8 @@ pub struct SessionInfo {
 pub struct CloseSessionResult {
     /// The closed session.
     pub session_id: String,
+    /// It had been closed before: nothing was done.
+    pub already_closed: bool,
     /// Sessions still open.
     pub open_sessions: Vec<String>,
     /// Live: what closing did; null for dumps.

@@ -104,6 +104,12 @@ impl NtdbgServer {
         self.configure(|state| state.offline = offline)
     }
 
+    /// Lets clients name these HTTP symbol servers too, besides Microsoft's and those of
+    /// `_NT_SYMBOL_PATH` (`ntdbg mcp --symbol-server`).
+    pub fn symbol_servers(self, urls: Vec<String>) -> NtdbgServer {
+        self.configure(|state| state.symbol_servers.add(urls))
+    }
+
     /// Closes sessions no tool has used for `timeout` (`None`: keep them until closed). The
     /// default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT); [`crate::run`] starts
     /// the sweeper.
@@ -162,7 +168,7 @@ impl NtdbgServer {
         input_schema = schema::input::<OpenDumpParams>(),
         description = OPEN_DUMP,
         output_schema = schema::output::<OpenDumpResult>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn open_dump(
         &self,
@@ -188,7 +194,7 @@ impl NtdbgServer {
         input_schema = schema::input::<RunCommandParams>(),
         description = RUN_COMMAND,
         output_schema = schema::output::<RunCommandResult>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = true)
     )]
     async fn run_command(
         &self,
