@@ -25,7 +25,7 @@ const INSTEAD: &[(&[&str], &str)] = &[
         &["e", "eb", "ed", "eq", "ew", "ea", "eu", "ep", "f"],
         "nothing: memory writes are not supported",
     ),
-    (&["q", "qq", "qd"], "close_session over MCP; `q` quits the REPL"),
+    (&["q", "qq", "qd"], "ending the session (`q` quits the REPL)"),
     (&["!sym"], "lm (symbol status per module) and .reload /f"),
     (&["ls", "lsa", ".srcpath", ".lines"], "kp and ln (frames show file and line)"),
     (
