@@ -94,12 +94,12 @@ async def test_a_batch_with_an_unknown_command_names_the_nearest_and_the_rest(ta
         assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
         failed = run["results"][1]["error"]
         assert failed["code"] == "unknown_command" and "lmv" in failed["hint"], failed
-        assert run["retry"] == "r rip; ~*k"
         assert "not executed: r rip; ~*k" in text(result)
         # What to use instead of a WinDbg command ntdbg does not have.
-        heap = ok(await call(client, "run_command", session_id=sid, command="!heap -s"))
+        heap_result = await call(client, "run_command", session_id=sid, command="!heap -s")
+        heap = ok(heap_result)
         assert "!address" in heap["results"][0]["error"]["hint"]
-        assert heap["retry"] is None
+        assert "not executed" not in text(heap_result)
         ok(await call(client, "close_session", session_id=sid))
 
 
@@ -120,7 +120,7 @@ async def test_read_output_pages_and_greps_in_lines(target: Target) -> None:
         first = ok(await call(client, "run_command", session_id=sid, command="dq @rsp L2000"))["results"][0]
         cid = first["command_id"]
         page = ok(await call(client, "read_output", command_id=cid, limit=100))
-        assert page["unit"] == "lines" and page["offset"] == 1 and page["next_offset"] == 101
+        assert page["offset"] == 1 and page["next_offset"] == 101
         lines = page["text"].splitlines()
         assert len(lines) == 100 and page["lines_total"] >= 1000
         # grep's line numbers are offsets: paging from one starts at that line.

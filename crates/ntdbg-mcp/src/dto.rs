@@ -52,7 +52,7 @@ pub struct OpenDumpParams {
     /// Include the thread list.
     #[serde(default)]
     pub include_threads: bool,
-    /// Open another session even if this dump is open.
+    /// Open another session if already open.
     #[serde(default)]
     pub new_session: bool,
 }
@@ -104,7 +104,7 @@ pub struct ReadOutputParams {
     pub offset: usize,
     /// Most lines (default 200, max 2000).
     pub limit: Option<usize>,
-    /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
+    /// Only lines containing this (any case), numbered.
     pub grep: Option<String>,
 }
 
@@ -152,7 +152,7 @@ pub use ntdbg_targets::listing::DumpListing as ListDumpsResult;
 pub struct OpenDumpResult {
     /// Pass this to the other tools.
     pub session_id: String,
-    /// The dump was already open: this is that session.
+    /// Already open: its session.
     pub reused: bool,
     /// The dump file.
     pub target: String,
@@ -266,9 +266,7 @@ pub struct RunCommandResult {
     /// Target state: [dump] for dumps.
     pub trailer: String,
     /// Outcome of output_file.
-    pub output_file: Option<OutputFileReport>,    /// Commands not run, as one line to resend.
-    pub retry: Option<String>,
-}
+    pub output_file: Option<OutputFileReport>,}
 
 /// Whether `output_file` was written.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -290,15 +288,13 @@ pub struct ReadOutputResult {
     pub command_id: String,
     /// The command that produced it.
     pub command: String,
-    /// Unit of offsets: lines.
-    pub unit: String,
     /// First line of this page.
     pub offset: usize,
     /// The page.
     pub text: String,
-    /// Size of the whole output.
+    /// Bytes in all.
     pub bytes_total: usize,
-    /// Lines of the whole output.
+    /// Lines in all.
     pub lines_total: usize,
     /// Line of the next page, null at the end.
     pub next_offset: Option<usize>,
@@ -339,7 +335,7 @@ pub struct SessionInfo {
 pub struct CloseSessionResult {
     /// The closed session.
     pub session_id: String,
-    /// It had been closed before: nothing was done.
+    /// Closed before: nothing done.
     pub already_closed: bool,
     /// Sessions still open.
     pub open_sessions: Vec<String>,

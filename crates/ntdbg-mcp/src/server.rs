@@ -33,10 +33,10 @@ use std::sync::Arc;
 const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception headline. Fast (headers only); unreadable files are listed with the reason.";
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules, dumps and one representative analysis; unreadable dumps listed as failed.";
-const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel) as a new session. First text line: session_id; the result gives a first triage (exception or bugcheck, faulting frame and module, signature). Next: analyze_crash, then run_command (\"kb\", \".frame 1; dv /t\").";
+const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel); one already open answers with its session. Line 1: session_id, then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command (\"kb\", \".frame 1; dv /t\").";
 const ANALYZE_CRASH: &str = "Full triage of a session, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, crash signature, inferences with their basis, limitations and next commands.";
 const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp stacks, .frame N and dv locals, ?? and dx C++ expressions, r, lm, ~*k, !uniqstack, db/dps memory, !address, s, u/uf, ln, x. Up to 64 commands separated by ';' or newlines, one result each (a failure stops the rest). Output over 16 KiB is a head+tail preview: read_output(command_id) has all. format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
-const READ_OUTPUT: &str = "Page through or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
+const READ_OUTPUT: &str = "Page (by line, from 1) or grep the full output of an earlier run_command. An expired id says so: run the command again.";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
 const CLOSE_SESSION: &str = "Close a session and free its memory and cached outputs. A live target loses its breakpoints and is detached (resume:false: suspended).";

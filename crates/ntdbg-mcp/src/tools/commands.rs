@@ -401,16 +401,16 @@ impl<'a> BatchBuilder<'a> {
             .filter(|r| r.status != CommandStatus::NotExecuted)
             .count();
         // Every command that did not run (after a failure, a timeout, or on a running
-        // target), as one line to send again once the cause is fixed.
+        // target), as one line to send again once the cause is fixed; the structured results
+        // carry each one with status not_executed.
         let not_run: Vec<&str> = self
             .results
             .iter()
             .filter(|r| r.status == CommandStatus::NotExecuted)
             .map(|r| r.command.as_str())
             .collect();
-        let retry = (!not_run.is_empty()).then(|| not_run.join("; "));
-        if let Some(line) = &retry {
-            let _ = writeln!(self.text, "not executed: {line}");
+        if !not_run.is_empty() {
+            let _ = writeln!(self.text, "not executed: {}", not_run.join("; "));
         }
         if let Some(f) = &output_file {
             match &f.error {
@@ -434,7 +434,6 @@ impl<'a> BatchBuilder<'a> {
             results: self.results,
             trailer,
             output_file,
-            retry,
         };
         BatchOutput {
             rendered: Rendered::new(result, self.text),
@@ -490,7 +489,6 @@ pub fn read_output(
     let result = ReadOutputResult {
         command_id: entry.command_id.clone(),
         command: entry.command.clone(),
-        unit: "lines".to_string(),
         offset: page.first,
         text: page.text,
         bytes_total: entry.text.len(),

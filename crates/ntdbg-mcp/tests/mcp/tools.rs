@@ -179,7 +179,7 @@ async fn large_output_is_previewed_and_paged() {
         .await;
         let page = ok(&r);
         assert_eq!(page["bytes_total"], total);
-        assert_eq!(page["unit"], "lines");
+        assert!(page["lines_total"].as_u64().unwrap_or(0) > 1000, "{page}");
         assert_eq!(page["offset"], offset);
         whole.push_str(page["text"].as_str().expect("text"));
         pages += 1;
