@@ -21,8 +21,8 @@ mod output;
 pub mod parse;
 pub mod render;
 mod run;
-mod suggest;
 pub mod spec;
+mod suggest;
 pub mod table;
 
 pub use commands::errors::{ErrorCodeRow, FormatsRow, LastErrorRow};
@@ -34,5 +34,6 @@ pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, ThreadRow, TypedResult, UnloadedModuleRow,
 };
-pub use run::{run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status,
-    SymbolPathGate};
+pub use run::{
+    run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status, SymbolPathGate,
+};

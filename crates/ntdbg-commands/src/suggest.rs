@@ -10,7 +10,10 @@ const MAX_NEAR: usize = 4;
 /// WinDbg commands (lower case) ntdbg does not have, each with what to use instead.
 const INSTEAD: &[(&[&str], &str)] = &[
     (&["dyb", "dyd"], "db (bytes) or .formats VALUE (binary)"),
-    (&["!heap"], "!address ADDR (heap regions); !analyze names heap corruption"),
+    (
+        &["!heap"],
+        "!address ADDR (heap regions); !analyze names heap corruption",
+    ),
     (&["!vprot", "!vadump"], "!address ADDR"),
     (&["!stacks"], "~*k, or !uniqstack for the distinct stacks"),
     (
@@ -25,15 +28,26 @@ const INSTEAD: &[(&[&str], &str)] = &[
         &["e", "eb", "ed", "eq", "ew", "ea", "eu", "ep", "f"],
         "nothing: memory writes are not supported",
     ),
-    (&["q", "qq", "qd"], "ending the session (`q` quits the REPL)"),
-    (&["!sym"], "lm (symbol status per module) and .reload /f"),
-    (&["ls", "lsa", ".srcpath", ".lines"], "kp and ln (frames show file and line)"),
     (
-        &[".if", ".else", ".for", ".foreach", ".while", ".printf", ".block"],
+        &["q", "qq", "qd"],
+        "ending the session (`q` quits the REPL)",
+    ),
+    (&["!sym"], "lm (symbol status per module) and .reload /f"),
+    (
+        &["ls", "lsa", ".srcpath", ".lines"],
+        "kp and ln (frames show file and line)",
+    ),
+    (
+        &[
+            ".if", ".else", ".for", ".foreach", ".while", ".printf", ".block",
+        ],
         "one command per step (scripting is not supported)",
     ),
     (&["!exchain", "!exr"], ".exr -1 and kb"),
-    (&[".shell", ".create", ".attach", ".kill"], "nothing: host commands are not run"),
+    (
+        &[".shell", ".create", ".attach", ".kill"],
+        "nothing: host commands are not run",
+    ),
 ];
 
 /// The error for a command word the table does not have: the nearest names, and what to
@@ -95,22 +109,48 @@ mod tests {
 
     #[test]
     fn a_typo_names_the_nearest_commands() {
-        assert!(hint("!analyse").starts_with("nearest: !analyze"), "{}", hint("!analyse"));
+        assert!(
+            hint("!analyse").starts_with("nearest: !analyze"),
+            "{}",
+            hint("!analyse")
+        );
         assert!(hint("sympath").contains(".sympath"), "{}", hint("sympath"));
         assert!(hint("lmvv").contains("lmv"), "{}", hint("lmvv"));
         assert!(hint("kbb").contains("kb"), "{}", hint("kbb"));
     }
 
     #[test]
+    fn help_for_a_typo_names_the_nearest_too() {
+        let mut session = {
+            let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+            ntdbg_engine::Session::open_dump(&path, None).expect("sample opens")
+        };
+        let e = crate::run_command(&mut session, "help !analyse").expect_err("no such topic");
+        assert!(
+            e.message.starts_with("No help for '!analyse'"),
+            "{}",
+            e.message
+        );
+        assert!(e.hint.unwrap_or_default().contains("!analyze"));
+    }
+
+    #[test]
     fn nothing_near_sends_to_help() {
-        assert_eq!(hint("frobnicate"), "run `help` for the list of supported commands");
+        assert_eq!(
+            hint("frobnicate"),
+            "run `help` for the list of supported commands"
+        );
     }
 
     #[test]
     fn unsupported_windbg_commands_say_what_to_use() {
         let e = unknown_command("!HEAP");
         assert_eq!(e.code, ErrorCode::UnknownCommand);
-        assert!(e.message.contains("WinDbg's !heap is not supported"), "{}", e.message);
+        assert!(
+            e.message.contains("WinDbg's !heap is not supported"),
+            "{}",
+            e.message
+        );
         assert!(hint("!heap").contains("!address"), "{}", hint("!heap"));
     }
 
@@ -119,7 +159,10 @@ mod tests {
         for (names, instead) in INSTEAD {
             assert!(!instead.is_empty());
             for n in *names {
-                assert!(table::lookup(n).is_none(), "{n} exists: drop it from INSTEAD");
+                assert!(
+                    table::lookup(n).is_none(),
+                    "{n} exists: drop it from INSTEAD"
+                );
             }
         }
     }

@@ -86,8 +86,15 @@ fn a_symbol_path_gate_admits_or_refuses_what_is_added() {
     // Only the added part is checked: the path already set (the dump's folder) stays.
     let added = run_with(&mut s, ".sympath+ /allowed/syms", gated.clone()).expect("extend");
     assert!(added.contains("/allowed/syms"), "{added}");
-    assert!(added.contains(before.trim().trim_start_matches("Symbol search path is: ")), "{added}");
-    for refused in [".sympath+ /etc", ".sympath \"/allowed/a;/etc\"", ".symfix /etc/cache"] {
+    assert!(
+        added.contains(before.trim().trim_start_matches("Symbol search path is: ")),
+        "{added}"
+    );
+    for refused in [
+        ".sympath+ /etc",
+        ".sympath \"/allowed/a;/etc\"",
+        ".symfix /etc/cache",
+    ] {
         let err = run_with(&mut s, refused, gated.clone()).expect_err(refused);
         assert_eq!(err.code, "path_not_allowed", "{refused}: {err}");
     }
@@ -111,8 +118,15 @@ fn an_unknown_command_in_a_batch_names_the_nearest_and_stops_the_rest() {
     let batch = Batch::split("kn 1; lmvv; r rip; lm").expect("splits");
     let results = batch.run(&mut s, Policy::default(), |_| ControlFlow::Continue(()));
     let statuses: Vec<&str> = results.iter().map(|r| r.status.name()).collect();
-    assert_eq!(statuses, ["succeeded", "failed", "not_executed", "not_executed"]);
+    assert_eq!(
+        statuses,
+        ["succeeded", "failed", "not_executed", "not_executed"]
+    );
     let error = results[1].error.clone().expect("error");
     assert_eq!(error.code, "unknown_command");
-    assert!(error.hint.unwrap_or_default().contains("lmv"), "{}", results[1].output);
+    assert!(
+        error.hint.unwrap_or_default().contains("lmv"),
+        "{}",
+        results[1].output
+    );
 }

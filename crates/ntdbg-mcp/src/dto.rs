@@ -266,7 +266,8 @@ pub struct RunCommandResult {
     /// Target state: [dump] for dumps.
     pub trailer: String,
     /// Outcome of output_file.
-    pub output_file: Option<OutputFileReport>,}
+    pub output_file: Option<OutputFileReport>,
+}
 
 /// Whether `output_file` was written.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -113,7 +113,10 @@ mod tests {
     fn allowed() -> (AllowedDirs, PathBuf) {
         let dir = std::env::temp_dir().join(format!("ntdbg-sympolicy-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("syms")).expect("mkdir");
-        (AllowedDirs::new(std::slice::from_ref(&dir)).expect("allowed"), dir)
+        (
+            AllowedDirs::new(std::slice::from_ref(&dir)).expect("allowed"),
+            dir,
+        )
     }
 
     #[test]
@@ -139,7 +142,11 @@ mod tests {
         let text = format!("srv*{}*https://evil.example/syms", dir.display());
         let e = check_text(&text, &allowed, &servers).expect_err("server");
         assert_eq!(e.code, ErrorCode::PathNotAllowed);
-        assert!(e.message.contains("https://evil.example/syms"), "{}", e.message);
+        assert!(
+            e.message.contains("https://evil.example/syms"),
+            "{}",
+            e.message
+        );
         assert!(e.hint.unwrap_or_default().contains(MICROSOFT_SYMBOL_SERVER));
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -168,7 +168,10 @@ mod tests {
         let text: String = (0..5000).map(|i| format!("line {i:05}\n")).collect();
         let (p, _) = preview(&text, PREVIEW_THRESHOLD, "c7-ab");
         let head_lines = p.lines().take_while(|l| l.starts_with("line ")).count();
-        assert!(p.contains(&format!("offset={})", head_lines + 1)), "{head_lines}");
+        assert!(
+            p.contains(&format!("offset={})", head_lines + 1)),
+            "{head_lines}"
+        );
     }
 
     #[test]
@@ -176,7 +179,10 @@ mod tests {
         let text = "a\nb\nc\nd\ne";
         assert_eq!(line_count(text), 5);
         let one = page_lines(text, 0, 2, 100, None);
-        assert_eq!((one.text.as_str(), one.first, one.next), ("a\nb\n", 1, Some(3)));
+        assert_eq!(
+            (one.text.as_str(), one.first, one.next),
+            ("a\nb\n", 1, Some(3))
+        );
         let last = page_lines(text, 5, 2, 100, None);
         assert_eq!((last.text.as_str(), last.next), ("e", None));
         assert_eq!(page_lines(text, 9, 2, 100, None).text, "");

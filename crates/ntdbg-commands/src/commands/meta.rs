@@ -83,10 +83,9 @@ fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
     let topic = inv.args.trim();
     if !topic.is_empty() {
         let spec = table::lookup(topic).ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::UnknownCommand,
-                format!("No help for '{topic}': unknown command"),
-            )
+            // The same nearest names (or what to use instead) as running it would give.
+            crate::suggest::unknown_command(topic)
+                .with_message(format!("No help for '{topic}': unknown command"))
         })?;
         let mut text = format!("{}\n  {}\n", spec.usage, spec.summary);
         if !spec.details.is_empty() {
@@ -129,7 +128,8 @@ fn symfix(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, 
 }
 
 fn parse_symbol_path(text: &str) -> Result<SymbolPath, CommandError> {
-    SymbolPath::parse(text).map_err(|e| CommandError::syntax(format!("Bad symbol path '{text}': {e}")))
+    SymbolPath::parse(text)
+        .map_err(|e| CommandError::syntax(format!("Bad symbol path '{text}': {e}")))
 }
 
 /// Replaces the symbol path with `given` (`.sympath`, `.symfix`) or appends it (`.sympath+`,

@@ -13,12 +13,12 @@ use crate::dto::{
 use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{internal_error, State};
+use crate::symbol_policy;
 use crate::text::{self, PREVIEW_THRESHOLD};
 use crate::tools::sessions::busy;
-use crate::symbol_policy;
 use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status, SymbolPathGate};
-use ntdbg_symbols::SymbolPath;
 use ntdbg_engine::ErrorCode;
+use ntdbg_symbols::SymbolPath;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::ops::ControlFlow;
@@ -464,7 +464,13 @@ pub fn read_output(
     let entry = state.outputs().get(p.command_id.trim())?;
     let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let grep = p.grep.filter(|g| !g.is_empty());
-    let page = text::page_lines(&entry.text, p.offset, limit, MAX_PAGE_BYTES, grep.as_deref());
+    let page = text::page_lines(
+        &entry.text,
+        p.offset,
+        limit,
+        MAX_PAGE_BYTES,
+        grep.as_deref(),
+    );
     let lines_total = text::line_count(&entry.text);
     let matches = grep.as_deref().map(|g| text::count_matches(&entry.text, g));
     let mut rendered = page.text.clone();
@@ -480,10 +486,7 @@ pub fn read_output(
     } else if page.text.is_empty() {
         rendered = match matches {
             Some(_) => format!("(no matching lines from line {})", page.first),
-            None => format!(
-                "(line {} is past the end: {lines_total} lines)",
-                page.first
-            ),
+            None => format!("(line {} is past the end: {lines_total} lines)", page.first),
         };
     }
     let result = ReadOutputResult {

@@ -148,9 +148,7 @@ pub async fn open_dump(
             .await?;
             // Registered only once opened and analysed: an open abandoned on the way leaves
             // nothing behind.
-            let slot = state
-                .sessions
-                .insert_dump(session, path, symbols, identity);
+            let slot = state.sessions.insert_dump(session, path, symbols, identity);
             tracing::info!(session = %slot.id, "opened a dump");
             (slot, triage)
         }

@@ -143,13 +143,19 @@ pub async fn close_session(
     // closed (by close_session or the idle timeout) is answered "already closed".
     let (closed, detach, already_closed) = match outcome {
         Ok(closed) => (closed.id, closed.detach, false),
-        Err(e) if e.code == ErrorCode::UnknownSession && state.sessions.was_closed(&p.session_id) => {
+        Err(e)
+            if e.code == ErrorCode::UnknownSession && state.sessions.was_closed(&p.session_id) =>
+        {
             (p.session_id.trim().to_string(), None, true)
         }
         Err(e) => return Err(e),
     };
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
-    let verb = if already_closed { "already closed" } else { "closed" };
+    let verb = if already_closed {
+        "already closed"
+    } else {
+        "closed"
+    };
     let mut text = if open_sessions.is_empty() {
         format!("{verb} {closed}; no sessions remain open\n")
     } else {
