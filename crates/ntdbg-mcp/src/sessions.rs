@@ -277,3 +277,46 @@ fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolErr
     )
     .with_hint(hint)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &Path) -> Session {
+        Session::open_dump(path, None).expect("sample opens")
+    }
+
+    #[test]
+    fn the_same_file_finds_its_session_and_a_changed_one_does_not() {
+        let dir = std::env::temp_dir().join(format!("ntdbg-sessions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let dump = dir.join("a.dmp");
+        std::fs::copy(ntdbg_testutil::sample("crashy-x64-null.dmp"), &dump).expect("copy");
+        let registry = SessionRegistry::new("test");
+        let identity = DumpIdentity::of(&dump).expect("identity");
+        let slot = registry.insert_dump(open(&dump), dump.clone(), None, Some(identity.clone()));
+        let found = registry.find_dump(&identity).expect("found");
+        assert_eq!(found.id, slot.id);
+        // Another size (or time) is another file, even at the same path.
+        std::fs::copy(ntdbg_testutil::sample("crashy-x64-divzero.dmp"), &dump).expect("copy");
+        let changed = DumpIdentity::of(&dump).expect("identity");
+        assert_ne!(changed, identity);
+        assert!(registry.find_dump(&changed).is_none());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn closed_ids_are_remembered_and_others_are_not() {
+        let registry = SessionRegistry::new("test");
+        let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let slot = registry.insert(open(&path), path, None);
+        assert!(!registry.was_closed(&slot.id));
+        registry.remove(&slot.id).expect("removed");
+        assert!(registry.was_closed(&slot.id));
+        assert!(
+            registry.remove(&slot.id).is_err(),
+            "a second remove is unknown"
+        );
+        assert!(!registry.was_closed("s9-test"));
+    }
+}
