@@ -173,7 +173,7 @@ async def test_error_cases(target: Target) -> None:
         e = err(await call(client, "run_command", session_id="s999-beef", command="kb"))
         assert e["code"] == "unknown_session" and sid in e["hint"]
         run = ok(await call(client, "run_command", session_id=sid, command=".sympath /etc"))
-        assert run["results"][0]["error"]["code"] == "host_effect_refused"
+        assert run["results"][0]["error"]["code"] == "path_not_allowed"
         run = ok(await call(client, "run_command", session_id=sid, command="frobnicate"))
         assert run["results"][0]["error"]["code"] == "unknown_command"
         e = err(await call(client, "run_command", session_id=sid, command='.echo "unterminated'))
@@ -202,7 +202,7 @@ async def test_output_file(target: Target) -> None:
 
 async def test_triage_dumps(target: Target) -> None:
     async with target.connect() as client:
-        result = ok(await call(client, "triage_dumps", directory=str(TESTDATA)))
+        result = ok(await call(client, "triage_dumps", directory=str(TESTDATA), recursive=True))
     assert result["dumps"] >= 11
     signatures = [b["signature"] for b in result["buckets"]]
     assert any("crashy!write_null" in s for s in signatures), signatures

@@ -119,6 +119,10 @@ pub enum Command {
         /// (0: never).
         #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::DEFAULT_IDLE_TIMEOUT.as_secs())]
         idle_timeout: u64,
+        /// An HTTP symbol server clients may name in symbol paths (repeatable), besides
+        /// Microsoft's and those of _NT_SYMBOL_PATH.
+        #[arg(long = "symbol-server", value_name = "URL")]
+        symbol_servers: Vec<String>,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).

@@ -81,6 +81,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             offline,
             read_only,
             idle_timeout,
+            symbol_servers,
             profile,
             dump,
             attach,
@@ -98,6 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 offline,
                 read_only,
                 idle_timeout,
+                symbol_servers,
                 profile: profile.into(),
                 startup,
             };
@@ -167,6 +169,8 @@ struct McpOptions {
     read_only: bool,
     /// Seconds a session may stay unused before it is closed (0: never).
     idle_timeout: u64,
+    /// HTTP symbol servers clients may name, besides Microsoft's and `_NT_SYMBOL_PATH`'s.
+    symbol_servers: Vec<String>,
     profile: ntdbg_mcp::Profile,
     startup: Option<ntdbg_mcp::StartupTarget>,
 }
@@ -211,6 +215,7 @@ fn mcp(
         .offline(options.offline)
         .read_only(options.read_only)
         .idle_timeout(idle_timeout)
+        .symbol_servers(options.symbol_servers)
         .with_profile(options.profile);
     if let Some(target) = options.startup {
         server = server.with_startup_target(target);

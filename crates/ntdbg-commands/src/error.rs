@@ -32,6 +32,12 @@ impl CommandError {
         self
     }
 
+    /// The same error with another message (code and hint kept).
+    pub fn with_message(mut self, message: impl Into<String>) -> CommandError {
+        self.message = message.into();
+        self
+    }
+
     /// A syntax error in the arguments.
     pub fn syntax(message: impl Into<String>) -> CommandError {
         CommandError::new(ErrorCode::SyntaxError, message)

@@ -22,6 +22,7 @@ pub mod parse;
 pub mod render;
 mod run;
 pub mod spec;
+mod suggest;
 pub mod table;
 
 pub use commands::errors::{ErrorCodeRow, FormatsRow, LastErrorRow};
@@ -33,4 +34,6 @@ pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, ThreadRow, TypedResult, UnloadedModuleRow,
 };
-pub use run::{run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status};
+pub use run::{
+    run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status, SymbolPathGate,
+};

@@ -10,8 +10,8 @@
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::parse::{self, CommandLine, ThreadSelector};
-use crate::spec::{CommandSpec, Effect, Invocation};
-use crate::{commands, live, table};
+use crate::spec::{CommandSpec, Effect, HostEffect, Invocation};
+use crate::{commands, live, suggest, table};
 use ntdbg_engine::live::ThreadId;
 use ntdbg_engine::Session;
 use serde::Serialize;
@@ -76,7 +76,15 @@ pub struct Policy {
     /// Where commands that write a file the user names (`.dump FILE`) may write: the gate
     /// answers the path to write or refuses it. `None`: any path, as given.
     pub file_gate: Option<FileGate>,
+    /// Under `refuse_host_effects`, lets commands that set the symbol path run when the gate
+    /// admits the new path (`.sympath+ DIR` with DIR in an allowed folder). `None`: refused.
+    pub symbol_path_gate: Option<SymbolPathGate>,
 }
+
+/// A front end's check of a symbol path a command is about to set: `Ok` or the refusal
+/// (`path_not_allowed`, a server not configured, …).
+pub type SymbolPathGate =
+    std::sync::Arc<dyn Fn(&ntdbg_symbols::SymbolPath) -> Result<(), CommandError> + Send + Sync>;
 
 /// A front end's check of a file a command is about to write: the path to write (resolved),
 /// or the refusal (`path_not_allowed`).
@@ -89,6 +97,7 @@ impl std::fmt::Debug for Policy {
         f.debug_struct("Policy")
             .field("refuse_host_effects", &self.refuse_host_effects)
             .field("file_gate", &self.file_gate.is_some())
+            .field("symbol_path_gate", &self.symbol_path_gate.is_some())
             .finish()
     }
 }
@@ -228,13 +237,7 @@ fn resolve(line: &CommandLine<'_>) -> Result<Action, CommandError> {
     }
     table::lookup(line.name)
         .map(Action::Command)
-        .ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::UnknownCommand,
-                format!("Unknown command '{}'", excerpt(line.name)),
-            )
-            .with_hint("run `help` for the list of supported commands")
-        })
+        .ok_or_else(|| suggest::unknown_command(line.name))
 }
 
 /// Whether `spec` may run now: the front end's policy, then (on a live target) the run
@@ -245,16 +248,26 @@ fn admit(
     line: &CommandLine<'_>,
     policy: &Policy,
 ) -> Result<(), CommandError> {
-    if policy.refuse_host_effects && spec.host_effect && !line.args.trim().is_empty() {
-        return Err(CommandError::new(
-            ErrorCode::HostEffectRefused,
-            format!(
-                "'{}' with arguments acts on the host and is refused here",
-                excerpt(line.name)
-            ),
-        ));
+    let gated = spec.host_effect == HostEffect::SymbolPath && policy.symbol_path_gate.is_some();
+    if policy.refuse_host_effects
+        && spec.host_effect != HostEffect::None
+        && !gated
+        && !line.args.trim().is_empty()
+    {
+        return Err(host_effect_refused(line.name));
     }
     live::gate(session, spec)
+}
+
+/// The refusal of a command that acts on the host where the front end does not allow it.
+pub(crate) fn host_effect_refused(name: &str) -> CommandError {
+    CommandError::new(
+        ErrorCode::HostEffectRefused,
+        format!(
+            "'{}' acts on the host (chooses which files or servers are read) and is refused here",
+            excerpt(name)
+        ),
+    )
 }
 
 /// Runs a resolved command, on the threads its `~` prefix selects.

@@ -26,6 +26,16 @@ pub enum Effect {
     Breakpoint,
 }
 
+/// What a command does on the host (beyond the target): front ends decide what they allow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostEffect {
+    /// Nothing on the host.
+    None,
+    /// Chooses the folders and servers symbols are read from (`.sympath DIR`, `.symfix`):
+    /// allowed under a host policy only through its symbol-path gate.
+    SymbolPath,
+}
+
 /// The arguments a handler receives.
 #[derive(Debug, Clone)]
 pub struct Invocation<'a> {
@@ -71,8 +81,8 @@ pub struct CommandSpec {
     pub needs: Needs,
     /// What it does to execution.
     pub effect: Effect,
-    /// Whether it acts on the host (files, processes): refused over MCP on live targets.
-    pub host_effect: bool,
+    /// What it does on the host with arguments (a front end may refuse or gate it).
+    pub host_effect: HostEffect,
     /// Whether it takes no arguments: the runner refuses any before the handler runs.
     pub no_args: bool,
     /// The handler.
@@ -108,7 +118,7 @@ impl CommandSpec {
             details,
             needs: Needs::Halted,
             effect,
-            host_effect: false,
+            host_effect: HostEffect::None,
             no_args: false,
             handler,
         }

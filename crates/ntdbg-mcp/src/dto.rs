@@ -31,8 +31,9 @@ pub struct ListDumpsParams {
 pub struct TriageDumpsParams {
     /// Folder to triage (default: the first allowed directory).
     pub directory: Option<String>,
-    /// Also triage subfolders (default true).
-    pub recursive: Option<bool>,
+    /// Also triage subfolders.
+    #[serde(default)]
+    pub recursive: bool,
     /// Symbol path, as in open_dump.
     pub symbols_path: Option<String>,
     /// "json" adds the typed buckets, each with a full analysis.
@@ -57,6 +58,9 @@ pub struct OpenDumpParams {
     /// Include the thread list.
     #[serde(default)]
     pub include_threads: bool,
+    /// Open another session if already open.
+    #[serde(default)]
+    pub new_session: bool,
 }
 
 /// Output format of the tools whose answer is text (`run_command`, `read_output`,
@@ -113,12 +117,12 @@ pub struct SessionParams {
 pub struct ReadOutputParams {
     /// command_id from a run_command result.
     pub command_id: String,
-    /// Byte offset to start at (default 0).
+    /// First line, from 1.
     #[serde(default)]
     pub offset: usize,
-    /// Most bytes to return (default 16384, max 65536).
+    /// Most lines (default 200, max 2000).
     pub limit: Option<usize>,
-    /// Keep only lines containing this text (case-insensitive), numbered; offset/limit then page the matches.
+    /// Only lines containing this (any case), numbered.
     pub grep: Option<String>,
     /// "json" adds the typed page.
     #[serde(default)]
@@ -169,6 +173,8 @@ pub use ntdbg_targets::listing::DumpListing as ListDumpsResult;
 pub struct OpenDumpResult {
     /// Pass this to the other tools.
     pub session_id: String,
+    /// Already open: its session.
+    pub reused: bool,
     /// The dump file.
     pub target: String,
     /// Dump kind (user, kernel, …).
@@ -304,13 +310,15 @@ pub struct ReadOutputResult {
     pub command_id: String,
     /// The command that produced it.
     pub command: String,
-    /// Where this page starts.
+    /// First line of this page.
     pub offset: usize,
     /// The page.
     pub text: String,
-    /// Size of the text paged (the matches with grep).
+    /// Bytes in all.
     pub bytes_total: usize,
-    /// Offset of the next page, null at the end.
+    /// Lines in all.
+    pub lines_total: usize,
+    /// Line of the next page, null at the end.
     pub next_offset: Option<usize>,
     /// Matching lines, with grep.
     pub matches: Option<usize>,
@@ -349,6 +357,8 @@ pub struct SessionInfo {
 pub struct CloseSessionResult {
     /// The closed session.
     pub session_id: String,
+    /// Closed before: nothing done.
+    pub already_closed: bool,
     /// Sessions still open.
     pub open_sessions: Vec<String>,
     /// Live: what closing did; null for dumps.

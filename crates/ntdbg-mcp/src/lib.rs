@@ -37,6 +37,7 @@ mod server;
 mod sessions;
 mod state;
 mod stdio;
+mod symbol_policy;
 mod text;
 mod tools;
 

@@ -34,10 +34,10 @@ use std::sync::Arc;
 const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files listed with the reason.";
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules and dumps; unreadable dumps listed as failed. format \"json\" adds each bucket's full analysis.";
-const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel) as a new session. First text line: session_id; then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command.";
+const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel); one already open answers with its session (new_session: another). First text line: session_id; then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command.";
 const ANALYZE_CRASH: &str = "Full triage, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, signature, inferences with their basis, limitations, next commands. format \"json\" adds the typed report.";
 const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp, .frame N; dv, ??/dx, r, lm, ~*k, !uniqstack, db/dps, !address, s, u/uf, ln, x. Up to 64, separated by ';' or newlines; a failure stops the rest. Each output is headed by its [command_id]; over 16 KiB it is a head+tail preview (read_output has all). format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
-const READ_OUTPUT: &str = "Page or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
+const READ_OUTPUT: &str = "Page (by line, from 1) or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
 const CLOSE_SESSION: &str = "Close a session, freeing its memory and cached outputs. A live target loses its breakpoints and is detached (resume:false: suspended).";
@@ -105,6 +105,12 @@ impl NtdbgServer {
         self.configure(|state| state.offline = offline)
     }
 
+    /// Lets clients name these HTTP symbol servers too, besides Microsoft's and those of
+    /// `_NT_SYMBOL_PATH` (`ntdbg mcp --symbol-server`).
+    pub fn symbol_servers(self, urls: Vec<String>) -> NtdbgServer {
+        self.configure(|state| state.symbol_servers.add(urls))
+    }
+
     /// Closes sessions no tool has used for `timeout` (`None`: keep them until closed). The
     /// default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT); [`crate::run`] starts
     /// the sweeper.
@@ -163,7 +169,7 @@ impl NtdbgServer {
         input_schema = schema::input::<OpenDumpParams>(),
         description = OPEN_DUMP,
         output_schema = schema::output::<OpenDumpResult>(),
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn open_dump(
         &self,
@@ -189,7 +195,7 @@ impl NtdbgServer {
     #[tool(
         input_schema = schema::input::<RunCommandParams>(),
         description = RUN_COMMAND,
-        annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false, open_world_hint = true)
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = true)
     )]
     async fn run_command(
         &self,

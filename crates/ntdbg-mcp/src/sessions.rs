@@ -9,10 +9,41 @@ use crate::error::ToolError;
 use ntdbg_engine::live::LiveControl;
 use ntdbg_engine::ErrorCode;
 use ntdbg_engine::Session;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
+
+/// How many closed session ids the registry remembers, so closing one again is answered
+/// "already closed" rather than "unknown".
+const REMEMBERED_CLOSED: usize = 1024;
+
+/// Which file a dump session was opened from, to tell whether a later `open_dump` names the
+/// same one: its canonical path, size and modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpIdentity {
+    /// The canonical path.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub len: u64,
+    /// Last modification, where the file system records it.
+    pub modified: Option<SystemTime>,
+}
+
+impl DumpIdentity {
+    /// The identity of the file at `path` (already canonical).
+    ///
+    /// # Errors
+    /// The file's metadata cannot be read.
+    pub fn of(path: &Path) -> std::io::Result<DumpIdentity> {
+        let meta = std::fs::metadata(path)?;
+        Ok(DumpIdentity {
+            path: path.to_path_buf(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
 
 /// How long detaching a live target may take when a session closes.
 pub const DETACH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -33,6 +64,8 @@ pub struct SessionSlot {
     pub symbols_path: Option<String>,
     /// When it was opened.
     pub opened: Instant,
+    /// The dump file it was opened from (`None`: a live target, or a dump opened at start).
+    pub identity: Option<DumpIdentity>,
     /// When a tool last asked for it (the idle sweeper closes it after `--idle-timeout`).
     last_used: Mutex<Instant>,
     /// The engine session; locked for the duration of each engine call.
@@ -74,6 +107,7 @@ impl SessionSlot {
 #[derive(Debug)]
 pub struct SessionRegistry {
     slots: Mutex<BTreeMap<u64, Arc<SessionSlot>>>,
+    closed: Mutex<VecDeque<String>>,
     next: Mutex<u64>,
     tag: String,
 }
@@ -83,6 +117,7 @@ impl SessionRegistry {
     pub fn new(tag: &str) -> SessionRegistry {
         SessionRegistry {
             slots: Mutex::new(BTreeMap::new()),
+            closed: Mutex::new(VecDeque::new()),
             next: Mutex::new(1),
             tag: tag.into(),
         }
@@ -94,6 +129,18 @@ impl SessionRegistry {
         session: Session,
         path: PathBuf,
         symbols_path: Option<String>,
+    ) -> Arc<SessionSlot> {
+        self.insert_dump(session, path, symbols_path, None)
+    }
+
+    /// Registers a session opened from a dump file with its identity, so that opening the
+    /// same file again can find it ([`Self::find_dump`]).
+    pub fn insert_dump(
+        &self,
+        session: Session,
+        path: PathBuf,
+        symbols_path: Option<String>,
+        identity: Option<DumpIdentity>,
     ) -> Arc<SessionSlot> {
         let n = {
             let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
@@ -110,11 +157,34 @@ impl SessionRegistry {
             arch: session.arch().name().to_string(),
             symbols_path,
             opened: Instant::now(),
+            identity,
             last_used: Mutex::new(Instant::now()),
             session: Arc::new(tokio::sync::Mutex::new(session)),
         });
         self.lock().insert(n, slot.clone());
         slot
+    }
+
+    /// The oldest open session of the same dump file (same canonical path, size and
+    /// modification time), marked as used now.
+    pub fn find_dump(&self, identity: &DumpIdentity) -> Option<Arc<SessionSlot>> {
+        let slot = self
+            .lock()
+            .values()
+            .find(|s| s.identity.as_ref() == Some(identity))
+            .cloned()?;
+        slot.touch();
+        Some(slot)
+    }
+
+    /// Whether `id` names a session this registry closed (among the last
+    /// [`REMEMBERED_CLOSED`]).
+    pub fn was_closed(&self, id: &str) -> bool {
+        self.closed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|c| c == id.trim())
     }
 
     /// The session with `id`, marked as used now.
@@ -143,7 +213,14 @@ impl SessionRegistry {
             .find(|(_, s)| s.id == id.trim())
             .map(|(k, _)| *k);
         match key.and_then(|k| slots.remove(&k)) {
-            Some(slot) => Ok(slot),
+            Some(slot) => {
+                let mut closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+                if closed.len() == REMEMBERED_CLOSED {
+                    closed.pop_front();
+                }
+                closed.push_back(slot.id.clone());
+                Ok(slot)
+            }
             None => Err(unknown_session(id, &slots)),
         }
     }
@@ -199,4 +276,47 @@ fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolErr
         format!("no open session with id {id:?} (it was never opened, was closed, or expired after being idle)"),
     )
     .with_hint(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &Path) -> Session {
+        Session::open_dump(path, None).expect("sample opens")
+    }
+
+    #[test]
+    fn the_same_file_finds_its_session_and_a_changed_one_does_not() {
+        let dir = std::env::temp_dir().join(format!("ntdbg-sessions-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let dump = dir.join("a.dmp");
+        std::fs::copy(ntdbg_testutil::sample("crashy-x64-null.dmp"), &dump).expect("copy");
+        let registry = SessionRegistry::new("test");
+        let identity = DumpIdentity::of(&dump).expect("identity");
+        let slot = registry.insert_dump(open(&dump), dump.clone(), None, Some(identity.clone()));
+        let found = registry.find_dump(&identity).expect("found");
+        assert_eq!(found.id, slot.id);
+        // Another size (or time) is another file, even at the same path.
+        std::fs::copy(ntdbg_testutil::sample("crashy-x64-divzero.dmp"), &dump).expect("copy");
+        let changed = DumpIdentity::of(&dump).expect("identity");
+        assert_ne!(changed, identity);
+        assert!(registry.find_dump(&changed).is_none());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn closed_ids_are_remembered_and_others_are_not() {
+        let registry = SessionRegistry::new("test");
+        let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let slot = registry.insert(open(&path), path, None);
+        assert!(!registry.was_closed(&slot.id));
+        registry.remove(&slot.id).expect("removed");
+        assert!(registry.was_closed(&slot.id));
+        assert!(
+            registry.remove(&slot.id).is_err(),
+            "a second remove is unknown"
+        );
+        assert!(!registry.was_closed("s9-test"));
+    }
 }

@@ -5,6 +5,7 @@ use crate::cache::OutputCache;
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::sessions::SessionRegistry;
+use crate::symbol_policy::SymbolServers;
 use ntdbg_engine::ErrorCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -22,6 +23,8 @@ pub struct State {
     pub sessions: SessionRegistry,
     /// Whether sessions stay off symbol servers.
     pub offline: bool,
+    /// The HTTP symbol servers clients may name in symbol paths.
+    pub symbol_servers: SymbolServers,
     /// Whether live sessions refuse run control, breakpoints and writes (`--read-only`).
     pub read_only: bool,
     /// Sessions unused this long are closed (`None`: never).
@@ -37,6 +40,7 @@ impl State {
             allowed,
             sessions: SessionRegistry::new(&tag),
             offline: false,
+            symbol_servers: SymbolServers::default(),
             read_only: false,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             outputs: Mutex::new(OutputCache::new(&tag)),

@@ -1,7 +1,8 @@
-//! Text helpers for large outputs: head-and-tail previews, byte-offset pages and grep.
+//! Text helpers for large outputs: head-and-tail previews, pages of lines and grep.
 //!
-//! Offsets are byte offsets into the UTF-8 text; every cut is moved back to a character
-//! boundary (and, for previews, to a line boundary when one is near) so no output is split
+//! `read_output` counts in lines, numbered from 1 as grep numbers them: a page starts at a line
+//! number, and a grep hit's number is where to page from. Preview cuts are byte positions moved
+//! back to a character boundary (and to a line boundary when one is near) so no output is split
 //! inside a character.
 
 /// Outputs longer than this are previewed (head and tail) instead of sent whole.
@@ -23,8 +24,9 @@ pub fn preview(text: &str, limit: usize, command_id: &str) -> (String, bool) {
     if !out.ends_with('\n') && !out.is_empty() {
         out.push('\n');
     }
+    let line = text[..head_end].matches('\n').count() + 1;
     out.push_str(&format!(
-        "... [{omitted} bytes omitted: read_output(command_id=\"{command_id}\", offset={head_end}) pages the full text, grep filters it] ...\n"
+        "... [{omitted} bytes omitted: read_output(command_id=\"{command_id}\", offset={line}) pages the full text by line, grep filters it] ...\n"
     ));
     out.push_str(&text[tail_start..]);
     (out, true)
@@ -59,33 +61,70 @@ fn line_cut_forward(text: &str, at: usize) -> usize {
     }
 }
 
-/// One page of a text: `limit` bytes from `offset`, cut back to a char boundary. Returns the
-/// page and the offset after it (`None` at the end).
-pub fn page(text: &str, offset: usize, limit: usize) -> (&str, Option<usize>) {
-    let start = floor_char(text, offset);
-    let mut end = floor_char(text, start.saturating_add(limit.max(1)));
-    if end == start && start < text.len() {
-        // A limit smaller than one character still moves forward by a whole character.
-        end = text[start..]
-            .chars()
-            .next()
-            .map_or(text.len(), |c| start + c.len_utf8());
-    }
-    let next = (end < text.len()).then_some(end);
-    (&text[start..end], next)
+/// A page of whole lines.
+#[derive(Debug, PartialEq, Eq)]
+pub struct LinePage {
+    /// The lines (grep: each prefixed `N:` with its line number).
+    pub text: String,
+    /// The number of the line the page starts at (1-based).
+    pub first: usize,
+    /// The number of the line the next page starts at; `None` at the end.
+    pub next: Option<usize>,
 }
 
-/// The lines of `text` containing `pattern` (case-insensitive), each prefixed by its 1-based
-/// line number, as `grep -n -i` prints them.
-pub fn grep(text: &str, pattern: &str) -> String {
-    let needle = pattern.to_lowercase();
-    let mut out = String::new();
-    for (n, line) in text.lines().enumerate() {
-        if line.to_lowercase().contains(&needle) {
-            out.push_str(&format!("{}:{line}\n", n + 1));
+/// The number of lines of `text` (a last line without a newline counts).
+pub fn line_count(text: &str) -> usize {
+    text.split_inclusive('\n').count()
+}
+
+/// Lines of `text` from line number `first` (1-based; 0 counts as 1): at most `limit` lines
+/// and, past the first line, at most `max_bytes` bytes. With `pattern`, only the lines
+/// containing it (case-insensitive), each prefixed by its number as `grep -n` prints them.
+pub fn page_lines(
+    text: &str,
+    first: usize,
+    limit: usize,
+    max_bytes: usize,
+    pattern: Option<&str>,
+) -> LinePage {
+    let first = first.max(1);
+    let needle = pattern.map(str::to_lowercase);
+    let mut page = LinePage {
+        text: String::new(),
+        first,
+        next: None,
+    };
+    let mut taken = 0;
+    for (index, line) in text.split_inclusive('\n').enumerate().skip(first - 1) {
+        let number = index + 1;
+        if let Some(n) = &needle {
+            if !line.to_lowercase().contains(n.as_str()) {
+                continue;
+            }
         }
+        let shown = match needle {
+            Some(_) => format!("{number}:{}", line.trim_end_matches(['\r', '\n'])),
+            None => line.to_string(),
+        };
+        if taken == limit.max(1) || (taken > 0 && page.text.len() + shown.len() > max_bytes) {
+            page.next = Some(number);
+            break;
+        }
+        page.text.push_str(&shown);
+        if needle.is_some() {
+            page.text.push('\n');
+        }
+        taken += 1;
     }
-    out
+    page
+}
+
+/// The number of lines of `text` containing `pattern` (case-insensitive).
+pub fn count_matches(text: &str, pattern: &str) -> usize {
+    let needle = pattern.to_lowercase();
+    text.split_inclusive('\n')
+        .filter(|l| l.to_lowercase().contains(&needle))
+        .count()
 }
 
 #[cfg(test)]
@@ -121,24 +160,45 @@ mod tests {
         let (p, truncated) = preview(&text, 1001, "c1-x");
         assert!(truncated);
         assert!(p.contains("bytes omitted"));
-        let (pg, next) = page(&text, 1, 3);
-        assert_eq!(pg, "é");
-        assert_eq!(next, Some(2));
+        assert!(p.contains("offset=1)"), "one long line: page from line 1");
     }
 
     #[test]
-    fn pages_cover_the_text() {
-        let text = "0123456789";
-        assert_eq!(page(text, 0, 4), ("0123", Some(4)));
-        assert_eq!(page(text, 8, 4), ("89", None));
-        assert_eq!(page(text, 20, 4), ("", None));
-    }
-
-    #[test]
-    fn grep_numbers_lines() {
-        assert_eq!(
-            grep("a\nNTDLL x\nb\nntdll y\n", "ntdll"),
-            "2:NTDLL x\n4:ntdll y\n"
+    fn the_preview_names_the_line_to_page_from() {
+        let text: String = (0..5000).map(|i| format!("line {i:05}\n")).collect();
+        let (p, _) = preview(&text, PREVIEW_THRESHOLD, "c7-ab");
+        let head_lines = p.lines().take_while(|l| l.starts_with("line ")).count();
+        assert!(
+            p.contains(&format!("offset={})", head_lines + 1)),
+            "{head_lines}"
         );
+    }
+
+    #[test]
+    fn pages_of_lines_cover_the_text() {
+        let text = "a\nb\nc\nd\ne";
+        assert_eq!(line_count(text), 5);
+        let one = page_lines(text, 0, 2, 100, None);
+        assert_eq!(
+            (one.text.as_str(), one.first, one.next),
+            ("a\nb\n", 1, Some(3))
+        );
+        let last = page_lines(text, 5, 2, 100, None);
+        assert_eq!((last.text.as_str(), last.next), ("e", None));
+        assert_eq!(page_lines(text, 9, 2, 100, None).text, "");
+        // The byte bound cuts between lines, never inside one.
+        let bounded = page_lines("aaaa\nbbbb\n", 1, 10, 6, None);
+        assert_eq!((bounded.text.as_str(), bounded.next), ("aaaa\n", Some(2)));
+    }
+
+    #[test]
+    fn grep_numbers_lines_and_pages_from_a_line() {
+        let text = "a\nNTDLL x\nb\nntdll y\nntdll z\n";
+        assert_eq!(count_matches(text, "ntdll"), 3);
+        let first = page_lines(text, 1, 2, 100, Some("ntdll"));
+        assert_eq!(first.text, "2:NTDLL x\n4:ntdll y\n");
+        assert_eq!(first.next, Some(5));
+        let rest = page_lines(text, 5, 2, 100, Some("ntdll"));
+        assert_eq!((rest.text.as_str(), rest.next), ("5:ntdll z\n", None));
     }
 }

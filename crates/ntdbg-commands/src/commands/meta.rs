@@ -3,10 +3,10 @@
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
-use crate::spec::{CommandSpec, Invocation};
+use crate::spec::{CommandSpec, HostEffect, Invocation};
 use crate::table;
 use ntdbg_engine::Session;
-use ntdbg_symbols::SymbolPath;
+use ntdbg_symbols::{SymbolPath, MICROSOFT_SYMBOL_SERVER};
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -26,15 +26,26 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
     // Setting the path decides which host folders and servers are read: a host effect.
     CommandSpec {
-        host_effect: true,
+        host_effect: HostEffect::SymbolPath,
         ..CommandSpec::inspect(
             &[".sympath", ".sympath+"],
             ".sympath [PATH] | .sympath+ PATH",
             "show, replace or extend the symbol path (reloads symbols)",
             "PATH uses WinDbg syntax: directories, cache*DIR, srv*CACHE*URL, separated by `;`. \
-             A front end may allow only showing it (the MCP server does: the symbol path is \
-             given when the dump is opened).",
+             A front end may limit it (the MCP server: folders inside its allowed directories, \
+             servers it was configured with).",
             sympath,
+        )
+    },
+    CommandSpec {
+        host_effect: HostEffect::SymbolPath,
+        ..CommandSpec::inspect(
+            &[".symfix", ".symfix+"],
+            ".symfix [CACHE] | .symfix+ [CACHE]",
+            "use (or add) Microsoft's symbol server, downloading into CACHE (reloads symbols)",
+            "Without CACHE downloads go to the per-user cache. Offline sessions keep using only \
+             what is already cached.",
+            symfix,
         )
     },
     CommandSpec::inspect(
@@ -72,10 +83,9 @@ fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
     let topic = inv.args.trim();
     if !topic.is_empty() {
         let spec = table::lookup(topic).ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::UnknownCommand,
-                format!("No help for '{topic}': unknown command"),
-            )
+            // The same nearest names (or what to use instead) as running it would give.
+            crate::suggest::unknown_command(topic)
+                .with_message(format!("No help for '{topic}': unknown command"))
         })?;
         let mut text = format!("{}\n  {}\n", spec.usage, spec.summary);
         if !spec.details.is_empty() {
@@ -94,19 +104,60 @@ fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
 fn sympath(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let args = inv.args.trim();
     if !args.is_empty() {
-        let text = if inv.name.ends_with('+') {
-            format!("{};{args}", session.symbols().path())
-        } else {
-            args.to_string()
-        };
-        let path = SymbolPath::parse(&text)
-            .map_err(|e| CommandError::syntax(format!("Bad symbol path '{text}': {e}")))?;
-        session.set_symbol_path(path);
+        let given = parse_symbol_path(args)?;
+        set_symbol_path(session, inv, given)?;
     }
     Ok(CommandOutput::text(format!(
         "Symbol search path is: {}\n",
         session.symbols().path()
     )))
+}
+
+fn symfix(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
+    let cache = inv.args.trim();
+    let text = if cache.is_empty() {
+        format!("srv*{MICROSOFT_SYMBOL_SERVER}")
+    } else {
+        format!("srv*{cache}*{MICROSOFT_SYMBOL_SERVER}")
+    };
+    set_symbol_path(session, inv, parse_symbol_path(&text)?)?;
+    Ok(CommandOutput::text(format!(
+        "Symbol search path is: {}\n",
+        session.symbols().path()
+    )))
+}
+
+fn parse_symbol_path(text: &str) -> Result<SymbolPath, CommandError> {
+    SymbolPath::parse(text)
+        .map_err(|e| CommandError::syntax(format!("Bad symbol path '{text}': {e}")))
+}
+
+/// Replaces the symbol path with `given` (`.sympath`, `.symfix`) or appends it (`.sympath+`,
+/// `.symfix+`), once the front end admits `given`; loaded symbols are forgotten, so the next
+/// command searches the new path.
+fn set_symbol_path(
+    session: &mut Session,
+    inv: &Invocation<'_>,
+    given: SymbolPath,
+) -> Result<(), CommandError> {
+    match &inv.policy.symbol_path_gate {
+        Some(gate) => gate(&given)?,
+        None if inv.policy.refuse_host_effects => {
+            return Err(crate::run::host_effect_refused(inv.name))
+        }
+        None => {}
+    }
+    let path = if inv.name.ends_with('+') {
+        let mut path = session.symbols().path().clone();
+        for entry in given.entries() {
+            path.push(entry.clone());
+        }
+        path
+    } else {
+        given
+    };
+    session.set_symbol_path(path);
+    Ok(())
 }
 
 fn reload(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {

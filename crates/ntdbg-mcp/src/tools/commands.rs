@@ -14,10 +14,12 @@ use crate::dto::{
 use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{internal_error, State};
+use crate::symbol_policy;
 use crate::text::{self, PREVIEW_THRESHOLD};
 use crate::tools::sessions::busy;
-use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status};
+use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status, SymbolPathGate};
 use ntdbg_engine::{ErrorCode, Interrupt};
+use ntdbg_symbols::SymbolPath;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::ops::ControlFlow;
@@ -123,13 +125,15 @@ async fn run_batch_with(
     let (trailer_tx, trailer_rx) = tokio::sync::oneshot::channel::<String>();
     let allowed = state.allowed.clone();
     let engine_interrupt = interrupt.clone();
+    let symbol_gate = symbol_path_gate(state);
     let handle = tokio::task::spawn_blocking(move || {
         let mut session = guard;
         let before = session.set_interrupt(engine_interrupt);
-        // Over MCP a command may not choose which host files are read (`.sympath DIR`), and
-        // writes files (`.dump FILE`) only inside the allowed directories.
+        // Over MCP a command chooses which host files are read (`.sympath+ DIR`) and writes
+        // files (`.dump FILE`) only inside the allowed directories.
         let policy = Policy {
             refuse_host_effects: true,
+            symbol_path_gate: Some(symbol_gate),
             file_gate: Some(Arc::new(move |path: &Path| {
                 allowed.check_writable(path).map_err(|e| {
                     let error = CommandError::new(e.code, e.message);
@@ -217,6 +221,21 @@ async fn run_batch_with(
         },
     };
     Ok(builder.finish(output_file, trailer))
+}
+
+/// The check `.sympath`, `.sympath+` and `.symfix` pass over MCP: folders inside the allowed
+/// directories, servers the server was configured with.
+fn symbol_path_gate(state: &State) -> SymbolPathGate {
+    let (allowed, servers) = (state.allowed.clone(), state.symbol_servers.clone());
+    Arc::new(move |path: &SymbolPath| {
+        symbol_policy::check(path, &allowed, &servers).map_err(|e| {
+            let error = CommandError::new(e.code, e.message);
+            match e.hint {
+                Some(hint) => error.with_hint(hint),
+                None => error,
+            }
+        })
+    })
 }
 
 /// Splits a batch with the command layer's splitter, enforcing the command limit.
@@ -389,12 +408,10 @@ impl<'a> BatchBuilder<'a> {
         });
     }
 
+    /// A command after the one that failed or timed out: listed once, with the others, in the
+    /// `not executed:` line and in `retry` ([`Self::finish`]).
     fn not_executed(&mut self, index: usize, command: &str) {
         self.full.push(CommandText::default());
-        let _ = writeln!(
-            self.text,
-            "> {command}\n(not executed: an earlier command failed or timed out)"
-        );
         self.results.push(CommandResultDto {
             index,
             command: command.to_string(),
@@ -414,6 +431,18 @@ impl<'a> BatchBuilder<'a> {
             .iter()
             .filter(|r| r.status != CommandStatus::NotExecuted)
             .count();
+        // Every command that did not run (after a failure, a timeout, or on a running
+        // target), as one line to send again once the cause is fixed; the structured results
+        // carry each one with status not_executed.
+        let not_run: Vec<&str> = self
+            .results
+            .iter()
+            .filter(|r| r.status == CommandStatus::NotExecuted)
+            .map(|r| r.command.as_str())
+            .collect();
+        if !not_run.is_empty() {
+            let _ = writeln!(self.text, "not executed: {}", not_run.join("; "));
+        }
         if let Some(f) = &output_file {
             match &f.error {
                 None => {
@@ -451,12 +480,14 @@ fn push_line(out: &mut String, text: &str) {
     }
 }
 
-/// Default page size of `read_output`.
-pub const DEFAULT_PAGE: usize = 16 * 1024;
-/// Largest page `read_output` returns.
-pub const MAX_PAGE: usize = 64 * 1024;
+/// Default page of `read_output`, in lines.
+pub const DEFAULT_PAGE: usize = 200;
+/// Most lines one `read_output` page returns.
+pub const MAX_PAGE: usize = 2000;
+/// Most bytes one `read_output` page returns (past its first line).
+const MAX_PAGE_BYTES: usize = 64 * 1024;
 
-/// Pages or greps a cached output.
+/// Pages or greps a cached output, by line (numbered from 1, as grep numbers them).
 pub fn read_output(
     state: &Arc<State>,
     p: ReadOutputParams,
@@ -464,44 +495,39 @@ pub fn read_output(
     let entry = state.outputs().get(p.command_id.trim())?;
     let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let grep = p.grep.filter(|g| !g.is_empty());
-    let filtered;
-    let (source, matches) = match &grep {
-        Some(g) => {
-            filtered = text::grep(&entry.text, g);
-            let count = filtered.lines().count();
-            (filtered.as_str(), Some(count))
-        }
-        None => (entry.text.as_str(), None),
-    };
-    let (page, next_offset) = text::page(source, p.offset, limit);
-    let offset = text::floor_char(source, p.offset);
-    let mut rendered = page.to_string();
-    if let Some(next) = next_offset {
+    let page = text::page_lines(
+        &entry.text,
+        p.offset,
+        limit,
+        MAX_PAGE_BYTES,
+        grep.as_deref(),
+    );
+    let lines_total = text::line_count(&entry.text);
+    let matches = grep.as_deref().map(|g| text::count_matches(&entry.text, g));
+    let mut rendered = page.text.clone();
+    if let Some(next) = page.next {
         if !rendered.ends_with('\n') {
             rendered.push('\n');
         }
         let _ = write!(
             rendered,
-            "[bytes {offset}..{next} of {}; next: read_output(command_id=\"{}\", offset={next})]",
-            source.len(),
-            entry.command_id
+            "[from line {} of {lines_total}; next: read_output(command_id=\"{}\", offset={next})]",
+            page.first, entry.command_id
         );
-    } else if page.is_empty() {
+    } else if page.text.is_empty() {
         rendered = match matches {
-            Some(0) => "(no matching lines)".to_string(),
-            _ => format!(
-                "(offset {offset} is at or past the end: {} bytes)",
-                source.len()
-            ),
+            Some(_) => format!("(no matching lines from line {})", page.first),
+            None => format!("(line {} is past the end: {lines_total} lines)", page.first),
         };
     }
     let result = ReadOutputResult {
         command_id: entry.command_id.clone(),
         command: entry.command.clone(),
-        offset,
-        text: page.to_string(),
-        bytes_total: source.len(),
-        next_offset,
+        offset: page.first,
+        text: page.text,
+        bytes_total: entry.text.len(),
+        lines_total,
+        next_offset: page.next,
         matches,
     };
     Ok(Rendered::new(result, rendered).text_only(p.format == OutputFormat::Text))

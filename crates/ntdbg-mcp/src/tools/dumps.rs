@@ -6,9 +6,11 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::listing;
-use crate::paths::AllowedDirs;
 use crate::rendered::Rendered;
+use crate::sessions::DumpIdentity;
 use crate::state::{blocking, State};
+use crate::symbol_policy;
+use crate::tools::sessions::{busy, BUSY_WAIT};
 use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
 use ntdbg_analysis::{Report, StackEntry};
 use ntdbg_engine::{module_name, Session};
@@ -28,9 +30,10 @@ pub async fn triage_dumps(
     interrupt: Interrupt,
 ) -> Result<Rendered<TriageResult>, ToolError> {
     let dir = listing::resolve_directory(p.directory.as_deref(), &state.allowed)?;
-    let recursive = p.recursive.unwrap_or(true);
+    // One rule for list_dumps, triage_dumps and `ntdbg list|triage`: subfolders only when asked.
+    let recursive = p.recursive;
     let text_only = p.format == OutputFormat::Text;
-    let symbols = checked_symbol_path(p.symbols_path, &state.allowed)?;
+    let symbols = checked_symbol_path(p.symbols_path, state)?;
     let st = state.clone();
     let base = dir.clone();
     let result = blocking("triaging dumps", move || {
@@ -145,29 +148,52 @@ pub async fn list_dumps(
     Ok(Rendered::new(result, text).text_only(text_only))
 }
 
-/// Opens a dump into a new session and returns the first triage.
+/// Opens a dump and returns the first triage: in the session that already has the same file
+/// open (same canonical path, size and modification time, and the same symbol path when one is
+/// given), unless `new_session` asks for another.
 pub async fn open_dump(
     state: &Arc<State>,
     p: OpenDumpParams,
 ) -> Result<Rendered<OpenDumpResult>, ToolError> {
     let path = state.allowed.check_existing(Path::new(&p.path))?;
-    let symbols = checked_symbol_path(p.symbols_path.clone(), &state.allowed)?;
-    let opened_path = path.clone();
-    let sym = symbols.clone();
-    let offline = state.offline;
-    let (session, report, modules, threads) = blocking("opening the dump", move || {
-        let session = Session::open_dump(&opened_path, sym.as_deref())?;
-        if offline {
-            session.symbols().set_offline(true);
+    let symbols = checked_symbol_path(p.symbols_path.clone(), state)?;
+    let identity = DumpIdentity::of(&path).ok();
+    let open = identity
+        .as_ref()
+        .filter(|_| !p.new_session)
+        .and_then(|i| state.sessions.find_dump(i))
+        .filter(|slot| symbols.is_none() || slot.symbols_path == symbols);
+    let (include_modules, include_threads) = (p.include_modules, p.include_threads);
+    let reused = open.is_some();
+    let (slot, (report, modules, threads)) = match open {
+        Some(slot) => {
+            let guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
+                .await
+                .map_err(|_| busy(&slot.id))?;
+            let triage = blocking("analysing the dump", move || {
+                Ok(first_triage(&guard, include_modules, include_threads))
+            })
+            .await?;
+            (slot, triage)
         }
-        let report = ntdbg_analysis::analyze(&session);
-        let modules = p.include_modules.then(|| module_briefs(&session));
-        let threads = p.include_threads.then(|| thread_briefs(&session));
-        Ok((session, report, modules, threads))
-    })
-    .await?;
-    let slot = state.sessions.insert(session, path, symbols);
-    tracing::info!(session = %slot.id, "opened a dump");
+        None => {
+            let (opened_path, sym, offline) = (path.clone(), symbols.clone(), state.offline);
+            let (session, triage) = blocking("opening the dump", move || {
+                let session = Session::open_dump(&opened_path, sym.as_deref())?;
+                if offline {
+                    session.symbols().set_offline(true);
+                }
+                let triage = first_triage(&session, include_modules, include_threads);
+                Ok((session, triage))
+            })
+            .await?;
+            // Registered only once opened and analysed: an open abandoned on the way leaves
+            // nothing behind.
+            let slot = state.sessions.insert_dump(session, path, symbols, identity);
+            tracing::info!(session = %slot.id, "opened a dump");
+            (slot, triage)
+        }
+    };
     let mut next_steps = vec![format!("analyze_crash(session_id=\"{}\")", slot.id)];
     next_steps.extend(
         report
@@ -179,6 +205,7 @@ pub async fn open_dump(
     );
     let result = OpenDumpResult {
         session_id: slot.id.clone(),
+        reused,
         target: report.dump.path.clone(),
         kind: report.dump.kind.clone(),
         arch: report.dump.arch.clone(),
@@ -198,33 +225,31 @@ pub async fn open_dump(
     Ok(Rendered::new(result, text))
 }
 
+/// What `open_dump` answers besides the session: the analysis, and the module and thread
+/// lists when asked for.
+type FirstTriage = (Report, Option<Vec<ModuleBrief>>, Option<Vec<ThreadBrief>>);
+
+fn first_triage(session: &Session, modules: bool, threads: bool) -> FirstTriage {
+    (
+        ntdbg_analysis::analyze(session),
+        modules.then(|| module_briefs(session)),
+        threads.then(|| thread_briefs(session)),
+    )
+}
+
 /// A client's symbol path, checked ([`check_symbol_path`]); blank means none.
-fn checked_symbol_path(
-    text: Option<String>,
-    allowed: &AllowedDirs,
-) -> Result<Option<String>, ToolError> {
+fn checked_symbol_path(text: Option<String>, state: &State) -> Result<Option<String>, ToolError> {
     let symbols = text.filter(|s| !s.trim().is_empty());
     if let Some(s) = &symbols {
-        check_symbol_path(s, allowed)?;
+        check_symbol_path(s, state)?;
     }
     Ok(symbols)
 }
 
-/// Every local folder of a client's symbol path must lie inside the allowed directories.
-pub(crate) fn check_symbol_path(text: &str, allowed: &AllowedDirs) -> Result<(), ToolError> {
-    let path = ntdbg_symbols::SymbolPath::parse(text).map_err(|e| {
-        ToolError::new(ErrorCode::BadSymbolPath, format!("bad symbol path: {e}"))
-            .with_hint("use folders separated by ';' (cache*DIR and srv*CACHE*URL are accepted)")
-    })?;
-    for dir in path.local_dirs() {
-        match allowed.check_existing(&dir) {
-            Ok(_) => {}
-            // A cache folder that does not exist yet is harmless.
-            Err(e) if e.code == ErrorCode::FileNotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+/// A client's symbol path must keep to the allowed directories and configured servers
+/// ([`symbol_policy::check_text`]).
+pub(crate) fn check_symbol_path(text: &str, state: &State) -> Result<(), ToolError> {
+    symbol_policy::check_text(text, &state.allowed, &state.symbol_servers).map(|_| ())
 }
 
 fn module_briefs(session: &Session) -> Vec<ModuleBrief> {
@@ -303,6 +328,9 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
         .map(|f| f.to_string_lossy())
         .unwrap_or_default();
     let mut text = format!("{}\n", r.session_id);
+    if r.reused {
+        text.push_str("(already open: this is the same session; new_session:true opens another)\n");
+    }
     let _ = writeln!(
         text,
         "{file}: {} dump, {}, Windows {}, {} thread(s), {} module(s)",

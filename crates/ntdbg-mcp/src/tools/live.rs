@@ -47,7 +47,7 @@ pub async fn attach(
     };
     let symbols = p.symbols_path.clone().filter(|s| !s.trim().is_empty());
     if let Some(s) = &symbols {
-        crate::tools::dumps::check_symbol_path(s, &state.allowed)?;
+        crate::tools::dumps::check_symbol_path(s, state)?;
     }
     let offline = state.offline;
     let t = target.clone();

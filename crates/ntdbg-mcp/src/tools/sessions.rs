@@ -170,18 +170,32 @@ pub async fn close_session(
     } else {
         Leave::Running
     };
-    let closed = blocking("closing the session", move || {
+    let outcome = blocking("closing the session", move || {
         crate::memory::close_session(&state_for_close, &session_id, "close_session", leave)
     })
-    .await?;
-    let detach = closed.detach;
-    let closed = closed.id;
+    .await;
+    // Closing is idempotent (as the tool's annotation says): a session this server already
+    // closed (by close_session or the idle timeout) is answered "already closed".
+    let (closed, detach, already_closed) = match outcome {
+        Ok(closed) => (closed.id, closed.detach, false),
+        Err(e)
+            if e.code == ErrorCode::UnknownSession && state.sessions.was_closed(&p.session_id) =>
+        {
+            (p.session_id.trim().to_string(), None, true)
+        }
+        Err(e) => return Err(e),
+    };
     let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
+    let verb = if already_closed {
+        "already closed"
+    } else {
+        "closed"
+    };
     let mut text = if open_sessions.is_empty() {
-        format!("closed {closed}; no sessions remain open\n")
+        format!("{verb} {closed}; no sessions remain open\n")
     } else {
         format!(
-            "closed {closed}; still open: {}\n",
+            "{verb} {closed}; still open: {}\n",
             open_sessions.join(", ")
         )
     };
@@ -191,6 +205,7 @@ pub async fn close_session(
     Ok(Rendered::new(
         CloseSessionResult {
             session_id: closed,
+            already_closed,
             open_sessions,
             detach,
         },

@@ -188,7 +188,15 @@ async fn unknown_sessions_list_the_open_ones() {
     )
     .await;
     assert_eq!(err(&r)["code"], "unknown_session");
+    // Closing is idempotent: a session this server closed is "already closed".
     let r = call(&client, "close_session", json!({ "session_id": id })).await;
+    assert_eq!(ok(&r)["already_closed"], true);
+    let r = call(
+        &client,
+        "close_session",
+        json!({ "session_id": "s99-0000" }),
+    )
+    .await;
     assert_eq!(err(&r)["code"], "unknown_session");
     client.cancel().await.expect("cancel");
 }

@@ -114,8 +114,12 @@ async fn annotations_tell_the_truth() {
         assert_eq!(hint(writes, "readOnlyHint"), false, "{writes}");
     }
     assert_eq!(hint("close_session", "destructiveHint"), true);
-    // output_file never overwrites, so run_command only adds.
-    assert_eq!(hint("run_command", "destructiveHint"), false);
+    // output_file never overwrites, but `.dump /o FILE` on a live target does.
+    assert_eq!(hint("run_command", "destructiveHint"), true);
+    // Opening a dump that is open answers with its session; a second close is "already closed".
+    for idempotent in ["open_dump", "close_session", "list_dumps", "read_output"] {
+        assert_eq!(hint(idempotent, "idempotentHint"), true, "{idempotent}");
+    }
     // Live targets are remote; dump sessions may download symbols from a symbol server.
     for open in [
         "attach",

@@ -173,19 +173,20 @@ async fn large_output_is_previewed_and_paged() {
     assert!(preview.contains("read_output"));
     let command_id = result["command_id"].as_str().expect("id").to_string();
 
-    // Page through the whole output and get it back byte for byte.
+    // Page through the whole output by line and get it back byte for byte.
     let mut whole = String::new();
-    let mut offset = 0usize;
+    let mut offset = 1usize;
     let mut pages = 0;
     loop {
         let r = call(
             &client,
             "read_output",
-            json!({ "command_id": command_id, "offset": offset, "limit": 10000 }),
+            json!({ "command_id": command_id, "offset": offset, "limit": 150 }),
         )
         .await;
         let page = ok(&r);
         assert_eq!(page["bytes_total"], total);
+        assert!(page["lines_total"].as_u64().unwrap_or(0) > 1000, "{page}");
         assert_eq!(page["offset"], offset);
         whole.push_str(page["text"].as_str().expect("text"));
         pages += 1;

@@ -383,6 +383,7 @@ impl NtdbgServer {
             include_stack: false,
             include_modules: false,
             include_threads: false,
+            new_session: true,
         };
         // A late open is dropped whole: the session is registered only when it completes.
         let opened = tokio::time::timeout_at(deadline, tools::dumps::open_dump(state, params))

@@ -435,6 +435,7 @@ impl NtdbgServer {
                     include_stack: false,
                     include_modules: false,
                     include_threads: false,
+                    new_session: true,
                 };
                 tools::dumps::open_dump(self.state(), params)
                     .await
