@@ -46,6 +46,7 @@ pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use profiles::{Profile, StartupTarget};
+pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, MAX_LINE};

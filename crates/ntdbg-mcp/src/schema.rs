@@ -70,6 +70,32 @@ pub fn output<T: schemars::JsonSchema + 'static>() -> Arc<JsonObject> {
     )))
 }
 
+/// The full schema (with `$defs`, integer formats and descriptions) of every tool's structured
+/// result, by tool name: what the record tools send and what `format: "json"` adds, in more
+/// detail than the shallow output schemas of `tools/list`.
+pub fn result_schemas() -> Vec<(&'static str, Value)> {
+    use crate::dto::*;
+    fn full<T: schemars::JsonSchema>() -> Value {
+        serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default()
+    }
+    vec![
+        ("list_dumps", full::<ListDumpsResult>()),
+        (
+            "triage_dumps",
+            full::<ntdbg_analysis::triage::TriageResult>(),
+        ),
+        ("open_dump", full::<OpenDumpResult>()),
+        ("analyze_crash", full::<ntdbg_analysis::Report>()),
+        ("run_command", full::<RunCommandResult>()),
+        ("read_output", full::<ReadOutputResult>()),
+        ("list_sessions", full::<ListSessionsResult>()),
+        ("close_session", full::<CloseSessionResult>()),
+        ("attach", full::<AttachResult>()),
+        ("break_in", full::<RunStateResult>()),
+        ("wait_for_event", full::<RunStateResult>()),
+    ]
+}
+
 /// The top level of an object schema: each property reduced to its [`skeleton`], `required`
 /// kept, `$defs` gone.
 fn shallow(schema: JsonObject) -> JsonObject {
