@@ -44,7 +44,7 @@ INVESTIGATION = [
     ("run_command", {"command": ".frame 0; dv /t"}),
     ("run_command", {"command": "!address @rsp"}),
     ("run_command", {"command": "~*k"}),
-    ("read_output", {"offset": 0, "limit": 2000}),
+    ("read_output", {"offset": 1, "limit": 2000}),
     ("close_session", {}),
 ]
 

@@ -76,7 +76,9 @@ class Progress:
 async def test_triage_reports_progress(corpus: Target) -> None:
     async with corpus.connect() as client:
         progress = Progress()
-        result = await client.call_tool("triage_dumps", {"directory": str(SHARED)}, progress_callback=progress)
+        result = await client.call_tool(
+            "triage_dumps", {"directory": str(SHARED), "recursive": True, "format": "json"}, progress_callback=progress
+        )
         dumps = ok(result)["dumps"]
         progress.check_growing()
         assert all(total == dumps for _, total, _ in progress.seen), (dumps, progress.seen)
@@ -88,7 +90,9 @@ async def test_a_search_batch_reports_progress(corpus: Target) -> None:
         sid = ok(await call(client, "open_dump", path=str(BIG_DUMP)))["session_id"]
         progress = Progress()
         result = await client.call_tool(
-            "run_command", {"session_id": sid, "command": f"{SEARCH}; {SEARCH}"}, progress_callback=progress
+            "run_command",
+            {"session_id": sid, "command": f"{SEARCH}; {SEARCH}", "format": "json"},
+            progress_callback=progress,
         )
         assert [r["status"] for r in ok(result)["results"]] == ["succeeded", "succeeded"]
         progress.check_growing()
@@ -130,12 +134,12 @@ async def test_a_cancelled_batch_stops_and_the_session_answers(corpus: Target) -
 
 async def test_a_cancelled_triage_stops_and_the_server_answers(corpus: Target) -> None:
     async with corpus.connect() as client:
-        await cancel_after_first_progress(client, "triage_dumps", {"directory": str(SHARED)})
+        await cancel_after_first_progress(client, "triage_dumps", {"directory": str(SHARED), "recursive": True})
         start = time.monotonic()
         sessions = ok(await call(client, "list_sessions"))
         assert time.monotonic() - start < PROMPT
         assert isinstance(sessions["sessions"], list)
-        again = ok(await call(client, "triage_dumps", directory=str(SHARED)))
+        again = ok(await call(client, "triage_dumps", directory=str(SHARED), recursive=True))
         assert again["dumps"] > 0 and not any(f["error"] == "cancelled" for f in again["failed"])
 
 
