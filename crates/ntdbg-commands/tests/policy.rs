@@ -51,6 +51,13 @@ fn without_a_policy_the_command_line_is_trusted() {
     let mut s = session();
     let out = run_command(&mut s, ".sympath /nonexistent-dir").expect("set");
     assert!(out.text.contains("/nonexistent-dir"), "{}", out.text);
+    // Set all the same (the folder may appear later), with WinDbg's warning.
+    assert!(
+        out.text
+            .contains("WARNING: Inaccessible path: '/nonexistent-dir'"),
+        "{}",
+        out.text
+    );
     let out = run_with(&mut s, ".sympath+ /other", Policy::default()).expect("extend");
     assert!(out.contains("/other"), "{out}");
 }

@@ -6,7 +6,7 @@ use crate::render::addr;
 use crate::spec::{CommandSpec, HostEffect, Invocation};
 use crate::table;
 use ntdbg_engine::Session;
-use ntdbg_symbols::{SymbolPath, MICROSOFT_SYMBOL_SERVER};
+use ntdbg_symbols::{SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -103,14 +103,31 @@ fn help(_session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, C
 
 fn sympath(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let args = inv.args.trim();
+    let mut warnings = String::new();
     if !args.is_empty() {
         let given = parse_symbol_path(args)?;
+        warnings = inaccessible_folders(&given);
         set_symbol_path(session, inv, given)?;
     }
     Ok(CommandOutput::text(format!(
-        "Symbol search path is: {}\n",
+        "Symbol search path is: {}\n{warnings}",
         session.symbols().path()
     )))
+}
+
+/// WinDbg's warning for each plain folder of `given` that is not a readable directory (the path
+/// is still set: the folder may appear later).
+fn inaccessible_folders(given: &SymbolPath) -> String {
+    given
+        .entries()
+        .iter()
+        .filter_map(|entry| match entry {
+            SymbolPathEntry::Local(dir) if !dir.is_dir() => {
+                Some(format!("WARNING: Inaccessible path: '{}'\n", dir.display()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 fn symfix(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
