@@ -294,7 +294,10 @@ mod tests {
         std::fs::copy(ntdbg_testutil::sample("crashy-x64-null.dmp"), &dump).expect("copy");
         let registry = SessionRegistry::new("test");
         let identity = DumpIdentity::of(&dump).expect("identity");
-        let slot = registry.insert_dump(open(&dump), dump.clone(), None, Some(identity.clone()));
+        // The session maps the original sample, not the copy: Windows refuses to overwrite a
+        // file that is mapped, and the registry only keys on the identity.
+        let session = open(&ntdbg_testutil::sample("crashy-x64-null.dmp"));
+        let slot = registry.insert_dump(session, dump.clone(), None, Some(identity.clone()));
         let found = registry.find_dump(&identity).expect("found");
         assert_eq!(found.id, slot.id);
         // Another size (or time) is another file, even at the same path.
