@@ -169,9 +169,6 @@ fn mcp_hint(code: ErrorCode) -> Option<&'static str> {
     Some(match code {
         ErrorCode::UnknownCommand => "run `help` for the list of supported commands",
         ErrorCode::SyntaxError => "check quotes, braces and arguments; `help` shows usage",
-        ErrorCode::HostEffectRefused => {
-            "give the symbol path when opening the dump (open_dump symbols_path)"
-        }
         ErrorCode::TargetRunning => "break_in stops it; wait_for_event waits for the next stop",
         _ => return None,
     })
