@@ -1429,9 +1429,9 @@ fn dump_path(case: &Case) -> PathBuf {
     if out.exists() && std::fs::read_to_string(&marker).ok().as_deref() == Some(stamp.as_str()) {
         return out;
     }
-    let mut input = std::io::BufReader::new(std::fs::File::open(&src).expect("open xz"));
+    let mut input = liblzma::read::XzDecoder::new(std::fs::File::open(&src).expect("open xz"));
     let mut bytes = Vec::new();
-    lzma_rs::xz_decompress(&mut input, &mut bytes)
+    std::io::Read::read_to_end(&mut input, &mut bytes)
         .unwrap_or_else(|e| panic!("{}: xz: {e}", src.display()));
     let tmp = out.with_extension("dmp.partial");
     std::fs::write(&tmp, &bytes).expect("write decompressed dump");

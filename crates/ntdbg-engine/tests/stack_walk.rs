@@ -244,7 +244,7 @@ fn x64_leaf_function_returns_through_rsp() {
     ))
     .unwrap();
     let mut bytes = Vec::new();
-    lzma_rs::xz_decompress(&mut &xz[..], &mut bytes).unwrap();
+    std::io::Read::read_to_end(&mut liblzma::read::XzDecoder::new(&xz[..]), &mut bytes).unwrap();
     let dir = TempDir::new("walk-leaf");
     let path = dir.path().join("null.inproc-full.dmp");
     std::fs::write(&path, bytes).unwrap();

@@ -1,12 +1,26 @@
-//! Compressed symbol-store files: a store may hold `NAME` as the CAB `NAM_` (the last
-//! character replaced by `_`), on a server or in a local folder; both the downloader and the
-//! local lookup expand it into the cache.
+//! Compressed symbol files: a store may hold `NAME` as the CAB `NAM_` (the last character
+//! replaced by `_`), on a server or in a local folder; both the downloader and the local lookup
+//! expand it into the cache. Breakpad files may be `.sym.xz`: [`xz_reader`] decodes them.
 
 use std::io::{Read, Write};
 use std::path::Path;
 
 /// Most bytes expanded from one cabinet (as many as one download may bring).
 const MAX_EXPANDED: u64 = 4 << 30;
+
+/// Most memory the `.xz` decoder may use (xz's own presets need at most 674 MiB to compress
+/// and 65 MiB to decompress); a stream asking for more is an error, not an allocation.
+const XZ_MEMORY_LIMIT: u64 = 256 << 20;
+
+/// The decompressed bytes of the `.xz` data `input` (every concatenated stream, as `xz -d`),
+/// with bounded decoder memory. The single place the `.xz` decoder (liblzma) is chosen.
+pub(crate) fn xz_reader<R: Read>(input: R) -> std::io::Result<impl Read> {
+    let stream = liblzma::stream::Stream::new_stream_decoder(
+        XZ_MEMORY_LIMIT,
+        liblzma::stream::CONCATENATED,
+    )?;
+    Ok(liblzma::read::XzDecoder::new_stream(input, stream))
+}
 
 /// The compressed store name: the last character replaced by `_` (`crashy.pdb` → `crashy.pd_`).
 pub(crate) fn compressed_name(name: &str) -> String {

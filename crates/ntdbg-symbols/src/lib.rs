@@ -52,6 +52,7 @@ mod progress;
 mod shared_bytes;
 mod store;
 mod types;
+mod unpacked;
 mod unwind;
 mod unwind_arm64;
 mod variables;

@@ -32,7 +32,7 @@ use crate::{SymbolError, SymbolPath};
 use ntdbg_formats::pe::{Machine, PeLayout};
 
 /// Largest `.sym.xz` decompressed size accepted.
-const MAX_SYM_SIZE: usize = 1 << 30;
+const MAX_SYM_SIZE: u64 = 1 << 30;
 
 /// What the dump says about a module.
 struct Identity {
@@ -536,18 +536,15 @@ fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
     let sym = guarded(path, "Breakpad parser", || {
-        let text = if is_xz {
-            let mut out = Vec::new();
-            let mut input = std::io::BufReader::new(&raw[..]);
-            lzma_rs::xz_decompress(&mut input, &mut out).map_err(|e| bad(format!("xz: {e}")))?;
-            if out.len() > MAX_SYM_SIZE {
-                return Err(bad("decompressed file too large".to_string()));
-            }
-            out
+        if is_xz {
+            let cache = crate::default_cache_dir();
+            let (sym, source) =
+                crate::unpacked::parse_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
+            tracing::debug!(file = %path.display(), ?source, "Breakpad symbols from .xz");
+            Ok(sym)
         } else {
-            raw
-        };
-        SymbolFile::from_bytes(&text).map_err(|e| bad(e.to_string()))
+            SymbolFile::from_bytes(&raw).map_err(|e| bad(e.to_string()))
+        }
     })?;
     if !sym.module_id.eq_ignore_ascii_case(key) {
         return Err(SymbolError::Mismatch {

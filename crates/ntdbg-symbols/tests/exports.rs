@@ -102,7 +102,7 @@ fn wine_system_dlls_in_a_full_memory_dump() {
     // their images are in the dump.
     let xz = std::fs::read(testdata("winelab/x64/null.inproc-full.dmp.xz")).unwrap();
     let mut raw = Vec::new();
-    lzma_rs::xz_decompress(&mut &xz[..], &mut raw).unwrap();
+    std::io::Read::read_to_end(&mut liblzma::read::XzDecoder::new(&xz[..]), &mut raw).unwrap();
     let dir = Scratch::new("exports-full-dump");
     let path = dir.write("full.dmp", &raw);
     let dump = minidump::Minidump::read_path(&path).unwrap();

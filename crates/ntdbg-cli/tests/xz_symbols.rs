@@ -1,0 +1,95 @@
+//! Compressed Breakpad symbols give the same stacks as plain ones: every thread of the Firefox
+//! dumps (`~*k`, text and JSON) with the `.sym.xz` files, the first time (decompressed) and the
+//! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn run(dump: &Path, symbols: &Path, cache: &Path, json: bool) -> String {
+    let mut args = vec![
+        "run".to_string(),
+        dump.display().to_string(),
+        "-c".to_string(),
+        "~*k".to_string(),
+        "--offline".to_string(),
+        "--symbols".to_string(),
+        symbols.display().to_string(),
+    ];
+    if json {
+        args.push("--json".to_string());
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(&args)
+        .env_remove("_NT_SYMBOL_PATH")
+        .env("NTDBG_SYMBOL_CACHE", cache)
+        .output()
+        .expect("ntdbg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// A copy of the `.sym.xz` store at `from` with every file decompressed (`NAME.sym`).
+fn decompressed_store(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            decompressed_store(&path, &target);
+        } else if let Some(name) = path.to_str().and_then(|p| p.strip_suffix(".xz")) {
+            let mut text = Vec::new();
+            liblzma::read::XzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_end(&mut text)
+                .unwrap();
+            let name = Path::new(name).file_name().unwrap();
+            std::fs::write(to.join(name), text).unwrap();
+        }
+    }
+}
+
+fn copies(cache: &Path) -> usize {
+    std::fs::read_dir(cache.join("unpacked-sym")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn firefox_stacks_are_the_same_with_plain_and_compressed_symbols() {
+    ntdbg_testutil::require_testdata!();
+    let pgo = ntdbg_testutil::testdata("mozilla-minidump-stackwalk-pgo/pgo_data");
+    let scratch = std::env::temp_dir().join(format!("ntdbg-xz-symbols-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let plain = scratch.join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    decompressed_store(&pgo.join("symbols"), &plain);
+    for dump in ["windows-x86_64.dmp", "windows-aarch64.dmp"] {
+        let dump: PathBuf = pgo.join("minidumps").join(dump);
+        for json in [false, true] {
+            let cache = scratch.join(format!("cache-{json}"));
+            let _ = std::fs::remove_dir_all(&cache);
+            let expected = run(&dump, &plain, &cache, json);
+            assert_eq!(copies(&cache), 0, "plain symbols need no copy");
+            assert!(expected.contains('!'), "symbolized frames expected");
+            let first = run(&dump, &pgo.join("symbols"), &cache, json);
+            assert!(
+                copies(&cache) > 0,
+                "the first load keeps decompressed copies"
+            );
+            let second = run(&dump, &pgo.join("symbols"), &cache, json);
+            assert!(
+                first == expected,
+                "{}: .sym.xz differs from .sym",
+                dump.display()
+            );
+            assert!(
+                second == expected,
+                "{}: the cached copy differs",
+                dump.display()
+            );
+        }
+    }
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
