@@ -275,7 +275,9 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
     let results = ntdbg_commands::run_batch(session, commands);
     drop(indicator);
     let results = results?;
-    let mut out = std::io::stdout().lock();
+    // Buffered: one write per block, not one per line (stdout is line-buffered); flushed
+    // before anything goes to stderr so the two stay in order.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut failed = false;
     if json {
         let values: Vec<_> = results
@@ -318,15 +320,18 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
                     failed = true;
                 }
                 Status::NotExecuted => {
+                    out.flush()?;
                     eprintln!("not executed (an earlier command failed): {}", r.command);
                 }
                 Status::TimedOut => {
+                    out.flush()?;
                     eprintln!("timed out: {}", r.command);
                     failed = true;
                 }
             }
         }
     }
+    out.flush()?;
     Ok(if failed {
         ExitCode::from(1)
     } else {
