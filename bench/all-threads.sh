@@ -42,15 +42,8 @@ cases=(
   "firefox aarch64, .sym.xz warm cache|$FF/minidumps/windows-aarch64.dmp|$FF_XZ|$FF_PLAIN|warm"
 )
 
-# One run: wall seconds (nanosecond clock) and peak RSS in KiB (GNU time).
-measure() {
-  local start end
-  start=$(date +%s.%N)
-  /usr/bin/time -f "%M" "$@" >/dev/null 2>"$WORK/time" || true
-  end=$(date +%s.%N)
-  echo "$(echo "$end - $start" | bc -l) $(tail -1 "$WORK/time")"
-}
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/measure.sh
+source "$ROOT/bench/measure.sh"
 # Threads and frames of minidump-stackwalk's JSON (the work both tools do).
 shape() {
   "$MSW" --json --features stable-all "$1" "$2" 2>/dev/null | python3 -c '

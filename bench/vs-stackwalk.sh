@@ -35,15 +35,8 @@ mkdir -p "$WORK/empty" "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69
 cp "$T/getsentry-symbolic/symbolic-testutils/fixtures/windows/crash.sym" \
    "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361/crash.sym"
 
-# One run: wall seconds (nanosecond clock) and peak RSS in KiB (GNU time).
-measure() {
-  local start end
-  start=$(date +%s.%N)
-  /usr/bin/time -f "%M" "$@" >/dev/null 2>"$WORK/time" || true
-  end=$(date +%s.%N)
-  echo "$(echo "$end - $start" | bc -l) $(tail -1 "$WORK/time")"
-}
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# shellcheck source=bench/measure.sh
+source "$ROOT/bench/measure.sh"
 
 printf '| dump | ntdbg median s | minidump-stackwalk median s | ratio (msw/ntdbg) | ntdbg peak RSS MiB | msw peak RSS MiB |\n|---|---|---|---|---|---|\n'
 for c in "${cases[@]}"; do
