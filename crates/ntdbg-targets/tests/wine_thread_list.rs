@@ -15,6 +15,16 @@ fn u32_at(bytes: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
 }
 
+/// The offset of the thread list's entry in the stream directory.
+fn thread_list_entry(bytes: &[u8]) -> usize {
+    let streams = u32_at(bytes, 8) as usize;
+    let directory = u32_at(bytes, 12) as usize;
+    (0..streams)
+        .map(|i| directory + 12 * i)
+        .find(|&e| u32_at(bytes, e) == THREAD_LIST)
+        .expect("a thread list")
+}
+
 #[test]
 fn thread_list_with_slack_reads_its_counted_threads() {
     let mut dump = MinidumpBuilder::new(Cpu::X64);
@@ -30,12 +40,7 @@ fn thread_list_with_slack_reads_its_counted_threads() {
         });
     }
     let mut bytes = dump.build();
-    let streams = u32_at(&bytes, 8) as usize;
-    let directory = u32_at(&bytes, 12) as usize;
-    let entry = (0..streams)
-        .map(|i| directory + 12 * i)
-        .find(|&e| u32_at(&bytes, e) == THREAD_LIST)
-        .expect("a thread list");
+    let entry = thread_list_entry(&bytes);
     let size = u32_at(&bytes, entry + 4);
     let rva = u32_at(&bytes, entry + 8);
     // Room for the slack (unused bytes after the last counted entry).
@@ -73,12 +78,7 @@ fn stack_descriptor_with_rva_zero_reads_the_full_memory_copy() {
         ..Thread::default()
     });
     let mut bytes = dump.build();
-    let streams = u32_at(&bytes, 8) as usize;
-    let directory = u32_at(&bytes, 12) as usize;
-    let entry = (0..streams)
-        .map(|i| directory + 12 * i)
-        .find(|&e| u32_at(&bytes, e) == THREAD_LIST)
-        .expect("a thread list");
+    let entry = thread_list_entry(&bytes);
     // The first thread's Stack descriptor (after the count): as Wine writes it, from the
     // stack pointer (inside the Memory64List range, not at its start), with RVA 0.
     let thread = u32_at(&bytes, entry + 8) as usize + 4;
