@@ -100,6 +100,17 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .and_then(|s| crate::frame_locals::first_application_frame(s, config));
     let frames: Vec<Frame> = walked.map(|s| s.frames).unwrap_or_default();
     limitations.extend(frame_limitations(session, &frames));
+    if let Some(f) = app_frame
+        .and_then(|n| frames.get(n))
+        .filter(|f| !crate::frame_locals::locals_are_sure(f))
+    {
+        limitations.push(format!(
+            "frame {:02x} ({}, {}) may not be a real frame: its locals are not shown",
+            f.index,
+            f.found_by.name(),
+            f.trust.name()
+        ));
+    }
 
     let stack: Vec<StackEntry> = frames.iter().take(REPORT_FRAMES).map(stack_entry).collect();
     let (inferences, waits) = match &decoded {

@@ -2,7 +2,7 @@
 //! first application frame (`frame_locals`, `FRAME_LOCALS`).
 
 use crate::signature::SignatureConfig;
-use ntdbg_engine::stack::Stack;
+use ntdbg_engine::stack::{FoundBy, Frame, Stack};
 use ntdbg_engine::variable_view::VariableView;
 use ntdbg_engine::Session;
 use serde::Serialize;
@@ -38,8 +38,15 @@ pub(crate) fn first_application_frame(stack: &Stack, config: &SignatureConfig) -
         .map(|f| f.index)
 }
 
+/// Whether a frame's registers are sure enough to read its variables from: not found by
+/// scanning, and its return address validated. A scanned or unverified frame may be a stale
+/// return address left on the stack, and its locals would be read from the wrong place.
+pub(crate) fn locals_are_sure(frame: &Frame) -> bool {
+    frame.is_trusted() && frame.found_by != FoundBy::Scan
+}
+
 /// The variables of the faulting frame (0) and of the first application frame, for those
-/// whose PDB declares variables.
+/// whose PDB declares variables and whose registers are sure ([`locals_are_sure`]).
 pub(crate) fn frame_locals(
     session: &Session,
     stack: &Stack,
@@ -54,7 +61,7 @@ pub(crate) fn frame_locals(
     frames
         .into_iter()
         .filter_map(|index| {
-            let frame = stack.frames.get(index)?;
+            let frame = stack.frames.get(index).filter(|f| locals_are_sure(f))?;
             let variables = session
                 .stack_frame_variables(stack, index)
                 .ok()
@@ -72,4 +79,30 @@ pub(crate) fn frame_locals(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::locals_are_sure;
+    use crate::signature::tests::frame;
+    use ntdbg_engine::stack::{FoundBy, Trust};
+
+    #[test]
+    fn only_unwound_or_validated_non_scanned_frames_have_sure_locals() {
+        assert!(locals_are_sure(&frame(0, "app", None, FoundBy::Context)));
+        assert!(locals_are_sure(&frame(1, "app", None, FoundBy::Cfi)));
+        let mut pointer = frame(2, "app", None, FoundBy::FramePointer);
+        assert!(!locals_are_sure(&pointer), "unverified frame pointer guess");
+        pointer.trust = Trust::CallSite;
+        assert!(
+            locals_are_sure(&pointer),
+            "frame pointer with a checked call site"
+        );
+        let mut scanned = frame(3, "app", None, FoundBy::Scan);
+        scanned.trust = Trust::CallSite;
+        assert!(
+            !locals_are_sure(&scanned),
+            "a scanned return address may be stale"
+        );
+    }
 }

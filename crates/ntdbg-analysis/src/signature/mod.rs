@@ -313,4 +313,4 @@ pub fn kind_tag(kind: &ExceptionKind, code: u32) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

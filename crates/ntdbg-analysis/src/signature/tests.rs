@@ -5,7 +5,12 @@ use ntdbg_engine::stack::FoundBy;
 use ntdbg_engine::stack::Trust;
 
 /// A frame in `module` (based at 0x1000_0000) at `offset`, named `function` when given.
-fn frame(index: usize, module: &str, function: Option<&str>, found_by: FoundBy) -> Frame {
+pub(crate) fn frame(
+    index: usize,
+    module: &str,
+    function: Option<&str>,
+    found_by: FoundBy,
+) -> Frame {
     Frame {
         index,
         instruction: 0x1000_0000 + 0x100 * index as u64,
