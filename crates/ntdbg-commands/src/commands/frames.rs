@@ -115,11 +115,11 @@ fn select(
     }
     Ok(CommandOutput::with(
         text,
-        TypedResult::Stack(Stack {
-            thread_id: session.current_thread().map_or(0, |t| t.id),
-            frames: vec![frame],
-            note: None,
-        }),
+        TypedResult::Stack(Stack::new(
+            session.current_thread().map_or(0, |t| t.id),
+            vec![frame],
+            Vec::new(),
+        )),
     ))
 }
 

@@ -87,9 +87,7 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
     };
     session.preload_current_stack_symbols();
     let mut stack = session.stack()?;
-    stack
-        .frames
-        .truncate(usize::try_from(count).unwrap_or(usize::MAX));
+    stack.truncate(usize::try_from(count).unwrap_or(usize::MAX));
     let text = render_stack(session, &stack, style);
     Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
 }

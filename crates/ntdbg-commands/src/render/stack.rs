@@ -56,11 +56,7 @@ pub(crate) fn numbered_line(session: &Session, frame: &Frame) -> String {
         params: Params::None,
         clean: false,
     };
-    let stack = Stack {
-        thread_id: 0,
-        frames: vec![frame.clone()],
-        note: None,
-    };
+    let stack = Stack::new(0, vec![frame.clone()], Vec::new());
     let text = render_stack(session, &stack, style);
     // The frame's own line: the last (after the header and any warning), with its newline.
     let lines = text.trim_end_matches('\n');

@@ -196,8 +196,53 @@ pub struct Stack {
     pub thread_id: u32,
     /// Frames, innermost first.
     pub frames: Vec<Frame>,
-    /// Why the walk could not start or stopped early, when it did.
+    /// What the walk had to say, when it did: why it could not start or stopped early, and
+    /// return addresses it rejected (`frame NN: …`, numbered as `kn` prints frames).
     pub note: Option<String>,
+    /// The notes behind [`Stack::note`], each with the frame it concerns, if any.
+    #[serde(skip)]
+    pub notes: Vec<StackNote>,
+}
+
+/// One thing the walk had to say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackNote {
+    /// The frame (numbered as `kn` prints it) the note is about; `None` for the whole walk.
+    /// It may equal the frame count: a caller the walk looked for and did not take, or where
+    /// it stopped.
+    pub frame: Option<usize>,
+    /// What happened, as printed.
+    pub text: String,
+}
+
+impl Stack {
+    /// A stack of `frames` with what the walk said about them.
+    pub fn new(thread_id: u32, frames: Vec<Frame>, notes: Vec<StackNote>) -> Stack {
+        let note = (!notes.is_empty()).then(|| {
+            let texts: Vec<&str> = notes.iter().map(|n| n.text.as_str()).collect();
+            texts.join("; ")
+        });
+        Stack {
+            thread_id,
+            frames,
+            note,
+            notes,
+        }
+    }
+
+    /// Keeps the first `count` frames (`k 8`), with only the notes about them: a note about a
+    /// frame past the cut, or about where the walk stopped, no longer applies.
+    pub fn truncate(&mut self, count: usize) {
+        if self.frames.len() <= count {
+            return;
+        }
+        let notes = std::mem::take(&mut self.notes)
+            .into_iter()
+            .filter(|n| n.frame.is_none_or(|f| f < count))
+            .collect();
+        self.frames.truncate(count);
+        *self = Stack::new(self.thread_id, std::mem::take(&mut self.frames), notes);
+    }
 }
 
 /// Walks the stack that `context` starts, on a thread whose stack memory the target holds.
@@ -218,7 +263,8 @@ pub fn walk(
             pointer_size: arch.pointer_size(),
         })
     });
-    let mut notes = Vec::new();
+    let mut notes: Vec<StackNote> = Vec::new();
+    let mut walker_notes = Vec::new();
     let names = regs::names(arch);
     let walked = match (stack, names) {
         (Some(stack), Some(names)) => {
@@ -231,31 +277,50 @@ pub fn walk(
                 notes: Vec::new(),
             };
             let walked = walker.run(context.clone());
-            notes = walker.notes;
-            if walked.len() >= MAX_FRAMES {
-                notes.push(format!("stopped after {MAX_FRAMES} frames"));
-            }
+            walker_notes = walker.notes;
             walked
         }
         (None, _) => {
-            notes.push(format!(
-                "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
-            ));
+            notes.push(StackNote {
+                frame: None,
+                text: format!(
+                    "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
+                ),
+            });
             vec![walker::context_frame(target, symbols, context.clone())]
         }
         (Some(_), None) => {
-            notes.push(
-                "no stack walker for this architecture: only the context frame is shown"
+            notes.push(StackNote {
+                frame: None,
+                text: "no stack walker for this architecture: only the context frame is shown"
                     .to_string(),
-            );
+            });
             vec![walker::context_frame(target, symbols, context.clone())]
         }
     };
-    Stack {
-        thread_id,
-        frames: convert_frames(target, &walked),
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    let frames = convert_frames(target, &walked);
+    // The walker numbers physical frames; `kn` counts inlined calls too.
+    let first_row = |physical: usize| -> usize {
+        walked
+            .iter()
+            .take(physical)
+            .map(|w| w.frame.inlines.len() + 1)
+            .sum()
+    };
+    notes.extend(walker_notes.into_iter().map(|(physical, text)| {
+        let row = first_row(physical);
+        StackNote {
+            frame: Some(row),
+            text: format!("frame {row:02x}: {text}"),
+        }
+    }));
+    if walked.len() >= MAX_FRAMES {
+        notes.push(StackNote {
+            frame: Some(frames.len()),
+            text: format!("stopped after {MAX_FRAMES} frames"),
+        });
     }
+    Stack::new(thread_id, frames, notes)
 }
 
 /// Turns the walker's frames into ours: inline frames split out, return addresses and

@@ -78,8 +78,9 @@ pub(crate) struct Walker<'a> {
     pub(crate) arch: Arch,
     pub(crate) names: Names,
     pub(crate) stack: StackMemory<'a>,
-    /// What the walk had to say: rejected return addresses, fallbacks, why it stopped.
-    pub(crate) notes: Vec<String>,
+    /// What the walk had to say about physical frames (by the walker's own frame number):
+    /// rejected return addresses and fallbacks.
+    pub(crate) notes: Vec<(usize, String)>,
 }
 
 impl Walker<'_> {
@@ -137,10 +138,13 @@ impl Walker<'_> {
                 if self.arch == Arch::X86 && !after_trusted {
                     let found = self.by_scan(callee, index, ScanFor::CallSite);
                     if let Some(f) = &found {
-                        self.notes.push(format!(
-                            "frame {index:02x}: frame data after a guessed frame gave return \
-                             address {ip:#x}; {:#x} found by scanning for a call site instead",
-                            f.frame.resume_address
+                        self.notes.push((
+                            index,
+                            format!(
+                                "frame data after a guessed frame gave return address {ip:#x}; \
+                                 {:#x} found by scanning for a call site instead",
+                                f.frame.resume_address
+                            ),
                         ));
                     }
                     return found;
@@ -157,9 +161,9 @@ impl Walker<'_> {
                     } else {
                         "in a module's data, not its code"
                     };
-                    self.notes.push(format!(
-                        "frame {index:02x}: the unwind data's return address {ip:#x} is {where}: \
-                         not taken"
+                    self.notes.push((
+                        index,
+                        format!("the unwind data's return address {ip:#x} is {where}: not taken"),
                     ));
                 }
             }
@@ -316,9 +320,11 @@ impl Walker<'_> {
             return Chain::Caller(Box::new(frame));
         }
         if let Some(ra) = rejected {
-            self.notes.push(format!(
-                "frame {index:02x}: the frame pointer's return address {ra:#x} does not follow \
-                 a call: not taken"
+            self.notes.push((
+                index,
+                format!(
+                    "the frame pointer's return address {ra:#x} does not follow a call: not taken"
+                ),
             ));
         }
         Chain::Broken
