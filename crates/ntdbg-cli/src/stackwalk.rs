@@ -209,7 +209,8 @@ fn symbol_path(args: &StackwalkArgs) -> Option<String> {
 
 /// Creates an output file, naming it in the error.
 fn create(path: &Path) -> anyhow::Result<std::fs::File> {
-    std::fs::File::create(path).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))
+    std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", path.display()))
 }
 
 /// The JSON report, compact or pretty, with a final newline.

@@ -115,7 +115,12 @@ fn print_stack(out: &mut String, thread: &Thread, details: &[FrameDetail]) {
     for (frame, detail) in thread.frames.iter().zip(details) {
         let module = frame.module.as_deref();
         for inline in frame.inlines.iter().flatten() {
-            let _ = write!(out, "{number:2}  {}!{}", module.unwrap_or(""), inline.function);
+            let _ = write!(
+                out,
+                "{number:2}  {}!{}",
+                module.unwrap_or(""),
+                inline.function
+            );
             if let (Some(file), Some(line)) = (&inline.file, inline.line) {
                 let _ = write!(out, " [{} : {line}]", file_name(file));
             }

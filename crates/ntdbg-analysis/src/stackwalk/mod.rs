@@ -17,7 +17,9 @@ pub use schema::{
     Thread, UnloadedHit, UnloadedModule,
 };
 
-use minidump::format::{MINIDUMP_EXCEPTION, MINIDUMP_EXCEPTION_STREAM, MINIDUMP_LOCATION_DESCRIPTOR};
+use minidump::format::{
+    MINIDUMP_EXCEPTION, MINIDUMP_EXCEPTION_STREAM, MINIDUMP_LOCATION_DESCRIPTOR,
+};
 use minidump::system_info::Cpu;
 use minidump::{CrashReason, MinidumpContext, Module as _};
 use minidump_common::utils::basename;
@@ -176,9 +178,9 @@ pub fn stackwalk(session: &Session) -> Result<Stackwalk, StackwalkError> {
         pid: system.process_id,
         proc_limits: None,
         // minidump-stackwalk: dump time minus create time, 0 when that is negative.
-        process_uptime: system.process_create_time.map(|created| {
-            u64::from(system.dump_time.unwrap_or(0).saturating_sub(created))
-        }),
+        process_uptime: system
+            .process_create_time
+            .map(|created| u64::from(system.dump_time.unwrap_or(0).saturating_sub(created))),
         soft_errors: None,
         status: "OK",
         system_info: SystemInfo {
@@ -431,11 +433,7 @@ fn module_entry(session: &Session, m: &minidump::MinidumpModule, hex: HexWidth) 
     Module {
         base_addr: hex.format(m.base_address()),
         cert_subject: None,
-        code_id: m
-            .code_identifier()
-            .unwrap_or_default()
-            .as_str()
-            .to_string(),
+        code_id: m.code_identifier().unwrap_or_default().as_str().to_string(),
         corrupt_symbols: false,
         debug_file,
         debug_id,
