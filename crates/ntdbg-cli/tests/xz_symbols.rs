@@ -2,7 +2,6 @@
 //! dumps (`~*k`, text and JSON) with the `.sym.xz` files, the first time (decompressed) and the
 //! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
