@@ -445,3 +445,44 @@ fn module_entry(session: &Session, m: &minidump::MinidumpModule, hex: HexWidth) 
         version: m.version().map(|v| v.into_owned()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_padded_to_the_pointer_width() {
+        assert_eq!(HexWidth::of(Arch::X86).format(0x45), "0x00000045");
+        assert_eq!(HexWidth::of(Arch::X64).format(0x45), "0x0000000000000045");
+        assert_eq!(
+            HexWidth::of(Arch::Arm64).format(u64::MAX),
+            "0xffffffffffffffff"
+        );
+    }
+
+    #[test]
+    fn the_crash_address_is_the_accessed_address_of_an_access_violation() {
+        let x86 = HexWidth::of(Arch::X86);
+        let x64 = HexWidth::of(Arch::X64);
+        // Breakpad's minidump_32bit_crash_addr.dmp: a sign-extended accessed address.
+        assert_eq!(
+            crash_address(0xc000_0005, &[1, 0xffff_ffff_0000_0045], 0x40429e, x86),
+            0x45
+        );
+        assert_eq!(
+            crash_address(0xc000_0006, &[0, 0x1000, 0xc000_000e], 0x10, x64),
+            0x1000
+        );
+        assert_eq!(
+            crash_address(0x8000_0003, &[], 0x7ffa_c82d_b264, x64),
+            0x7ffa_c82d_b264
+        );
+        assert_eq!(crash_address(0xc000_0005, &[1], 0x1234, x64), 0x1234);
+    }
+
+    #[test]
+    fn code_ids_are_the_stamp_then_the_size_in_lower_case_hex() {
+        assert_eq!(code_id(0x45d3_5f6c, 0x2d000), "45d35f6c2d000");
+        assert_eq!(code_id(0x0569_dfa1, 0x5000), "0569dfa15000");
+    }
+}
