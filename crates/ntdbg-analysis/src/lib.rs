@@ -25,6 +25,7 @@ pub mod ntstatus;
 pub mod render;
 mod report;
 pub mod signature;
+pub mod stackwalk;
 pub mod triage;
 
 pub use analyze::{analyze, analyze_with};

@@ -182,6 +182,10 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         signature_rules: Option<PathBuf>,
     },
+    /// minidump-stackwalk's report (JSON schema or text layout) from ntdbg's engine: a
+    /// drop-in for pipelines that run minidump-stackwalk.
+    #[command(after_help = crate::stackwalk::STACKWALK_HELP)]
+    Stackwalk(crate::stackwalk::StackwalkArgs),
     /// Print a shell completion script for ntdbg to stdout.
     #[command(
         after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"

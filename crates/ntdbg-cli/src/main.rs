@@ -9,6 +9,7 @@ mod hints;
 mod progress;
 mod repl;
 mod shell_docs;
+mod stackwalk;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -123,6 +124,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ended?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Stackwalk(args) => stackwalk::run(&args),
         Command::Completions { shell } => shell_docs::completions(shell),
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
         Command::List {

@@ -2,7 +2,6 @@
 //! dumps (`~*k`, text and JSON) with the `.sym.xz` files, the first time (decompressed) and the
 //! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -33,25 +32,6 @@ fn run(dump: &Path, symbols: &Path, cache: &Path, json: bool) -> String {
     String::from_utf8(out.stdout).expect("UTF-8 output")
 }
 
-/// A copy of the `.sym.xz` store at `from` with every file decompressed (`NAME.sym`).
-fn decompressed_store(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            decompressed_store(&path, &target);
-        } else if let Some(name) = path.to_str().and_then(|p| p.strip_suffix(".xz")) {
-            let mut text = Vec::new();
-            liblzma::read::XzDecoder::new(std::fs::File::open(&path).unwrap())
-                .read_to_end(&mut text)
-                .unwrap();
-            let name = Path::new(name).file_name().unwrap();
-            std::fs::write(to.join(name), text).unwrap();
-        }
-    }
-}
-
 fn copies(cache: &Path) -> usize {
     std::fs::read_dir(cache.join("unpacked-sym")).map_or(0, |d| d.count())
 }
@@ -64,7 +44,7 @@ fn firefox_stacks_are_the_same_with_plain_and_compressed_symbols() {
     let _ = std::fs::remove_dir_all(&scratch);
     let plain = scratch.join("plain");
     std::fs::create_dir_all(&plain).unwrap();
-    decompressed_store(&pgo.join("symbols"), &plain);
+    ntdbg_testutil::decompressed_sym_store(&pgo.join("symbols"), &plain);
     for dump in ["windows-x86_64.dmp", "windows-aarch64.dmp"] {
         let dump: PathBuf = pgo.join("minidumps").join(dump);
         for json in [false, true] {

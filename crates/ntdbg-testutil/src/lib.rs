@@ -124,3 +124,27 @@ pub fn sample(rel: &str) -> PathBuf {
     );
     path
 }
+
+/// Copies the `.sym.xz` store at `from` to `to` with every file decompressed (`NAME.sym`),
+/// for tools that read plain Breakpad files only (minidump-stackwalk) and for comparisons.
+///
+/// # Panics
+/// When a file cannot be read, decompressed or written: tests need the copy.
+pub fn decompressed_sym_store(from: &Path, to: &Path) {
+    use std::io::Read;
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            decompressed_sym_store(&path, &target);
+        } else if let Some(name) = path.to_str().and_then(|p| p.strip_suffix(".xz")) {
+            let mut text = Vec::new();
+            liblzma::read::XzDecoder::new(std::fs::File::open(&path).unwrap())
+                .read_to_end(&mut text)
+                .unwrap();
+            let name = Path::new(name).file_name().unwrap();
+            std::fs::write(to.join(name), text).unwrap();
+        }
+    }
+}
