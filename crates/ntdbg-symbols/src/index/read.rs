@@ -14,7 +14,6 @@ use super::format::{
     WIN_BASE_POINTER, WIN_NO_BASE_POINTER, WIN_PROGRAM,
 };
 
-
 /// The bytes of an index: a read-only file mapping, or (tests) a vector.
 enum Bytes {
     Mapped(memmap2::Mmap),
@@ -269,7 +268,8 @@ impl SymbolIndex {
                 if let Some(i) = self.partition(Section::Publics, rva, true).checked_sub(1) {
                     self.add_public(i, &mut out);
                 }
-                self.partition(Section::Functions, rva, false).checked_sub(1)
+                self.partition(Section::Functions, rva, false)
+                    .checked_sub(1)
             }
         };
         if let Some(i) = function {
@@ -303,9 +303,10 @@ impl SymbolIndex {
         let Some((_, template)) = self.templates.functions.ranges_values().next() else {
             return;
         };
-        let (Some((_, line)), Some(inlinee)) =
-            (template.lines.ranges_values().next(), template.inlinees.first())
-        else {
+        let (Some((_, line)), Some(inlinee)) = (
+            template.lines.ranges_values().next(),
+            template.inlinees.first(),
+        ) else {
             return;
         };
         let f = self.function(i);
@@ -470,7 +471,11 @@ impl SymbolIndex {
 
 /// A range map of one entry (empty when the range is reversed, as only a damaged file has).
 fn ranged<V: Clone + std::fmt::Debug + Eq>(start: u64, end: u64, value: V) -> RangeMap<u64, V> {
-    range_map_of(std::iter::once(value).filter(|_| start <= end).map(|v| (range_map::Range::new(start, end), v)))
+    range_map_of(
+        std::iter::once(value)
+            .filter(|_| start <= end)
+            .map(|v| (range_map::Range::new(start, end), v)),
+    )
 }
 
 /// A range map of sorted, non-overlapping entries (overlaps, only in a damaged file, are

@@ -41,7 +41,8 @@ impl FrameSymbolizer for Calls {
         self.addr
     }
     fn set_function(&mut self, name: &str, base: u64, parameter_size: u32) {
-        self.seen.push(format!("fn {name} {base:x} {parameter_size}"));
+        self.seen
+            .push(format!("fn {name} {base:x} {parameter_size}"));
     }
     fn set_source_file(&mut self, file: &str, line: u32, base: u64) {
         self.seen.push(format!("src {file} {line} {base:x}"));
@@ -71,7 +72,10 @@ fn every_address_answers_as_the_parsed_file() {
         let small = index.symbols_at(addr);
         assert_eq!(fill(&small, addr), fill(&full, addr), "at {addr:#x}");
         assert_eq!(small.functions.get(addr), full.functions.get(addr));
-        assert_eq!(small.cfi_stack_info.get(addr), full.cfi_stack_info.get(addr));
+        assert_eq!(
+            small.cfi_stack_info.get(addr),
+            full.cfi_stack_info.get(addr)
+        );
         assert_eq!(
             small.win_stack_framedata_info.get(addr),
             full.win_stack_framedata_info.get(addr)
@@ -91,8 +95,11 @@ fn every_address_answers_as_the_parsed_file() {
         .collect();
     assert_eq!(names(&index), full_names);
     let publics: Vec<(String, u64)> = index.publics().map(|p| (p.0.to_string(), p.1)).collect();
-    let full_publics: Vec<(String, u64)> =
-        full.publics.iter().map(|p| (p.name.clone(), p.address)).collect();
+    let full_publics: Vec<(String, u64)> = full
+        .publics
+        .iter()
+        .map(|p| (p.name.clone(), p.address))
+        .collect();
     assert_eq!(publics, full_publics);
 }
 
@@ -159,8 +166,14 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn slot(cache: &Path, source: &Path) -> IndexSlot {
-    IndexSlot::new(cache, "breakpad", source, "t.pdb", "0123456789ABCDEF0123456789ABCDEF1")
-        .unwrap()
+    IndexSlot::new(
+        cache,
+        "breakpad",
+        source,
+        "t.pdb",
+        "0123456789ABCDEF0123456789ABCDEF1",
+    )
+    .unwrap()
 }
 
 #[test]

@@ -43,7 +43,11 @@ fn small(n: usize) -> Option<u32> {
 
 /// The index bytes for `symbols` (plus PDB `data` symbols) under `identity`; `None` when a
 /// table is too large for the format's 32-bit counts and offsets.
-pub(crate) fn build(identity: &str, symbols: &SymbolFile, data: &[(String, u64)]) -> Option<Vec<u8>> {
+pub(crate) fn build(
+    identity: &str,
+    symbols: &SymbolFile,
+    data: &[(String, u64)],
+) -> Option<Vec<u8>> {
     let mut strings = Strings::default();
     let mut sections: Vec<Put> = Section::ALL.iter().map(|_| Put::default()).collect();
     // (`Section` is declared in directory order, so `s as usize` is its place.)
@@ -135,7 +139,9 @@ pub(crate) fn build(identity: &str, symbols: &SymbolFile, data: &[(String, u64)]
             .u32(0);
         for a in &c.add_rules {
             let rules = strings.add(&a.rules);
-            put(&mut sections, Section::CfiAdd).u64(a.address).str(rules);
+            put(&mut sections, Section::CfiAdd)
+                .u64(a.address)
+                .str(rules);
         }
         add_rules += c.add_rules.len();
     }
@@ -181,7 +187,9 @@ pub(crate) fn build(identity: &str, symbols: &SymbolFile, data: &[(String, u64)]
     if strings.too_big {
         return None;
     }
-    put(&mut sections, Section::Strings).0.extend_from_slice(&strings.blob);
+    put(&mut sections, Section::Strings)
+        .0
+        .extend_from_slice(&strings.blob);
     Some(assemble(&sections))
 }
 
@@ -201,7 +209,8 @@ fn program_string(debug: &str) -> Option<String> {
 /// Header, directory and sections as one file image.
 fn assemble(sections: &[Put]) -> Vec<u8> {
     let directory_len = sections.len() * DIRECTORY_ENTRY_LEN;
-    let total: usize = HEADER_LEN + directory_len + sections.iter().map(|s| s.0.len()).sum::<usize>();
+    let total: usize =
+        HEADER_LEN + directory_len + sections.iter().map(|s| s.0.len()).sum::<usize>();
     let mut body = Put(Vec::with_capacity(total - HEADER_LEN));
     let mut offset = (HEADER_LEN + directory_len) as u64;
     for s in sections {
