@@ -38,12 +38,11 @@ pub const INDEX_ENV: &str = "NTDBG_SYMBOL_INDEX";
 
 /// Whether the index is used ([`INDEX_ENV`] is not `off`, `0`, `no` or `false`).
 pub(crate) fn enabled() -> bool {
-    std::env::var(INDEX_ENV).map_or(true, |v| {
-        !matches!(
-            v.trim().to_ascii_lowercase().as_str(),
-            "off" | "0" | "no" | "false"
-        )
-    })
+    let value = std::env::var(INDEX_ENV).unwrap_or_default();
+    !matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "off" | "0" | "no" | "false"
+    )
 }
 
 /// Where one symbol file's index lives and the identity it must have been made for.
