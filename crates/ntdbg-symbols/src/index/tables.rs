@@ -7,6 +7,8 @@ use breakpad_symbols::SymbolFile;
 use super::SymbolIndex;
 
 /// A module's symbol tables, from either backend; both answer every lookup identically.
+// (One per loaded module: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Tables {
     /// Parsed from text (this load parsed the symbol file).
     Parsed(SymbolFile),
