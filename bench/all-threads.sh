@@ -3,10 +3,14 @@
 # on the same dumps and the same Breakpad symbols, the two run alternately in one script:
 # median wall time, the median of the per-pair ratios ntdbg/msw, and median peak RSS.
 #
-# ntdbg reads the Firefox symbols three ways: plain `.sym` (the decompressed copies
-# minidump-stackwalk also gets), `.sym.xz` with an empty symbol cache on every run (cold:
-# decompress, then keep the plain copy), and `.sym.xz` with the cache kept between runs (warm).
-# minidump-stackwalk reads the plain `.sym` files in every row.
+# ntdbg reads the Firefox symbols as plain `.sym` (the decompressed copies minidump-stackwalk
+# also gets) or as `.sym.xz`, with one of three symbol caches: `cold`, emptied before every run
+# (the first run: parse, decompress, write the warm symbol index and the decompressed copy);
+# `warm`, kept from a first run (the index is mapped, nothing parsed); `noindex`, kept from a
+# first run with NTDBG_SYMBOL_INDEX=off (no index: plain `.sym` parsed, `.sym.xz` parsed from
+# its decompressed copy, as before the index). The winelab crashy rows load crashy.pdb (PDB
+# converted on the first run, indexed on later ones). minidump-stackwalk reads the plain `.sym`
+# files in every row.
 #
 # usage: bench/all-threads.sh [PAIRS] [NTDBG]   (PAIRS default 11; NTDBG default
 #        target/release/ntdbg; needs minidump-stackwalk on PATH)
@@ -26,21 +30,30 @@ FF_PLAIN=$WORK/firefox-symbols
 cp -r "$FF_XZ" "$FF_PLAIN"
 chmod -R u+w "$FF_PLAIN"
 find "$FF_PLAIN" -name '*.sym.xz' -exec xz -d {} +
-mkdir -p "$WORK/empty" "$WORK/warm-cache"
+mkdir -p "$WORK/empty"
 xz -dc "$T/winelab/x64/null.inproc-full.dmp.xz" >"$WORK/null.inproc-full.dmp"
 
-# name|dump|symbols for ntdbg|symbols for msw|symbol cache (cold: emptied before each run)
+# name|dump|symbols for ntdbg|symbols for msw|symbol cache (cold, warm or noindex)
+WL=$T/winelab/x64
 cases=(
   "breakpad minidump2 (2 thr)|$T/google-breakpad/src/processor/testdata/minidump2.dmp|$T/google-breakpad/src/processor/testdata/symbols|$T/google-breakpad/src/processor/testdata/symbols|cold"
   "winelab x64 stack.inproc, deep recursion (no symbols)|$T/winelab/x64/stack.inproc.dmp|$WORK/empty|$WORK/empty|cold"
   "winelab x64 full memory 32 MiB (no symbols)|$WORK/null.inproc-full.dmp|$WORK/empty|$WORK/empty|cold"
-  "firefox x86_64, plain .sym|$FF/minidumps/windows-x86_64.dmp|$FF_PLAIN|$FF_PLAIN|cold"
-  "firefox x86_64, .sym.xz cold cache|$FF/minidumps/windows-x86_64.dmp|$FF_XZ|$FF_PLAIN|cold"
-  "firefox x86_64, .sym.xz warm cache|$FF/minidumps/windows-x86_64.dmp|$FF_XZ|$FF_PLAIN|warm"
-  "firefox aarch64, plain .sym|$FF/minidumps/windows-aarch64.dmp|$FF_PLAIN|$FF_PLAIN|cold"
-  "firefox aarch64, .sym.xz cold cache|$FF/minidumps/windows-aarch64.dmp|$FF_XZ|$FF_PLAIN|cold"
-  "firefox aarch64, .sym.xz warm cache|$FF/minidumps/windows-aarch64.dmp|$FF_XZ|$FF_PLAIN|warm"
+  "winelab x64 crashy null.inproc, crashy.pdb, first run|$WL/null.inproc.dmp|$WL|$WORK/empty|cold"
+  "winelab x64 crashy null.inproc, crashy.pdb, index off|$WL/null.inproc.dmp|$WL|$WORK/empty|noindex"
+  "winelab x64 crashy null.inproc, crashy.pdb, warm index|$WL/null.inproc.dmp|$WL|$WORK/empty|warm"
 )
+for arch in x86_64 aarch64; do
+  d=$FF/minidumps/windows-$arch.dmp
+  cases+=(
+    "firefox $arch, plain .sym, index off|$d|$FF_PLAIN|$FF_PLAIN|noindex"
+    "firefox $arch, plain .sym, first run|$d|$FF_PLAIN|$FF_PLAIN|cold"
+    "firefox $arch, plain .sym, warm index|$d|$FF_PLAIN|$FF_PLAIN|warm"
+    "firefox $arch, .sym.xz, first run|$d|$FF_XZ|$FF_PLAIN|cold"
+    "firefox $arch, .sym.xz, index off (decompressed copy)|$d|$FF_XZ|$FF_PLAIN|noindex"
+    "firefox $arch, .sym.xz, warm index|$d|$FF_XZ|$FF_PLAIN|warm"
+  )
+done
 
 # shellcheck source=bench/measure.sh
 source "$ROOT/bench/measure.sh"
@@ -58,12 +71,12 @@ for c in "${cases[@]}"; do
   IFS='|' read -r name dump nsyms msyms cache <<<"$c"
   read -r threads frames < <(shape "$dump" "$msyms")
   : >"$WORK/n"; : >"$WORK/m"; : >"$WORK/r"
-  rm -rf "$WORK/warm-cache"; mkdir -p "$WORK/warm-cache"
-  [ "$cache" = warm ] && NTDBG_SYMBOL_CACHE=$WORK/warm-cache "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms" >/dev/null 2>&1
+  index=on; [ "$cache" = noindex ] && index=off
+  dir=$WORK/cache; rm -rf "$dir"; mkdir -p "$dir"
+  [ "$cache" != cold ] && NTDBG_SYMBOL_INDEX=$index NTDBG_SYMBOL_CACHE=$dir "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms" >/dev/null 2>&1
   for _ in $(seq "$PAIRS"); do
-    if [ "$cache" = cold ]; then rm -rf "$WORK/cold-cache"; mkdir -p "$WORK/cold-cache"; fi
-    dir=$WORK/$cache-cache
-    n=$(NTDBG_SYMBOL_CACHE=$dir measure "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms")
+    if [ "$cache" = cold ]; then rm -rf "$dir"; mkdir -p "$dir"; fi
+    n=$(NTDBG_SYMBOL_INDEX=$index NTDBG_SYMBOL_CACHE=$dir measure "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms")
     m=$(measure "$MSW" --json --features stable-all "$dump" "$msyms")
     echo "$n" >>"$WORK/n"; echo "$m" >>"$WORK/m"
     awk -v a="${n%% *}" -v b="${m%% *}" 'BEGIN { printf "%.4f\n", a / b }' >>"$WORK/r"

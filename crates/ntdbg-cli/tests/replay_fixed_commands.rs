@@ -116,6 +116,11 @@ fn label(command: &[&str]) -> String {
 /// Runs `binary` on `dump` with `command`; the exit code, stdout and stderr, with the dump's
 /// path and folder replaced by placeholders so the text does not depend on the checkout.
 fn replay(binary: &Path, dump: &Dump, command: &[&str]) -> String {
+    replay_with(binary, dump, command, &[])
+}
+
+/// [`replay`] with extra environment variables.
+fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path)]) -> String {
     let mut args: Vec<&str> = vec![command[0]];
     let path = dump.path.display().to_string();
     args.push(&path);
@@ -125,6 +130,8 @@ fn replay(binary: &Path, dump: &Dump, command: &[&str]) -> String {
         .args(&args)
         .env_remove("_NT_SYMBOL_PATH")
         .env_remove("NTDBG_SYMBOL_CACHE")
+        .env_remove("NTDBG_SYMBOL_INDEX")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
     let text = format!(
@@ -279,4 +286,85 @@ fn fixed_commands_give_the_saved_output_on_every_dump() {
         );
     }
     eprintln!("{} replays match the saved output", rows.len());
+}
+
+/// The commands compared with and without the warm symbol index: stacks, disassembly,
+/// nearest symbols, module list, symbol search and the analysis.
+const INDEX_COMMANDS: &[&[&str]] = &[
+    &["analyze", "--json"],
+    &["run", "-c", "lm; ~*k; kb; ln @$scopeip; u @$scopeip L4"],
+    &["run", "-c", "x *!*main*"],
+];
+
+/// Issue 20: every command's output is byte-identical whether the symbols were parsed (index
+/// off), parsed and indexed (a fresh cache: cold) or read from the index (the same cache
+/// again: warm). Dumps whose cold run wrote no index load no symbol file and are not rerun.
+#[test]
+fn output_is_identical_cold_warm_and_without_the_symbol_index() {
+    let (dumps, _) = dumps();
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_ntdbg"));
+    let scratch = std::env::temp_dir().join(format!("ntdbg-index-replay-{}", std::process::id()));
+    let next = AtomicUsize::new(0);
+    let failures = Mutex::new(Vec::new());
+    let (indexed, compared) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(dump) = dumps.get(i) else {
+                    break;
+                };
+                let cache = scratch.join(i.to_string());
+                let with_cache = [("NTDBG_SYMBOL_CACHE", cache.as_path())];
+                let off = Path::new("off");
+                let without = [
+                    ("NTDBG_SYMBOL_CACHE", cache.as_path()),
+                    ("NTDBG_SYMBOL_INDEX", off),
+                ];
+                let cold: Vec<String> = INDEX_COMMANDS
+                    .iter()
+                    .map(|c| replay_with(&binary, dump, c, &with_cache))
+                    .collect();
+                let written = std::fs::read_dir(cache.join("index")).map_or(0, |d| d.count());
+                if written == 0 {
+                    continue;
+                }
+                indexed.fetch_add(1, Ordering::Relaxed);
+                for (command, cold) in INDEX_COMMANDS.iter().zip(&cold) {
+                    let warm = replay_with(&binary, dump, command, &with_cache);
+                    let plain = replay_with(&binary, dump, command, &without);
+                    compared.fetch_add(1, Ordering::Relaxed);
+                    for (mode, text) in [("warm", &warm), ("index off", &plain)] {
+                        if text != cold {
+                            let diff = similar::TextDiff::from_lines(cold.as_str(), text.as_str())
+                                .unified_diff()
+                                .header("cold", mode)
+                                .to_string();
+                            failures.lock().unwrap().push(format!(
+                                "`ntdbg {} {} {}` ({mode}):\n{diff}",
+                                command[0],
+                                dump.key,
+                                command[1..].join(" ")
+                            ));
+                        }
+                    }
+                }
+                let _ = std::fs::remove_dir_all(&cache);
+            });
+        }
+    });
+    let _ = std::fs::remove_dir_all(&scratch);
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} outputs differ; first: {}",
+        failures.len(),
+        failures[0]
+    );
+    eprintln!(
+        "{} dumps indexed, {} commands identical cold, warm and without the index",
+        indexed.into_inner(),
+        compared.into_inner()
+    );
 }

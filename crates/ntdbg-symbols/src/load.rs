@@ -23,6 +23,7 @@ use pdb_addr2line::pdb::PDB;
 use crate::demangle;
 use crate::download::{Downloads, Fetched};
 use crate::image::{ImageSource, MappedImage};
+use crate::index::{IndexSlot, Tables};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
 use crate::pdb_sym;
@@ -115,7 +116,7 @@ struct Loaded {
     status: SymbolStatus,
     /// The symbol file (for export symbols: the image file, if not from dump memory).
     path: Option<PathBuf>,
-    symbols: SymbolFile,
+    symbols: Tables,
     data: Vec<(String, u64)>,
 }
 
@@ -330,7 +331,7 @@ fn export_symbols(
     Some(Loaded {
         status: SymbolStatus::ExportSymbols,
         path,
-        symbols,
+        symbols: Tables::Parsed(symbols),
         data: Vec::new(),
     })
 }
@@ -493,7 +494,7 @@ fn find_breakpad(
     dirs: &[PathBuf],
     downloads: &mut Downloads<'_>,
     tried: &mut Vec<String>,
-) -> Option<(PathBuf, SymbolFile)> {
+) -> Option<(PathBuf, Tables)> {
     let key = pdb.key();
     let sym = breakpad_sym_name(&pdb.name);
     let xz = format!("{sym}.xz");
@@ -515,7 +516,7 @@ fn find_breakpad(
                 tried.push(format!("{}: not found", shown.display()));
                 continue;
             };
-            match read_sym(&found, &key) {
+            match read_sym(&found, &pdb.name, &key) {
                 Ok(sym) => return Some((found, sym)),
                 Err(e) => tried.push(e.to_string()),
             }
@@ -523,10 +524,38 @@ fn find_breakpad(
     }
     let fetched = downloads.fetch(&pdb.name, &key, &sym, tried)?;
     let path = fetched.path.clone();
-    verified(fetched, tried, |p| read_sym(p, &key)).map(|sym| (path, sym))
+    verified(fetched, tried, |p| read_sym(p, &pdb.name, &key)).map(|sym| (path, sym))
 }
 
-fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
+/// The warm-index slot for a symbol file in the symbol cache (`None` when the index is off).
+fn index_slot(kind: &str, path: &Path, name: &str, key: &str) -> Option<IndexSlot> {
+    IndexSlot::new(&crate::default_cache_dir(), kind, path, name, key)
+}
+
+/// Reads a Breakpad `.sym`/`.sym.xz` for the PDB `name` with debug id `key`: from its warm
+/// index when there is a sound one, else by parsing it (and then writing the index).
+fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
+    let slot = index_slot("breakpad", path, name, key);
+    let tables = match slot.as_ref().and_then(IndexSlot::open) {
+        Some(index) => Tables::Indexed(index),
+        None => Tables::Parsed(parse_sym(path)?),
+    };
+    if !tables.module_id().eq_ignore_ascii_case(key) {
+        return Err(SymbolError::Mismatch {
+            path: path.to_path_buf(),
+            what: "debug id",
+            expected: key.to_string(),
+            found: tables.module_id().to_string(),
+        });
+    }
+    if let (Some(slot), Tables::Parsed(sym)) = (&slot, &tables) {
+        slot.write(sym, &[]);
+    }
+    Ok(tables)
+}
+
+/// Parses a Breakpad `.sym`, or a `.sym.xz` (through its decompressed copy in the cache).
+fn parse_sym(path: &Path) -> Result<SymbolFile, SymbolError> {
     let raw = std::fs::read(path).map_err(|e| io(path, e))?;
     let bad = |message: String| SymbolError::Breakpad {
         path: path.to_path_buf(),
@@ -535,7 +564,7 @@ fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
     let is_xz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
-    let sym = guarded(path, "Breakpad parser", || {
+    guarded(path, "Breakpad parser", || {
         if is_xz {
             let cache = crate::default_cache_dir();
             let (sym, source) =
@@ -545,19 +574,10 @@ fn read_sym(path: &Path, key: &str) -> Result<SymbolFile, SymbolError> {
         } else {
             SymbolFile::from_bytes(&raw).map_err(|e| bad(e.to_string()))
         }
-    })?;
-    if !sym.module_id.eq_ignore_ascii_case(key) {
-        return Err(SymbolError::Mismatch {
-            path: path.to_path_buf(),
-            what: "debug id",
-            expected: key.to_string(),
-            found: sym.module_id,
-        });
-    }
-    Ok(sym)
+    })
 }
 
-type LoadedPdb = (PathBuf, SymbolFile, Vec<(String, u64)>);
+type LoadedPdb = (PathBuf, Tables, Vec<(String, u64)>);
 
 /// The CodeView record's PDB path as a path on this machine: a Unix absolute path as is, a
 /// Wine `Z:\` path (Wine maps drive Z: to `/`) translated; other Windows paths are not
@@ -628,8 +648,28 @@ fn find_pdb(
     }
 }
 
+/// Reads a PDB's symbols: from its warm index when there is a sound one (made from this
+/// very file, once its identity had been checked), else by opening it, checking its identity
+/// and converting it (and then writing the index).
+fn read_pdb(
+    path: &Path,
+    want: &PdbIdentity,
+    code: Option<&(String, String)>,
+) -> Result<(Tables, Vec<(String, u64)>), SymbolError> {
+    let slot = index_slot("pdb", path, &want.name, &want.key());
+    if let Some(index) = slot.as_ref().and_then(IndexSlot::open) {
+        let data = index.data_symbols();
+        return Ok((Tables::Indexed(index), data));
+    }
+    let (sym, data) = convert_pdb(path, want, code)?;
+    if let Some(slot) = &slot {
+        slot.write(&sym, &data);
+    }
+    Ok((Tables::Parsed(sym), data))
+}
+
 /// Opens a PDB, checks its identity and converts it.
-pub(crate) fn read_pdb(
+fn convert_pdb(
     path: &Path,
     want: &PdbIdentity,
     code: Option<&(String, String)>,

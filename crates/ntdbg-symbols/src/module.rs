@@ -5,11 +5,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module, SymbolFile};
+use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module};
 use ntdbg_formats::pe::PeInfo;
 
 use crate::demangle::strip_parameters;
 use crate::image::{ImageSource, MappedImage};
+use crate::index::Tables;
 use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
 use crate::variables::VariableTable;
@@ -113,7 +114,7 @@ pub struct ModuleSymbols {
     pub(crate) image_source: Option<ImageSource>,
     pub(crate) pdb_identity: Option<(String, String)>,
     pub(crate) tried: Vec<String>,
-    pub(crate) symbols: Option<SymbolFile>,
+    pub(crate) symbols: Option<Tables>,
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
@@ -125,9 +126,7 @@ pub struct ModuleSymbols {
 /// A summary: status, files, counts (the symbol tables themselves are too big to print).
 impl std::fmt::Debug for ModuleSymbols {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (functions, publics) = self.symbols.as_ref().map_or((0, 0), |s| {
-            (s.functions.ranges_values().count(), s.publics.len())
-        });
+        let (functions, publics) = self.symbols.as_ref().map_or((0, 0), Tables::counts);
         f.debug_struct("ModuleSymbols")
             .field("status", &self.status)
             .field("symbol_file_path", &self.symbol_file_path)
@@ -315,11 +314,6 @@ impl ModuleSymbols {
         &self.tried
     }
 
-    /// The loaded symbols in Breakpad's representation.
-    pub fn symbol_file(&self) -> Option<&SymbolFile> {
-        self.symbols.as_ref()
-    }
-
     /// Fills a stack frame's function, parameter size, source line and inline frames (outermost
     /// first, Breakpad's order). Returns whether a function name was found.
     pub fn fill_symbol(&self, module: &dyn Module, frame: &mut dyn FrameSymbolizer) -> bool {
@@ -332,6 +326,7 @@ impl ModuleSymbols {
         if self.in_data_section(rva) {
             return false;
         }
+        let symbols = symbols.at(rva);
         // A public symbol (no debug-info function here) names code only inside a function
         // of the unwind tables: this keeps stack scanning from accepting the padding and
         // literal pools that follow the last public of a section.
@@ -356,7 +351,8 @@ impl ModuleSymbols {
     /// then falls back to frame pointers or scanning.
     pub fn walk_frame(&self, module: &dyn Module, walker: &mut dyn FrameWalker) -> Option<()> {
         if let Some(symbols) = &self.symbols {
-            if symbols.walk_frame(module, walker).is_some() {
+            let rva = walker.get_instruction().wrapping_sub(module.base_address());
+            if symbols.at(rva).walk_frame(module, walker).is_some() {
                 return Some(());
             }
         }
@@ -379,7 +375,7 @@ impl ModuleSymbols {
 
     /// What `rva` resolves to: function (or nearest public symbol), source line, inlines.
     pub fn lookup(&self, rva: u64) -> Option<SymbolHit> {
-        let symbols = self.symbols.as_ref()?;
+        let symbols = self.symbols.as_ref()?.at(rva);
         let mut c = Collect {
             instruction: rva,
             ..Collect::default()
@@ -474,8 +470,8 @@ impl ModuleSymbols {
     /// The `[start, end)` RVA range of the function containing `rva` (functions only: public
     /// symbols have no known end).
     pub fn function_range(&self, rva: u64) -> Option<(u64, u64)> {
-        let f = self.symbols.as_ref()?.functions.get(rva)?;
-        Some((f.address, f.address + u64::from(f.size)))
+        let (address, size) = self.symbols.as_ref()?.function_at(rva)?;
+        Some((address, address + u64::from(size)))
     }
 
     /// Symbols whose name matches a WinDbg wildcard pattern (`*`, `?`; case-insensitive),
@@ -489,21 +485,21 @@ impl ModuleSymbols {
             wildcard_match(pattern, name) || wildcard_match(pattern, strip_parameters(name))
         };
         let mut out: Vec<SymbolEntry> = Vec::new();
-        for (_, f) in symbols.functions.ranges_values() {
-            if matches(&f.name) {
+        for (name, address, size) in symbols.functions() {
+            if matches(name) {
                 out.push(SymbolEntry {
-                    name: f.name.clone(),
-                    rva: f.address,
-                    size: Some(u64::from(f.size)),
+                    name: name.to_string(),
+                    rva: address,
+                    size: Some(u64::from(size)),
                     is_function: true,
                 });
             }
         }
-        for p in &symbols.publics {
-            if matches(&p.name) {
+        for (name, address) in symbols.publics() {
+            if matches(name) {
                 out.push(SymbolEntry {
-                    name: p.name.clone(),
-                    rva: p.address,
+                    name: name.to_string(),
+                    rva: address,
                     size: None,
                     is_function: false,
                 });
@@ -546,11 +542,11 @@ impl ModuleSymbols {
             by_name.entry(lower).or_insert(rva);
         };
         if let Some(symbols) = &self.symbols {
-            for (_, f) in symbols.functions.ranges_values() {
-                add(&f.name, f.address);
+            for (name, address, _) in symbols.functions() {
+                add(name, address);
             }
-            for p in &symbols.publics {
-                add(&p.name, p.address);
+            for (name, address) in symbols.publics() {
+                add(name, address);
             }
         }
         for (name, rva) in &self.data_symbols {

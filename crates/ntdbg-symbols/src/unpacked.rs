@@ -256,7 +256,7 @@ impl Drop for CopyWriter {
 }
 
 /// Deletes the least recently used files of `dir` until it holds at most `cap` bytes.
-fn evict(dir: &Path, cap: u64) {
+pub(crate) fn evict(dir: &Path, cap: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

@@ -1,0 +1,75 @@
+//! A module's Breakpad tables: parsed in memory, or answered from a mapped index.
+
+use std::borrow::Cow;
+
+use breakpad_symbols::SymbolFile;
+
+use super::SymbolIndex;
+
+/// A module's symbol tables, from either backend; both answer every lookup identically.
+// (One per loaded module: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Tables {
+    /// Parsed from text (this load parsed the symbol file).
+    Parsed(SymbolFile),
+    /// Mapped from the warm index.
+    Indexed(SymbolIndex),
+}
+
+impl Tables {
+    /// The `MODULE` line's debug id.
+    pub(crate) fn module_id(&self) -> &str {
+        match self {
+            Tables::Parsed(s) => &s.module_id,
+            Tables::Indexed(i) => i.module_id(),
+        }
+    }
+
+    /// A `SymbolFile` that answers Breakpad's `fill_symbol` and `walk_frame` at `rva` as the
+    /// whole file does: the whole file, or one built from the index for this address.
+    pub(crate) fn at(&self, rva: u64) -> Cow<'_, SymbolFile> {
+        match self {
+            Tables::Parsed(s) => Cow::Borrowed(s),
+            Tables::Indexed(i) => Cow::Owned(i.symbols_at(rva)),
+        }
+    }
+
+    /// The function whose range covers `rva`: (address, size).
+    pub(crate) fn function_at(&self, rva: u64) -> Option<(u64, u32)> {
+        match self {
+            Tables::Parsed(s) => s.functions.get(rva).map(|f| (f.address, f.size)),
+            Tables::Indexed(i) => i.function_at(rva),
+        }
+    }
+
+    /// Every function: (name, address, size), by address.
+    pub(crate) fn functions(&self) -> Box<dyn Iterator<Item = (&str, u64, u32)> + '_> {
+        match self {
+            Tables::Parsed(s) => Box::new(
+                s.functions
+                    .ranges_values()
+                    .map(|(_, f)| (f.name.as_str(), f.address, f.size)),
+            ),
+            Tables::Indexed(i) => Box::new(i.functions()),
+        }
+    }
+
+    /// Every public symbol: (name, address), sorted.
+    pub(crate) fn publics(&self) -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
+        match self {
+            Tables::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
+            Tables::Indexed(i) => Box::new(i.publics()),
+        }
+    }
+
+    /// How many functions and public symbols there are.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        match self {
+            Tables::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
+            Tables::Indexed(i) => (
+                i.count(super::format::Section::Functions),
+                i.count(super::format::Section::Publics),
+            ),
+        }
+    }
+}
