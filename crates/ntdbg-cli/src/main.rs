@@ -21,7 +21,10 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // Symbol indexes written in the background must be complete before the process ends.
+    ntdbg_symbols::finish_index_writes();
+    match result {
         Ok(code) => code,
         Err(err) => {
             // A closed pipe (`ntdbg … | head`) is not an error worth reporting.

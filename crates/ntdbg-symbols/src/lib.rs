@@ -62,7 +62,7 @@ mod wildcard;
 pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
-pub use index::INDEX_ENV;
+pub use index::{finish_index_writes, INDEX_ENV};
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};

@@ -331,7 +331,7 @@ fn export_symbols(
     Some(Loaded {
         status: SymbolStatus::ExportSymbols,
         path,
-        symbols: Tables::Parsed(symbols),
+        symbols: Tables::Parsed(Arc::new(symbols)),
         data: Vec::new(),
     })
 }
@@ -538,7 +538,7 @@ fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
     let slot = index_slot("breakpad", path, name, key);
     let tables = match slot.as_ref().and_then(IndexSlot::open) {
         Some(index) => Tables::Indexed(index),
-        None => Tables::Parsed(parse_sym(path)?),
+        None => Tables::Parsed(Arc::new(parse_sym(path)?)),
     };
     if !tables.module_id().eq_ignore_ascii_case(key) {
         return Err(SymbolError::Mismatch {
@@ -548,8 +548,8 @@ fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
             found: tables.module_id().to_string(),
         });
     }
-    if let (Some(slot), Tables::Parsed(sym)) = (&slot, &tables) {
-        slot.write(sym, &[]);
+    if let (Some(slot), Tables::Parsed(sym)) = (slot, &tables) {
+        slot.write_in_background(Arc::clone(sym), Vec::new());
     }
     Ok(tables)
 }
@@ -662,8 +662,9 @@ fn read_pdb(
         return Ok((Tables::Indexed(index), data));
     }
     let (sym, data) = convert_pdb(path, want, code)?;
-    if let Some(slot) = &slot {
-        slot.write(&sym, &data);
+    let sym = Arc::new(sym);
+    if let Some(slot) = slot {
+        slot.write_in_background(Arc::clone(&sym), data.clone());
     }
     Ok((Tables::Parsed(sym), data))
 }

@@ -22,6 +22,8 @@ mod write;
 mod tests;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
@@ -119,11 +121,38 @@ impl IndexSlot {
         }
     }
 
+    /// Writes the index of `symbols` (and PDB `data` symbols) on a thread of its own, so the
+    /// load that parsed them goes on at once; [`finish_index_writes`] waits for it.
+    pub(crate) fn write_in_background(self, symbols: Arc<SymbolFile>, data: Vec<(String, u64)>) {
+        let spawned = std::thread::Builder::new()
+            .name("symbol-index".into())
+            .spawn(move || self.write(&symbols, &data));
+        match spawned {
+            Ok(handle) => pending().push(handle),
+            Err(e) => tracing::debug!("symbol index not written: no thread: {e}"),
+        }
+    }
+
     /// Writes the index of `symbols` (and PDB `data` symbols). Failures only mean no index.
     pub(crate) fn write(&self, symbols: &SymbolFile, data: &[(String, u64)]) {
         match write::build(&self.identity, symbols, data) {
             Some(bytes) => write::persist(&self.path, &bytes, MAX_INDEX_BYTES),
             None => tracing::debug!(index = %self.path.display(), "symbols too large to index"),
         }
+    }
+}
+
+/// The index writes still running.
+fn pending() -> std::sync::MutexGuard<'static, Vec<JoinHandle<()>>> {
+    static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits for the symbol indexes this process is still writing (call before exiting, or the
+/// next run parses those symbols again).
+pub fn finish_index_writes() {
+    let handles = std::mem::take(&mut *pending());
+    for handle in handles {
+        let _ = handle.join();
     }
 }

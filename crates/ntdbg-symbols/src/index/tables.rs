@@ -1,6 +1,7 @@
 //! A module's Breakpad tables: parsed in memory, or answered from a mapped index.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use breakpad_symbols::SymbolFile;
 
@@ -10,8 +11,9 @@ use super::SymbolIndex;
 // (One per loaded module: the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Tables {
-    /// Parsed from text (this load parsed the symbol file).
-    Parsed(SymbolFile),
+    /// Parsed from text (this load parsed the symbol file; shared with the thread writing its
+    /// index).
+    Parsed(Arc<SymbolFile>),
     /// Mapped from the warm index.
     Indexed(SymbolIndex),
 }
@@ -29,7 +31,7 @@ impl Tables {
     /// whole file does: the whole file, or one built from the index for this address.
     pub(crate) fn at(&self, rva: u64) -> Cow<'_, SymbolFile> {
         match self {
-            Tables::Parsed(s) => Cow::Borrowed(s),
+            Tables::Parsed(s) => Cow::Borrowed(s.as_ref()),
             Tables::Indexed(i) => Cow::Owned(i.symbols_at(rva)),
         }
     }
