@@ -95,12 +95,7 @@ pub(crate) fn write_summary<R>(
     )?;
     for b in &r.buckets {
         writeln!(out, "\n{:>5}  {}", b.count, b.signature)?;
-        writeln!(
-            out,
-            "       {} — {}",
-            b.kind,
-            describe(&b.representative)
-        )?;
+        writeln!(out, "       {} — {}", b.kind, describe(&b.representative))?;
         if let (Some(f), Some(l)) = (&b.first_seen, &b.last_seen) {
             writeln!(out, "       seen {f} .. {l}")?;
         }

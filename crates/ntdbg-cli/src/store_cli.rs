@@ -209,8 +209,8 @@ fn open(db: Option<&str>) -> anyhow::Result<Store> {
 fn dump_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in paths {
-        let meta =
-            std::fs::metadata(p).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        let meta = std::fs::metadata(p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
         if meta.is_dir() {
             files.extend(
                 find_dump_files(p, &WalkLimits::SHELL)
@@ -225,7 +225,11 @@ fn dump_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// `ntdbg ingest`.
-fn ingest(paths: &[PathBuf], db: Option<&str>, options: &TriageOptions) -> anyhow::Result<ExitCode> {
+fn ingest(
+    paths: &[PathBuf],
+    db: Option<&str>,
+    options: &TriageOptions,
+) -> anyhow::Result<ExitCode> {
     let files = dump_files(paths)?;
     let store = open(db)?;
     let location = store.location().to_string();
@@ -309,9 +313,15 @@ fn write_buckets(out: &mut impl Write, r: &StoredTriage, one: bool) -> std::io::
         return Ok(());
     }
     for b in &r.buckets {
-        let path = b.representative.pointer("/dump/path").and_then(|p| p.as_str());
+        let path = b
+            .representative
+            .pointer("/dump/path")
+            .and_then(|p| p.as_str());
         writeln!(out, "\nrepresentative: {}", path.unwrap_or("?"))?;
-        let frames = b.representative["stack"].as_array().cloned().unwrap_or_default();
+        let frames = b.representative["stack"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         for f in frames.iter().take(REPRESENTATIVE_FRAMES) {
             let s = |k: &str| f[k].as_str().map(str::to_string);
             let name = match (s("module"), s("function"), s("offset")) {

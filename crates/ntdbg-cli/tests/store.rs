@@ -134,7 +134,13 @@ fn ingesting_twice_counts_once_and_buckets_equal_triage() {
         "{first}"
     );
     let again = ingest(&dumps, &db);
-    assert!(again.contains(&format!("0 recorded, 0 failed analysis (recorded as failed), {} already", n + 1)), "{again}");
+    assert!(
+        again.contains(&format!(
+            "0 recorded, 0 failed analysis (recorded as failed), {} already",
+            n + 1
+        )),
+        "{again}"
+    );
     // The same bytes under another name, given as a file: already there.
     let args = vec![
         "ingest".to_string(),
@@ -156,7 +162,14 @@ fn ingesting_twice_counts_once_and_buckets_equal_triage() {
         .iter()
         .zip(triaged["buckets"].as_array().unwrap())
     {
-        for key in ["signature", "kind", "first_seen", "last_seen", "modules", "dumps"] {
+        for key in [
+            "signature",
+            "kind",
+            "first_seen",
+            "last_seen",
+            "modules",
+            "dumps",
+        ] {
             assert_eq!(s[key], t[key], "{key}");
         }
         assert_eq!(s["representative"], t["representative"]);
@@ -178,15 +191,30 @@ fn the_daily_questions() {
     let buckets = all["buckets"].as_array().expect("buckets").len();
     assert!(buckets >= 2, "{all}");
     // Top N, a period that holds everything, and one that holds nothing.
-    assert_eq!(crashes_json(&db, &["--top", "1"])["buckets"].as_array().unwrap().len(), 1);
-    assert_eq!(counts(&crashes_json(&db, &["--since", "2000-01-01"])), counts(&all));
+    assert_eq!(
+        crashes_json(&db, &["--top", "1"])["buckets"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        counts(&crashes_json(&db, &["--since", "2000-01-01"])),
+        counts(&all)
+    );
     assert_eq!(crashes_json(&db, &["--since", "2999-01-01"])["dumps"], 0);
     // New since long ago: every bucket; since the future: none.
     assert_eq!(
-        crashes_json(&db, &["--new-since", "2000-01-01"])["buckets"].as_array().unwrap().len(),
+        crashes_json(&db, &["--new-since", "2000-01-01"])["buckets"]
+            .as_array()
+            .unwrap()
+            .len(),
         buckets
     );
-    assert_eq!(crashes_json(&db, &["--new-since", "2999-01-01"])["dumps"], 0);
+    assert_eq!(
+        crashes_json(&db, &["--new-since", "2999-01-01"])["dumps"],
+        0
+    );
     // One bucket by part of its signature: its dumps and its representative.
     let top = &all["buckets"][0];
     let signature = top["signature"].as_str().unwrap();
@@ -206,12 +234,25 @@ fn the_daily_questions() {
     let new = crashes_json(&db, &["--module", "crashy.exe", "--new-since", "1.0"]);
     assert_eq!(new["dumps"], 0, "{new}");
     let o = ntdbg(&["crashes", "--db", db_arg, "--new-since", "1.2"]);
-    assert_eq!(o.status.code(), Some(1), "a version without --module is an error");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a version without --module is an error"
+    );
     // The HTML report of the buckets.
     let html = dir.join("crashes.html");
-    ok(ntdbg(&["crashes", "--db", db_arg, "--html", html.to_str().unwrap()]));
+    ok(ntdbg(&[
+        "crashes",
+        "--db",
+        db_arg,
+        "--html",
+        html.to_str().unwrap(),
+    ]));
     let page = std::fs::read_to_string(&html).expect("html written");
-    assert!(page.contains("Representative stack") && page.contains(signature.split(' ').next().unwrap()));
+    assert!(
+        page.contains("Representative stack")
+            && page.contains(signature.split(' ').next().unwrap())
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -230,7 +271,9 @@ fn a_corrupt_dump_is_recorded_as_failed_once() {
     assert_eq!(stored["dumps"], triaged["dumps"]);
     let failed = stored["failed"].as_array().expect("failed");
     assert_eq!(failed, triaged["failed"].as_array().unwrap());
-    assert!(failed.iter().any(|f| f["path"].as_str().unwrap().ends_with("notes.dmp")));
+    assert!(failed
+        .iter()
+        .any(|f| f["path"].as_str().unwrap().ends_with("notes.dmp")));
     for f in failed {
         assert!(!f["error"].as_str().unwrap().is_empty());
     }

@@ -66,9 +66,9 @@ fn free_port() -> u16 {
 
 impl Server {
     /// Creates and starts a server, or says why not.
-    fn start() -> Result<Server, String> {
+    fn start(test: &str) -> Result<Server, String> {
         let bin = server_binaries().ok_or("no initdb/postgres found (install postgresql)")?;
-        let dir = std::env::temp_dir().join(format!("ntdbg-pg-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("ntdbg-pg-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let run_as = is_root().then_some((65534, 65534));
@@ -176,7 +176,7 @@ impl Drop for Server {
 
 /// The server, or `None` after saying loudly why the test is skipped.
 fn server_or_skip(test: &str) -> Option<Server> {
-    match Server::start() {
+    match Server::start(test) {
         Ok(s) => Some(s),
         Err(why) => {
             if std::env::var_os("NTDBG_REQUIRE_POSTGRES").is_some() {
@@ -276,7 +276,10 @@ fn ingest_and_crashes_on_postgres() {
         .args(analysis_flags())
         .output()
         .unwrap());
-    assert!(first.contains(&format!("{n} dump(s): {n} recorded")), "{first}");
+    assert!(
+        first.contains(&format!("{n} dump(s): {n} recorded")),
+        "{first}"
+    );
     let again = ok(ntdbg()
         .arg("ingest")
         .arg(&dir)
@@ -314,7 +317,8 @@ fn recorded(server: &Server) -> u64 {
 
 #[test]
 fn a_fleet_of_workers_survives_a_kill_and_a_database_restart() {
-    let Some(mut server) = server_or_skip("a_fleet_of_workers_survives_a_kill_and_a_database_restart")
+    let Some(mut server) =
+        server_or_skip("a_fleet_of_workers_survives_a_kill_and_a_database_restart")
     else {
         return;
     };
@@ -331,7 +335,10 @@ fn a_fleet_of_workers_survives_a_kill_and_a_database_restart() {
         .args(["--db", &url])
         .output()
         .unwrap());
-    assert!(queued.starts_with(&format!("{n} dump(s) queued")), "{queued}");
+    assert!(
+        queued.starts_with(&format!("{n} dump(s) queued")),
+        "{queued}"
+    );
 
     let mut workers: Vec<Child> = (0..4).map(|_| worker(&url)).collect();
     let deadline = Instant::now() + Duration::from_secs(900);
@@ -352,16 +359,22 @@ fn a_fleet_of_workers_survives_a_kill_and_a_database_restart() {
     std::thread::sleep(Duration::from_secs(1));
     server.run().expect("the database restarts");
 
+    let mut reconnected = 0;
     for w in workers {
         let out = w.wait_with_output().expect("worker ends");
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "worker failed: {stderr}");
+        reconnected += usize::from(stderr.contains("reconnecting"));
     }
+    assert!(reconnected > 0, "no worker saw the database restart");
     let mut store = ntdbg_store::Store::open(&server.location()).expect("store");
     assert_eq!(store.queued().expect("queue"), 0, "the queue is empty");
     let stored = crashes_json(&url);
     assert_eq!(stored["dumps"], n, "every dump recorded exactly once");
     let total: u64 = counts(&stored).values().sum();
-    assert_eq!(total as usize + stored["failed"].as_array().unwrap().len(), n);
+    assert_eq!(
+        total as usize + stored["failed"].as_array().unwrap().len(),
+        n
+    );
     assert_eq!(counts(&stored), counts(&triage_json(&dir)));
 }

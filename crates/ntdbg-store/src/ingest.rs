@@ -167,12 +167,21 @@ pub fn ingest_files(
 ) -> Result<IngestSummary, StoreError> {
     let total = files.len();
     let done = Mutex::new(0usize);
-    let lock = || store.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let lock = || {
+        store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
     let one = |path: &PathBuf| -> Result<Outcome, StoreError> {
         let path = absolute(path);
         let (hash, size) = match content_hash(&path) {
             Ok(h) => h,
-            Err(e) => return Ok(Outcome::Unreadable(path.display().to_string(), e.to_string())),
+            Err(e) => {
+                return Ok(Outcome::Unreadable(
+                    path.display().to_string(),
+                    e.to_string(),
+                ))
+            }
         };
         if lock().contains(&hash)? {
             return Ok(Outcome::Already);
@@ -190,7 +199,9 @@ pub fn ingest_files(
             .par_iter()
             .map(|path| {
                 let outcome = one(path);
-                let mut n = done.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut n = done
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 *n += 1;
                 progress(*n, total);
                 outcome

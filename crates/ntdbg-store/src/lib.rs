@@ -51,8 +51,6 @@ pub use dates::{now, parse_time, Moment};
 pub use error::StoreError;
 pub use ingest::{content_hash, ingest_files, IngestSummary};
 pub use location::DbLocation;
-pub use query::{
-    CrashQuery, CrashesAnswer, ModuleVersion, ModuleVersions, NewSince, StoredTriage,
-};
+pub use query::{CrashQuery, CrashesAnswer, ModuleVersion, ModuleVersions, NewSince, StoredTriage};
 pub use queue::{run_worker, WorkerOptions, WorkerSummary};
 pub use store::Store;

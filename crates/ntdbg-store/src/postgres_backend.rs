@@ -23,8 +23,8 @@ pub(crate) struct PostgresBackend {
 impl PostgresBackend {
     /// Connects to `url`; `shown` is the URL without its password, for messages.
     pub(crate) fn connect(url: &str, shown: &str) -> Result<PostgresBackend, StoreError> {
-        let mut config = Config::from_str(url)
-            .map_err(|e| StoreError::new(format!("--db {shown}: {e}")))?;
+        let mut config =
+            Config::from_str(url).map_err(|e| StoreError::new(format!("--db {shown}: {e}")))?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -50,10 +50,7 @@ fn classify(e: postgres::Error, context: &str) -> StoreError {
                 || *c == SqlState::CANNOT_CONNECT_NOW
         })
         || std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
-    StoreError {
-        message,
-        transient,
-    }
+    StoreError { message, transient }
 }
 
 fn bound(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
@@ -69,7 +66,8 @@ fn bound(params: &[Param]) -> Vec<&(dyn ToSql + Sync)> {
 fn cell(row: &postgres::Row, i: usize) -> Result<Cell, postgres::Error> {
     let ty = row.columns()[i].type_();
     Ok(if *ty == Type::INT8 {
-        row.try_get::<_, Option<i64>>(i)?.map_or(Cell::Null, Cell::Int)
+        row.try_get::<_, Option<i64>>(i)?
+            .map_or(Cell::Null, Cell::Int)
     } else if *ty == Type::INT4 {
         row.try_get::<_, Option<i32>>(i)?
             .map_or(Cell::Null, |v| Cell::Int(v.into()))

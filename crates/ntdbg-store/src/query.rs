@@ -128,7 +128,9 @@ impl Store {
         ];
         match (&q.module, &q.new_since, &q.bucket) {
             (Some(module), None, None) => {
-                return self.module_versions(module, &period).map(CrashesAnswer::Modules)
+                return self
+                    .module_versions(module, &period)
+                    .map(CrashesAnswer::Modules)
             }
             (None, Some(NewSince::Version(_)), _) => {
                 return Err(StoreError::new(
@@ -212,7 +214,9 @@ impl Store {
                     )));
                 }
                 let module = module.unwrap_or_default();
-                let rows = self.db().query(sql::VERSIONS_BY_SIGNATURE, &[text(module)])?;
+                let rows = self
+                    .db()
+                    .query(sql::VERSIONS_BY_SIGNATURE, &[text(module)])?;
                 // Per signature: whether every version seen is at least `v`.
                 let mut all_newer: BTreeMap<String, bool> = BTreeMap::new();
                 for r in rows {

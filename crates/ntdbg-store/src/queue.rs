@@ -177,7 +177,9 @@ pub fn run_worker(
         };
         let record = match content_hash(Path::new(&path)) {
             Err(e) => {
-                log(&format!("{path}: cannot read it ({e}); taken off the queue"));
+                log(&format!(
+                    "{path}: cannot read it ({e}); taken off the queue"
+                ));
                 summary.unreadable += 1;
                 None
             }

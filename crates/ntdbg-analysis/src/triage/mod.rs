@@ -239,10 +239,7 @@ pub fn group<R>(results: Vec<Result<Analysed<R>, FailedDump>>) -> TriageResult<R
     let mut by_signature: BTreeMap<String, Vec<Analysed<R>>> = BTreeMap::new();
     for r in results {
         match r {
-            Ok(a) => by_signature
-                .entry(a.signature.clone())
-                .or_default()
-                .push(a),
+            Ok(a) => by_signature.entry(a.signature.clone()).or_default().push(a),
             Err(f) => failed.push(f),
         }
     }

@@ -76,11 +76,10 @@ pub async fn query_crashes(
     p: QueryCrashesParams,
 ) -> Result<Rendered<QueryCrashesResult>, ToolError> {
     let Some(location) = state.crash_store.clone() else {
-        return Err(ToolError::new(
-            ErrorCode::NotAvailable,
-            "this server has no crash database",
-        )
-        .with_hint("start it with `ntdbg mcp --db FILE|URL`"));
+        return Err(
+            ToolError::new(ErrorCode::NotAvailable, "this server has no crash database")
+                .with_hint("start it with `ntdbg mcp --db FILE|URL`"),
+        );
     };
     let now = ntdbg_store::now();
     let time = |t: Option<String>| {
@@ -110,8 +109,8 @@ pub async fn query_crashes(
 }
 
 fn ask(location: &DbLocation, query: &CrashQuery) -> Result<CrashesAnswer, ToolError> {
-    let mut store = Store::open(location)
-        .map_err(|e| ToolError::new(ErrorCode::IoError, e.to_string()))?;
+    let mut store =
+        Store::open(location).map_err(|e| ToolError::new(ErrorCode::IoError, e.to_string()))?;
     store.crashes(query).map_err(|e| {
         let code = if e.transient {
             ErrorCode::IoError
