@@ -19,26 +19,26 @@ use std::fmt::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-const QUERY_CRASHES: &str = "Ask the crash database: top buckets (since/until), new ones, one bucket's dumps (open_dump opens them), or counts per module version. format \"json\" adds the typed buckets.";
+const QUERY_CRASHES: &str = "Query the crash database: top buckets in a period, new ones, a bucket's dumps (for open_dump), or counts per module version.";
 
 /// Buckets listed when `top` is not given.
 const DEFAULT_TOP: usize = 20;
 
-/// `query_crashes` arguments. Times: 2026-11-30, 7d, 12h.
+/// `query_crashes` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QueryCrashesParams {
-    /// Dumps seen since.
+    /// Dumps seen since: 2026-11-30, 7d, 12h.
     pub since: Option<String>,
-    /// Dumps seen until.
+    /// And until.
     pub until: Option<String>,
-    /// Buckets first seen since a time, or a version of module.
+    /// Only buckets new since a time, or a module version.
     pub new_since: Option<String>,
-    /// A signature, or part of one.
+    /// One bucket: signature or part.
     pub bucket: Option<String>,
     /// Counts per version of this module.
     pub module: Option<String>,
-    /// Largest buckets listed (default 20).
+    /// Buckets listed (default 20).
     pub top: Option<usize>,
     /// "json" adds the typed answer.
     #[serde(default)]
