@@ -39,7 +39,7 @@ impl Default for WorkerOptions {
         WorkerOptions {
             lease: Duration::from_secs(600),
             wait: false,
-            poll: Duration::from_secs(2),
+            poll: Duration::from_millis(500),
             reconnect_for: Duration::from_secs(300),
             max_attempts: 3,
             triage: TriageOptions::default(),
