@@ -123,6 +123,10 @@ pub enum Command {
         /// Microsoft's and those of _NT_SYMBOL_PATH.
         #[arg(long = "symbol-server", value_name = "URL")]
         symbol_servers: Vec<String>,
+        /// A crash database (SQLite file or postgres:// URL, as `ntdbg crashes --db`) for the
+        /// read-only query_crashes tool.
+        #[arg(long, value_name = "URL|FILE")]
+        db: Option<String>,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
@@ -194,6 +198,9 @@ pub enum Command {
         /// The shell: bash, zsh, fish, powershell or elvish.
         shell: clap_complete::Shell,
     },
+    // The crash store: ingest, crashes, enqueue, worker.
+    #[command(flatten)]
+    Store(crate::store_cli::StoreCommand),
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(
         after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"

@@ -38,17 +38,7 @@ pub fn triage(
     if files.is_empty() {
         hint_recursive(dir, options.recursive, "drop --top-level");
     }
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = indicatif::ProgressBar::new(files.len() as u64);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{bar:40} {pos}/{len} dumps ({per_sec}, eta {eta})",
-        ) {
-            bar.set_style(style);
-        }
-        Some(bar)
-    } else {
-        None
-    };
+    let bar = progress_bar(files.len());
     let progress = |done: usize, _total: usize| {
         if let Some(b) = &bar {
             b.set_position(done as u64);
@@ -68,13 +58,34 @@ pub fn triage(
         serde_json::to_writer_pretty(&mut out, &result)?;
         writeln!(out)?;
     } else {
-        write_summary(&mut out, &result)?;
+        write_summary(&mut out, &result, |r| r.event.description.clone(), 3)?;
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_summary(out: &mut impl Write, r: &TriageResult) -> std::io::Result<()> {
+/// A progress bar over `len` dumps on stderr, when stderr is a terminal.
+pub(crate) fn progress_bar(len: usize) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(len as u64);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} dumps ({per_sec}, eta {eta})")
+    {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// The buckets as text: `describe` tells a representative's event in one line; at most
+/// `shown` dumps are listed per bucket.
+pub(crate) fn write_summary<R>(
+    out: &mut impl Write,
+    r: &TriageResult<R>,
+    describe: impl Fn(&R) -> String,
+    shown: usize,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "{} dump(s): {} bucket(s), {} failed",
@@ -84,22 +95,18 @@ fn write_summary(out: &mut impl Write, r: &TriageResult) -> std::io::Result<()> 
     )?;
     for b in &r.buckets {
         writeln!(out, "\n{:>5}  {}", b.count, b.signature)?;
-        writeln!(
-            out,
-            "       {} — {}",
-            b.kind, b.representative.event.description
-        )?;
+        writeln!(out, "       {} — {}", b.kind, describe(&b.representative))?;
         if let (Some(f), Some(l)) = (&b.first_seen, &b.last_seen) {
             writeln!(out, "       seen {f} .. {l}")?;
         }
         if !b.modules.is_empty() {
             writeln!(out, "       modules: {}", b.modules.join(", "))?;
         }
-        for d in b.dumps.iter().take(3) {
+        for d in b.dumps.iter().take(shown) {
             writeln!(out, "       {d}")?;
         }
-        if b.dumps.len() > 3 {
-            writeln!(out, "       … and {} more", b.dumps.len() - 3)?;
+        if b.dumps.len() > shown {
+            writeln!(out, "       … and {} more", b.dumps.len() - shown)?;
         }
     }
     if !r.failed.is_empty() {

@@ -10,6 +10,7 @@ mod progress;
 mod repl;
 mod shell_docs;
 mod stackwalk;
+mod store_cli;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -89,6 +90,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             profile,
             dump,
             attach,
+            db,
         } => {
             let startup = match (dump, attach) {
                 (Some(path), _) => Some(ntdbg_mcp::StartupTarget::Dump(path)),
@@ -106,6 +108,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 symbol_servers,
                 profile: profile.into(),
                 startup,
+                db,
             };
             mcp(
                 http,
@@ -155,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             batch::triage(&dir, &options, json, html.as_deref())
         }
+        Command::Store(command) => store_cli::run(command),
     }
 }
 
@@ -178,6 +182,8 @@ struct McpOptions {
     symbol_servers: Vec<String>,
     profile: ntdbg_mcp::Profile,
     startup: Option<ntdbg_mcp::StartupTarget>,
+    /// `--db`: the crash database query_crashes answers from.
+    db: Option<String>,
 }
 
 /// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
@@ -224,6 +230,9 @@ fn mcp(
         .with_profile(options.profile);
     if let Some(target) = options.startup {
         server = server.with_startup_target(target);
+    }
+    if let Some(db) = options.db {
+        server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)

@@ -90,6 +90,13 @@ impl NtdbgServer {
         self
     }
 
+    /// Serves `query_crashes` on the crash database at `store` (`ntdbg mcp --db`); without
+    /// one the tool is not listed.
+    pub fn with_crash_store(mut self, store: ntdbg_store::DbLocation) -> NtdbgServer {
+        self.tool_router += Self::crash_store_tools();
+        self.configure(|state| state.crash_store = Some(store))
+    }
+
     /// The state every connection shares.
     pub(crate) fn state(&self) -> &Arc<State> {
         &self.state

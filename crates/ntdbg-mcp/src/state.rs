@@ -29,6 +29,8 @@ pub struct State {
     pub read_only: bool,
     /// Sessions unused this long are closed (`None`: never).
     pub idle_timeout: Option<std::time::Duration>,
+    /// The crash database `query_crashes` answers from (`ntdbg mcp --db`).
+    pub crash_store: Option<ntdbg_store::DbLocation>,
     outputs: Mutex<OutputCache>,
 }
 
@@ -43,6 +45,7 @@ impl State {
             symbol_servers: SymbolServers::default(),
             read_only: false,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            crash_store: None,
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }

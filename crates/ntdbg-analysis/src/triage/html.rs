@@ -1,6 +1,7 @@
 //! The triage report as one self-contained HTML file (inline CSS, no scripts, no network).
 
 use super::{Bucket, TriageResult};
+use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Frames of the representative stack shown per bucket.
@@ -84,8 +85,69 @@ fn href(path: &str) -> String {
     }
 }
 
+/// What the page shows of a representative report, read back from its JSON (the same keys as
+/// `analyze --json`), so that a report stored as JSON renders as the analysed one does.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Shown {
+    event: ShownEvent,
+    dump: ShownDump,
+    stack: Vec<ShownFrame>,
+    inferences: Vec<ShownInference>,
+    signature_frames: Vec<ShownSignatureFrame>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ShownEvent {
+    description: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ShownDump {
+    arch: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ShownFrame {
+    frame: usize,
+    module: Option<String>,
+    function: Option<String>,
+    offset: Option<String>,
+    address: String,
+    source: Option<String>,
+    found_by: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ShownInference {
+    text: String,
+    basis: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ShownSignatureFrame {
+    frame: usize,
+    name: String,
+    role: String,
+    found_by: String,
+    reason: String,
+}
+
+/// The part of `report` the page shows; a report that does not serialize shows nothing.
+fn shown(report: &impl Serialize) -> Shown {
+    serde_json::to_value(report)
+        .and_then(serde_json::from_value)
+        .unwrap_or_default()
+}
+
 /// Renders the triage result as a complete HTML document. `title` names the folder.
-pub fn render_html(result: &TriageResult, title: &str) -> String {
+/// `R` is the representative report or its JSON.
+pub fn render_html<R: Serialize>(result: &TriageResult<R>, title: &str) -> String {
     let mut h = String::new();
     let analysed: usize = result.buckets.iter().map(|b| b.count).sum();
     let _ = write!(
@@ -145,9 +207,9 @@ pub fn render_html(result: &TriageResult, title: &str) -> String {
     h
 }
 
-fn bucket(h: &mut String, i: usize, b: &Bucket) {
+fn bucket<R: Serialize>(h: &mut String, i: usize, b: &Bucket<R>) {
     let color = PALETTE[i % PALETTE.len()];
-    let r = &b.representative;
+    let r = &shown(&b.representative);
     let seen = match (&b.first_seen, &b.last_seen) {
         (Some(f), Some(l)) if f == l => format!("seen {f}"),
         (Some(f), Some(l)) => format!("first seen {f} &middot; last seen {l}"),
@@ -215,7 +277,7 @@ fn bucket(h: &mut String, i: usize, b: &Bucket) {
                 "<div class=\"inf\">{:02} {} &middot; {}<div class=\"basis\">{} frame: {}</div></div>",
                 f.frame,
                 esc(&f.name),
-                f.role.name(),
+                esc(&f.role),
                 esc(&f.found_by),
                 esc(&f.reason)
             );

@@ -37,20 +37,21 @@ pub struct TriageOptions {
     pub interrupt: Interrupt,
 }
 
-/// The result of a batch triage.
+/// The result of a batch triage. `R` is the representative report: [`Report`] here, its
+/// stored JSON in the crash store (`ntdbg-store`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct TriageResult {
+pub struct TriageResult<R = Report> {
     /// Dump files found (analysed or failed).
     pub dumps: usize,
     /// Crash buckets.
-    pub buckets: Vec<Bucket>,
+    pub buckets: Vec<Bucket<R>>,
     /// Dumps that could not be analysed.
     pub failed: Vec<FailedDump>,
 }
 
 /// Dumps that share a crash signature.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Bucket {
+pub struct Bucket<R = Report> {
     /// The shared signature ([`Report::signature`]).
     pub signature: String,
     /// How many dumps.
@@ -69,7 +70,23 @@ pub struct Bucket {
     /// The full report of the first dump (the shape of `analyze --json`; its schema is left
     /// open here so that tool definitions stay small).
     #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
-    pub representative: Report,
+    pub representative: R,
+}
+
+impl<R> Bucket<R> {
+    /// The same bucket with its representative replaced by `f(representative)`.
+    pub fn map_representative<S>(self, f: impl FnOnce(R) -> S) -> Bucket<S> {
+        Bucket {
+            signature: self.signature,
+            count: self.count,
+            kind: self.kind,
+            first_seen: self.first_seen,
+            last_seen: self.last_seen,
+            modules: self.modules,
+            dumps: self.dumps,
+            representative: f(self.representative),
+        }
+    }
 }
 
 /// A dump that could not be analysed.
@@ -95,12 +112,21 @@ pub fn triage_dumps(
     Ok(triage_paths(&found.files, options, progress))
 }
 
-/// One analysed dump.
-struct Analysed {
-    path: String,
-    time: Option<u64>,
-    report: Report,
-    modules: Vec<String>,
+/// One analysed dump, as [`group`] buckets it (`R`: its report, or what stands for it).
+#[derive(Debug, Clone)]
+pub struct Analysed<R = Report> {
+    /// Its path.
+    pub path: String,
+    /// When it was written (Unix seconds, from the dump header; the file time when it has none).
+    pub time: Option<u64>,
+    /// Its crash signature ([`Report::signature`]).
+    pub signature: String,
+    /// The event's name: `EXCEPTION_ACCESS_VIOLATION`, a bugcheck name, or `none`.
+    pub kind: String,
+    /// Affected modules with their versions (see [`Bucket::modules`]).
+    pub modules: Vec<String>,
+    /// Its report.
+    pub report: R,
 }
 
 /// Triage the given dump files (in parallel, `options.jobs` threads).
@@ -139,7 +165,8 @@ pub fn triage_paths(
     group(results)
 }
 
-fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedDump> {
+/// Analyses one dump as triage does (a panic in the analysis is an error, not a crash).
+pub fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedDump> {
     let failed = |error: String| FailedDump {
         path: path.display().to_string(),
         error,
@@ -164,11 +191,18 @@ fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedD
         Err(_) => return Err(failed("internal error: the analysis panicked".into())),
     };
     let time = written_at(&crate::listing::summarize_dump(path));
+    let kind = report
+        .event
+        .name
+        .clone()
+        .unwrap_or_else(|| report.event.kind.clone());
     Ok(Analysed {
         path: path.display().to_string(),
         time,
-        report,
+        signature: report.signature.clone(),
+        kind,
         modules,
+        report,
     })
 }
 
@@ -197,21 +231,19 @@ fn affected_modules(session: &Session, report: &Report) -> Vec<String> {
     out
 }
 
-/// Groups analysed dumps by signature, largest bucket first.
-fn group(results: Vec<Result<Analysed, FailedDump>>) -> TriageResult {
+/// Groups analysed dumps by signature, largest bucket first; each bucket's representative is
+/// the report of its first dump by path.
+pub fn group<R>(results: Vec<Result<Analysed<R>, FailedDump>>) -> TriageResult<R> {
     let dumps = results.len();
     let mut failed = Vec::new();
-    let mut by_signature: BTreeMap<String, Vec<Analysed>> = BTreeMap::new();
+    let mut by_signature: BTreeMap<String, Vec<Analysed<R>>> = BTreeMap::new();
     for r in results {
         match r {
-            Ok(a) => by_signature
-                .entry(a.report.signature.clone())
-                .or_default()
-                .push(a),
+            Ok(a) => by_signature.entry(a.signature.clone()).or_default().push(a),
             Err(f) => failed.push(f),
         }
     }
-    let mut buckets: Vec<Bucket> = by_signature
+    let mut buckets: Vec<Bucket<R>> = by_signature
         .into_iter()
         .filter_map(|(signature, mut members)| {
             members.sort_by(|a, b| a.path.cmp(&b.path));
@@ -225,21 +257,16 @@ fn group(results: Vec<Result<Analysed, FailedDump>>) -> TriageResult {
             }
             let paths = members.iter().map(|m| m.path.clone()).collect();
             let count = members.len();
-            let representative = members.into_iter().next()?.report;
-            let kind = representative
-                .event
-                .name
-                .clone()
-                .unwrap_or_else(|| representative.event.kind.clone());
+            let first_member = members.into_iter().next()?;
             Some(Bucket {
                 signature,
                 count,
-                kind,
+                kind: first_member.kind,
                 first_seen: first.map(format_unix),
                 last_seen: last.map(format_unix),
                 modules,
                 dumps: paths,
-                representative,
+                representative: first_member.report,
             })
         })
         .collect();

@@ -84,6 +84,12 @@ pub async fn triage_dumps(
         Ok(result)
     })
     .await?;
+    let text = triage_text(&result, &base);
+    Ok(Rendered::new(result, text).text_only(text_only))
+}
+
+/// The buckets as text, dumps named relative to `base`.
+pub(crate) fn triage_text<R>(result: &TriageResult<R>, base: &Path) -> String {
     let mut text = format!(
         "{} dump(s): {} bucket(s), {} failed\n",
         result.dumps,
@@ -92,19 +98,19 @@ pub async fn triage_dumps(
     );
     for b in &result.buckets {
         let _ = writeln!(text, "{:>5}  {}  ({})", b.count, b.signature, b.kind);
-        bucket_details(&mut text, b, &base);
+        bucket_details(&mut text, b, base);
     }
     for f in &result.failed {
         let _ = writeln!(text, "failed: {}: {}", f.path, f.error);
     }
-    Ok(Rendered::new(result, text).text_only(text_only))
+    text
 }
 
 /// Dumps named per bucket in the text; the rest are counted (format "json" lists all).
 const TEXT_DUMPS_PER_BUCKET: usize = 3;
 
 /// A bucket's second line: when, which modules, which dumps (relative to the folder).
-fn bucket_details(text: &mut String, b: &triage::Bucket, dir: &Path) {
+fn bucket_details<R>(text: &mut String, b: &triage::Bucket<R>, dir: &Path) {
     let seen = match (&b.first_seen, &b.last_seen) {
         (Some(first), Some(last)) if first != last => format!("seen {first}..{last}; "),
         (Some(first), _) => format!("seen {first}; "),

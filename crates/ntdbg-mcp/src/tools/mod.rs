@@ -2,6 +2,7 @@
 //! [`server`](crate::server) are thin and call these.
 
 pub mod commands;
+pub mod crashes;
 pub mod dumps;
 pub mod live;
 pub mod sessions;
