@@ -123,6 +123,10 @@ pub enum Command {
         /// Microsoft's and those of _NT_SYMBOL_PATH.
         #[arg(long = "symbol-server", value_name = "URL")]
         symbol_servers: Vec<String>,
+        /// Parsed symbols kept for sessions on dumps of the same build to share, in MiB
+        /// (least recently used dropped first; 0: share nothing).
+        #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
+        symbol_memory: u64,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
@@ -181,6 +185,10 @@ pub enum Command {
         /// changes the built-in lists (format: docs/signatures.md).
         #[arg(long, value_name = "FILE")]
         signature_rules: Option<PathBuf>,
+        /// Parsed symbols kept for the dumps of the same build to share, in MiB
+        /// (least recently used dropped first; 0: share nothing).
+        #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
+        symbol_memory: u64,
     },
     /// Print a shell completion script for ntdbg to stdout.
     #[command(
@@ -189,6 +197,13 @@ pub enum Command {
     Completions {
         /// The shell: bash, zsh, fish, powershell or elvish.
         shell: clap_complete::Shell,
+    },
+    /// Symbolize addresses (stdin, one hex virtual address a line) of a Windows image with
+    /// its PDB beside it, in llvm-symbolizer's `-f -i` shape (for bench/bigpdb/run.sh).
+    #[command(hide = true)]
+    SymbolizeImage {
+        /// The image (.exe/.dll, PE32+).
+        exe: PathBuf,
     },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(

@@ -8,7 +8,7 @@ use crate::sessions::SessionRegistry;
 use crate::symbol_policy::SymbolServers;
 use ntdbg_engine::ErrorCode;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The default idle timeout: long enough for an agent (or its person) to think between
 /// calls, short enough that forgotten sessions do not pile up over a working day.
@@ -29,6 +29,8 @@ pub struct State {
     pub read_only: bool,
     /// Sessions unused this long are closed (`None`: never).
     pub idle_timeout: Option<std::time::Duration>,
+    /// Parsed symbols the dump sessions and `triage_dumps` share (`--symbol-memory`).
+    pub shared_symbols: Arc<ntdbg_symbols::SharedSymbols>,
     outputs: Mutex<OutputCache>,
 }
 
@@ -43,6 +45,9 @@ impl State {
             symbol_servers: SymbolServers::default(),
             read_only: false,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
+            shared_symbols: Arc::new(ntdbg_symbols::SharedSymbols::new(
+                ntdbg_symbols::DEFAULT_SYMBOL_MEMORY,
+            )),
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }
