@@ -127,6 +127,10 @@ pub enum Command {
         /// read-only query_crashes tool.
         #[arg(long, value_name = "URL|FILE")]
         db: Option<String>,
+        /// Parsed symbols kept for sessions on dumps of the same build to share, in MiB
+        /// (least recently used dropped first; 0: share nothing).
+        #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
+        symbol_memory: u64,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
@@ -185,6 +189,10 @@ pub enum Command {
         /// changes the built-in lists (format: docs/signatures.md).
         #[arg(long, value_name = "FILE")]
         signature_rules: Option<PathBuf>,
+        /// Parsed symbols kept for the dumps of the same build to share, in MiB
+        /// (least recently used dropped first; 0: share nothing).
+        #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
+        symbol_memory: u64,
     },
     /// minidump-stackwalk's report (JSON schema or text layout) from ntdbg's engine: a
     /// drop-in for pipelines that run minidump-stackwalk.
@@ -201,6 +209,13 @@ pub enum Command {
     // The crash store: ingest, crashes, enqueue, worker.
     #[command(flatten)]
     Store(crate::store_cli::StoreCommand),
+    /// Symbolize addresses (stdin, one hex virtual address a line) of a Windows image with
+    /// its PDB beside it, in llvm-symbolizer's `-f -i` shape (for bench/bigpdb/run.sh).
+    #[command(hide = true)]
+    SymbolizeImage {
+        /// The image (.exe/.dll, PE32+).
+        exe: PathBuf,
+    },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(
         after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"

@@ -11,6 +11,7 @@ mod repl;
 mod shell_docs;
 mod stackwalk;
 mod store_cli;
+mod symbolize;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -87,6 +88,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             read_only,
             idle_timeout,
             symbol_servers,
+            symbol_memory,
             profile,
             dump,
             attach,
@@ -106,6 +108,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 read_only,
                 idle_timeout,
                 symbol_servers,
+                symbol_memory: mib(symbol_memory),
                 profile: profile.into(),
                 startup,
                 db,
@@ -133,6 +136,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stackwalk(args) => stackwalk::run(&args),
         Command::Completions { shell } => shell_docs::completions(shell),
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
+        Command::SymbolizeImage { exe } => {
+            symbolize::symbolize_image(&exe)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::List {
             dir,
             recursive,
@@ -147,6 +154,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             symbols,
             offline,
             signature_rules,
+            symbol_memory,
         } => {
             let options = ntdbg_analysis::triage::TriageOptions {
                 recursive: !top_level,
@@ -154,6 +162,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 symbols,
                 offline,
                 signature: signature_config(signature_rules.as_deref())?,
+                shared_symbols: Some(std::sync::Arc::new(ntdbg_symbols::SharedSymbols::new(mib(
+                    symbol_memory,
+                )))),
                 ..Default::default()
             };
             batch::triage(&dir, &options, json, html.as_deref())
@@ -172,6 +183,11 @@ fn signature_config(
     })
 }
 
+/// `--symbol-memory`'s MiB in bytes.
+fn mib(n: u64) -> u64 {
+    n.saturating_mul(1 << 20)
+}
+
 /// What `ntdbg mcp` serves, besides its transport.
 struct McpOptions {
     offline: bool,
@@ -180,6 +196,8 @@ struct McpOptions {
     idle_timeout: u64,
     /// HTTP symbol servers clients may name, besides Microsoft's and `_NT_SYMBOL_PATH`'s.
     symbol_servers: Vec<String>,
+    /// Bytes of parsed symbols the sessions share.
+    symbol_memory: u64,
     profile: ntdbg_mcp::Profile,
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
@@ -227,6 +245,7 @@ fn mcp(
         .read_only(options.read_only)
         .idle_timeout(idle_timeout)
         .symbol_servers(options.symbol_servers)
+        .symbol_memory(options.symbol_memory)
         .with_profile(options.profile);
     if let Some(target) = options.startup {
         server = server.with_startup_target(target);

@@ -127,6 +127,10 @@ impl AnalysisArgs {
             symbols: self.symbols.clone(),
             offline: self.offline,
             signature: crate::signature_config(self.signature_rules.as_deref())?,
+            // One cache for the whole run: dumps of the same build parse their symbols once.
+            shared_symbols: Some(std::sync::Arc::new(ntdbg_symbols::SharedSymbols::new(
+                ntdbg_symbols::DEFAULT_SYMBOL_MEMORY,
+            ))),
             ..Default::default()
         })
     }

@@ -186,7 +186,10 @@ fn arm64_record_whose_lr_follows_no_call_is_not_taken() {
     );
     let mut first_only = walked.clone();
     first_only.truncate(1);
-    assert_eq!(first_only.note, None, "k 1 keeps no note about later frames");
+    assert_eq!(
+        first_only.note, None,
+        "k 1 keeps no note about later frames"
+    );
     let note = walked.note.unwrap_or_default();
     assert!(
         note.contains(&format!("{:#x} does not follow a call", CODE + 0x84)),

@@ -118,6 +118,14 @@ impl NtdbgServer {
         self.configure(|state| state.symbol_servers.add(urls))
     }
 
+    /// Bounds the parsed symbols the server's sessions share to about `bytes`
+    /// (`ntdbg mcp --symbol-memory`; default [`ntdbg_symbols::DEFAULT_SYMBOL_MEMORY`]).
+    pub fn symbol_memory(self, bytes: u64) -> NtdbgServer {
+        self.configure(|state| {
+            state.shared_symbols = std::sync::Arc::new(ntdbg_symbols::SharedSymbols::new(bytes))
+        })
+    }
+
     /// Closes sessions no tool has used for `timeout` (`None`: keep them until closed). The
     /// default is [`DEFAULT_IDLE_TIMEOUT`](crate::DEFAULT_IDLE_TIMEOUT); [`crate::run`] starts
     /// the sweeper.

@@ -8,7 +8,7 @@ use crate::sessions::SessionRegistry;
 use crate::symbol_policy::SymbolServers;
 use ntdbg_engine::ErrorCode;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The default idle timeout: long enough for an agent (or its person) to think between
 /// calls, short enough that forgotten sessions do not pile up over a working day.
@@ -31,6 +31,8 @@ pub struct State {
     pub idle_timeout: Option<std::time::Duration>,
     /// The crash database `query_crashes` answers from (`ntdbg mcp --db`).
     pub crash_store: Option<ntdbg_store::DbLocation>,
+    /// Parsed symbols the dump sessions and `triage_dumps` share (`--symbol-memory`).
+    pub shared_symbols: Arc<ntdbg_symbols::SharedSymbols>,
     outputs: Mutex<OutputCache>,
 }
 
@@ -46,6 +48,9 @@ impl State {
             read_only: false,
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             crash_store: None,
+            shared_symbols: Arc::new(ntdbg_symbols::SharedSymbols::new(
+                ntdbg_symbols::DEFAULT_SYMBOL_MEMORY,
+            )),
             outputs: Mutex::new(OutputCache::new(&tag)),
         }
     }

@@ -53,12 +53,13 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Analyses the dump at `path` (absolute) whose content hash is known.
+/// Analyses the dump at `path` (absolute) whose content hash is known (symbols shared with the
+/// run's other dumps when `options` holds a cache).
 pub(crate) fn analyse(path: &Path, hash: String, size: u64, options: &TriageOptions) -> Record {
     Record {
         hash,
         size,
-        outcome: analyse_one(path, options),
+        outcome: analyse_one(path, options, &options.symbol_cache()),
     }
 }
 

@@ -50,6 +50,7 @@ mod path;
 mod pdb_address;
 mod pdb_sym;
 mod progress;
+mod shared;
 mod shared_bytes;
 mod store;
 mod types;
@@ -66,6 +67,7 @@ pub use index::{finish_index_writes, INDEX_ENV};
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
+pub use shared::{SharedSymbolStats, SharedSymbols, DEFAULT_SYMBOL_MEMORY};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{CancelCheck, ReadImage, SymbolStore, PARALLEL_LOADS};
 pub use types::{

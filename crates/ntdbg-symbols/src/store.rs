@@ -9,6 +9,7 @@ use minidump::{MinidumpModule, Module};
 
 use crate::download::{DownloadState, Downloads, DEFAULT_TIMEOUT};
 use crate::load::load_module;
+use crate::shared::{LoadKey, SharedSymbols};
 use crate::SharedBytes;
 use crate::{DownloadObserver, ModuleSymbols, SymbolPath};
 
@@ -40,6 +41,9 @@ type Key = (u64, u32, String);
 /// share a time budget ([`SymbolStore::set_download_timeout`], 10 s by default).
 /// [`SymbolStore::preload`] loads many modules at once, [`PARALLEL_LOADS`] at a time, and a
 /// [`DownloadObserver`] can follow the work.
+///
+/// Stores that [`SymbolStore::share`] one [`SharedSymbols`] (an MCP server's sessions, a
+/// `triage` run's dumps) parse each module once between them.
 #[derive(Debug)]
 pub struct SymbolStore {
     path: RwLock<SymbolPath>,
@@ -48,6 +52,10 @@ pub struct SymbolStore {
     offline: AtomicBool,
     timeout_ms: AtomicU64,
     downloads: DownloadState,
+    shared: RwLock<Option<Arc<SharedSymbols>>>,
+    /// Set by [`SymbolStore::clear`]: loads from now on parse again instead of taking the
+    /// shared cache's entry (and replace it).
+    reloaded: AtomicBool,
 }
 
 impl Default for SymbolStore {
@@ -98,6 +106,8 @@ impl SymbolStore {
                     .unwrap_or(u64::MAX),
             ),
             downloads: DownloadState::default(),
+            shared: RwLock::new(None),
+            reloaded: AtomicBool::new(false),
         }
     }
 
@@ -214,8 +224,58 @@ impl SymbolStore {
         cache.entry(key(module)).or_default().clone()
     }
 
-    /// Loads one module's symbols with the current settings.
+    /// Takes module symbols from `shared` (or, with `None`, only from this store) from now on,
+    /// and puts the ones it loads there. Settings stay per store: the cache keys each load by
+    /// the symbol path, offline mode and CodeView-path setting it was made with.
+    pub fn share(&self, shared: Option<Arc<SharedSymbols>>) {
+        *self.shared.write().unwrap_or_else(|e| e.into_inner()) = shared;
+    }
+
+    /// The shared cache this store uses, if any.
+    pub fn shared(&self) -> Option<Arc<SharedSymbols>> {
+        self.shared
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Loads one module's symbols with the current settings, through the shared cache when
+    /// there is one. A load is shared only when it is final: not cancelled, and when
+    /// downloads were possible, one that found a symbol file (a miss may be a server's
+    /// passing failure).
     fn load(
+        &self,
+        module: &MinidumpModule,
+        read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
+    ) -> Arc<ModuleSymbols> {
+        let Some(shared) = self.shared() else {
+            return self.load_here(module, read_image);
+        };
+        let key = LoadKey::new(
+            self.path(),
+            self.codeview_paths.load(Ordering::Relaxed),
+            self.offline(),
+            module,
+        );
+        let may_download = self.may_download();
+        shared.get_or_load(
+            key,
+            read_image,
+            self.reloaded.load(Ordering::Relaxed),
+            |recording| self.load_here(module, recording),
+            |symbols| {
+                !self.downloads.cancelled()
+                    && (!may_download
+                        || matches!(
+                            symbols.status(),
+                            crate::SymbolStatus::Pdb | crate::SymbolStatus::Breakpad
+                        ))
+            },
+        )
+    }
+
+    /// Loads one module's symbols with the current settings, parsing them here.
+    fn load_here(
         &self,
         module: &MinidumpModule,
         read_image: &dyn Fn(u64, usize) -> Option<SharedBytes>,
@@ -267,8 +327,11 @@ impl SymbolStore {
         self.clear();
     }
 
-    /// Forgets everything loaded (`.reload`).
+    /// Forgets everything loaded (`.reload`, `.sympath`). Loads from now on parse again rather
+    /// than take the shared cache's entries, and replace them (other stores keep the symbols
+    /// they hold).
     pub fn clear(&self) {
+        self.reloaded.store(true, Ordering::Relaxed);
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }

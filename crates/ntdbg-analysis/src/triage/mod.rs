@@ -12,12 +12,14 @@ pub use html::render_html;
 use crate::signature::SignatureConfig;
 use crate::{analyze_with, Report};
 use ntdbg_engine::{Interrupt, Session};
+use ntdbg_symbols::{SharedSymbols, DEFAULT_SYMBOL_MEMORY};
 use ntdbg_targets::listing::{find_dump_files, format_unix, written_at, WalkLimits};
 use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How to triage a folder.
 #[derive(Debug, Clone, Default)]
@@ -35,9 +37,21 @@ pub struct TriageOptions {
     /// Cancels the dumps not analysed yet (each is then listed as failed, `cancelled`) and
     /// receives `(dumps done, dumps in all)` progress.
     pub interrupt: Interrupt,
+    /// The symbol cache the run's dumps share (an MCP server's); `None`: one for this run,
+    /// of [`ntdbg_symbols::DEFAULT_SYMBOL_MEMORY`].
+    pub shared_symbols: Option<Arc<SharedSymbols>>,
 }
 
 /// The result of a batch triage. `R` is the representative report: [`Report`] here, its
+impl TriageOptions {
+    /// The parsed-symbol cache the run shares: the one given, else a new one.
+    pub fn symbol_cache(&self) -> Arc<SharedSymbols> {
+        self.shared_symbols
+            .clone()
+            .unwrap_or_else(|| Arc::new(SharedSymbols::new(DEFAULT_SYMBOL_MEMORY)))
+    }
+}
+
 /// stored JSON in the crash store (`ntdbg-store`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TriageResult<R = Report> {
@@ -136,13 +150,14 @@ pub fn triage_paths(
     progress: Progress<'_>,
 ) -> TriageResult {
     let total = files.len();
+    let shared = options.symbol_cache();
     // Counted and reported under one lock, so reports from the workers arrive in order.
     let done = std::sync::Mutex::new(0usize);
     let work = || -> Vec<Result<Analysed, FailedDump>> {
         files
             .par_iter()
             .map(|path| {
-                let r = analyse_one(path, options);
+                let r = analyse_one(path, options, &shared);
                 let mut n = done
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -165,8 +180,13 @@ pub fn triage_paths(
     group(results)
 }
 
-/// Analyses one dump as triage does (a panic in the analysis is an error, not a crash).
-pub fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, FailedDump> {
+/// Analyses one dump as triage does (a panic in the analysis is an error, not a crash), with
+/// symbols from `shared` when dumps of the same build were analysed before.
+pub fn analyse_one(
+    path: &Path,
+    options: &TriageOptions,
+    shared: &Arc<SharedSymbols>,
+) -> Result<Analysed, FailedDump> {
     let failed = |error: String| FailedDump {
         path: path.display().to_string(),
         error,
@@ -181,6 +201,7 @@ pub fn analyse_one(path: &Path, options: &TriageOptions) -> Result<Analysed, Fai
         if options.offline {
             session.symbols().set_offline(true);
         }
+        session.symbols().share(Some(shared.clone()));
         let report = analyze_with(&session, &options.signature);
         let modules = affected_modules(&session, &report);
         Ok::<(Report, Vec<String>), String>((report, modules))
@@ -282,7 +303,7 @@ pub fn group<R>(results: Vec<Result<Analysed<R>, FailedDump>>) -> TriageResult<R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     fn samples() -> Vec<PathBuf> {
         ["crashy-x64-null.dmp", "crashy-x64-divzero.dmp"]
@@ -319,5 +340,31 @@ mod tests {
         let result = triage_paths(&samples(), &options, &|_, _| {});
         assert!(result.failed.is_empty(), "{:?}", result.failed);
         assert_eq!(*seen.lock().unwrap(), vec![(1, Some(2)), (2, Some(2))]);
+    }
+
+    #[test]
+    fn a_hundred_dumps_of_one_build_parse_each_module_once() {
+        let run = |files: &[PathBuf]| {
+            let shared = Arc::new(SharedSymbols::new(DEFAULT_SYMBOL_MEMORY));
+            let options = TriageOptions {
+                offline: true,
+                jobs: 2,
+                shared_symbols: Some(shared.clone()),
+                ..Default::default()
+            };
+            (triage_paths(files, &options, &|_, _| {}), shared.stats())
+        };
+        let one = vec![ntdbg_testutil::sample("crashy-x64-null.dmp")];
+        let hundred = vec![one[0].clone(); 100];
+        let (alone, per_dump) = run(&one);
+        let (together, stats) = run(&hundred);
+        assert!(per_dump.loads > 0);
+        assert_eq!(stats.loads, per_dump.loads);
+        assert_eq!(stats.hits, 99 * per_dump.loads);
+        assert_eq!(together.buckets.len(), 1);
+        assert_eq!(together.buckets[0].count, 100);
+        let report =
+            |r: &TriageResult| serde_json::to_string(&r.buckets[0].representative).unwrap();
+        assert_eq!(report(&together), report(&alone));
     }
 }

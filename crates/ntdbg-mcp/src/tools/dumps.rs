@@ -68,6 +68,7 @@ pub async fn triage_dumps(
             offline: st.offline,
             symbols,
             interrupt: interrupt.clone(),
+            shared_symbols: Some(st.shared_symbols.clone()),
             ..Default::default()
         };
         let mut result = triage::triage_paths(&inside, &options, &|_, _| {});
@@ -184,11 +185,13 @@ pub async fn open_dump(
         }
         None => {
             let (opened_path, sym, offline) = (path.clone(), symbols.clone(), state.offline);
+            let shared = state.shared_symbols.clone();
             let (session, triage) = blocking("opening the dump", move || {
                 let session = Session::open_dump(&opened_path, sym.as_deref())?;
                 if offline {
                     session.symbols().set_offline(true);
                 }
+                session.symbols().share(Some(shared));
                 let triage = first_triage(&session, include_modules, include_threads);
                 Ok((session, triage))
             })

@@ -132,6 +132,11 @@ impl SymbolIndex {
         Some(index)
     }
 
+    /// The index's length in bytes (mapped, so in the page cache rather than the heap).
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The `MODULE` line's debug id.
     pub(crate) fn module_id(&self) -> &str {
         &self.module_id

@@ -19,6 +19,22 @@ pub(crate) enum Tables {
 }
 
 impl Tables {
+    /// The parsed tables, when this load parsed them.
+    pub(crate) fn parsed(&self) -> Option<&SymbolFile> {
+        match self {
+            Tables::Parsed(s) => Some(s),
+            Tables::Indexed(_) => None,
+        }
+    }
+
+    /// The mapped index, when this load read one.
+    pub(crate) fn indexed(&self) -> Option<&SymbolIndex> {
+        match self {
+            Tables::Parsed(_) => None,
+            Tables::Indexed(i) => Some(i),
+        }
+    }
+
     /// The `MODULE` line's debug id.
     pub(crate) fn module_id(&self) -> &str {
         match self {
