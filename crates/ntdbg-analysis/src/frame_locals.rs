@@ -18,6 +18,9 @@ pub struct FrameLocals {
     pub frame: usize,
     /// Function.
     pub function: Option<String>,
+    /// How the frame was found (`scan`: the variables are read as if the return address found
+    /// on the stack were a live frame's).
+    pub found_by: FoundBy,
     /// Parameters and locals (at most [`MAX_FRAME_LOCALS`]), each `{name, kind, type,
     /// value, location, available}` as `dv`'s typed result; the output schema leaves their
     /// shape open to keep MCP's `tools/list` small.
@@ -38,11 +41,12 @@ pub(crate) fn first_application_frame(stack: &Stack, config: &SignatureConfig) -
         .map(|f| f.index)
 }
 
-/// Whether a frame's registers are sure enough to read its variables from: not found by
-/// scanning, and its return address validated. A scanned or unverified frame may be a stale
-/// return address left on the stack, and its locals would be read from the wrong place.
+/// Whether a frame is sure enough to read its variables from: its return address was checked
+/// (unwind data, or it follows a call). An unverified guess may be no frame at all. A frame
+/// found by scanning can still be a stale return address: its locals are shown, said so
+/// ([`FrameLocals::found_by`]).
 pub(crate) fn locals_are_sure(frame: &Frame) -> bool {
-    frame.is_trusted() && frame.found_by != FoundBy::Scan
+    frame.is_trusted()
 }
 
 /// The variables of the faulting frame (0) and of the first application frame, for those
@@ -70,6 +74,7 @@ pub(crate) fn frame_locals(
             Some(FrameLocals {
                 frame: index,
                 function: frame.function.clone(),
+                found_by: frame.found_by,
                 variables: variables
                     .iter()
                     .take(MAX_FRAME_LOCALS)
@@ -88,21 +93,19 @@ mod tests {
     use ntdbg_engine::stack::{FoundBy, Trust};
 
     #[test]
-    fn only_unwound_or_validated_non_scanned_frames_have_sure_locals() {
+    fn only_frames_with_a_checked_return_address_have_locals() {
         assert!(locals_are_sure(&frame(0, "app", None, FoundBy::Context)));
         assert!(locals_are_sure(&frame(1, "app", None, FoundBy::Cfi)));
         let mut pointer = frame(2, "app", None, FoundBy::FramePointer);
         assert!(!locals_are_sure(&pointer), "unverified frame pointer guess");
         pointer.trust = Trust::CallSite;
-        assert!(
-            locals_are_sure(&pointer),
-            "frame pointer with a checked call site"
-        );
+        assert!(locals_are_sure(&pointer), "checked call site");
         let mut scanned = frame(3, "app", None, FoundBy::Scan);
+        assert!(!locals_are_sure(&scanned), "unverified scan");
         scanned.trust = Trust::CallSite;
         assert!(
-            !locals_are_sure(&scanned),
-            "a scanned return address may be stale"
+            locals_are_sure(&scanned),
+            "scanned, follows a call: shown, said so"
         );
     }
 }

@@ -149,7 +149,13 @@ pub fn render_report(report: &Report) -> String {
                 .function
                 .as_deref()
                 .map_or("?", ntdbg_symbols::strip_parameters);
-            let _ = writeln!(out, "{:02x} {function}", l.frame);
+            let found = match l.found_by {
+                ntdbg_engine::stack::FoundBy::Scan => {
+                    "  (frame found by stack scanning: if its return address is a stale one, so are these)"
+                }
+                _ => "",
+            };
+            let _ = writeln!(out, "{:02x} {function}{found}", l.frame);
             for v in &l.variables {
                 let _ = writeln!(out, "    {} {} = {}", v.type_name, v.name, v.value);
             }
