@@ -13,7 +13,8 @@
 # files in every row.
 #
 # usage: bench/all-threads.sh [PAIRS] [NTDBG]   (PAIRS default 11; NTDBG default
-#        target/release/ntdbg; needs minidump-stackwalk on PATH)
+#        target/release/ntdbg; needs minidump-stackwalk on PATH; ROWS=REGEX runs only the
+#        rows whose name matches, e.g. ROWS='x86_64, plain')
 set -euo pipefail
 PAIRS=${1:-11}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,6 +70,7 @@ echo "load: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores); $PAIRS pairs per 
 printf '| work | threads | frames (msw) | ntdbg median s | msw median s | ratio ntdbg/msw (median of pairs) | ntdbg peak RSS MiB | msw peak RSS MiB |\n|---|---|---|---|---|---|---|---|\n'
 for c in "${cases[@]}"; do
   IFS='|' read -r name dump nsyms msyms cache <<<"$c"
+  [[ "$name" =~ ${ROWS:-.} ]] || continue
   read -r threads frames < <(shape "$dump" "$msyms")
   : >"$WORK/n"; : >"$WORK/m"; : >"$WORK/r"
   index=on; [ "$cache" = noindex ] && index=off
