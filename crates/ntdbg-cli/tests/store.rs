@@ -2,20 +2,12 @@
 //! concurrent `ingest` processes are safe, a corrupt dump is recorded as failed once, and
 //! `crashes --json` buckets count what `triage --json` counts on the same files.
 
+mod store_common;
+
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-/// The shipped sample dumps (their PDB is `testdata/crashy.pdb`).
-const SAMPLES: &[&str] = &[
-    "crashy-x64-null.dmp",
-    "crashy-x64-divzero.dmp",
-    "crashy-x64-breakpoint.dmp",
-    "crashy-x64-raise.dmp",
-    "crashy-x64-stack.dmp",
-    "crashy-x64-thread.dmp",
-];
+use store_common::{analysis_flags, copy_samples, counts, ok, triage_json, SAMPLES};
 
 fn ntdbg(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ntdbg"))
@@ -25,47 +17,12 @@ fn ntdbg(args: &[&str]) -> Output {
         .expect("ntdbg runs")
 }
 
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// A fresh folder for one test.
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ntdbg-store-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch folder");
     dir
-}
-
-/// Copies every sample `copies` times into `dir`, each copy different in content (bytes
-/// appended after the dump's last stream, which no reader looks at).
-fn copy_samples(dir: &Path, copies: usize) -> usize {
-    for name in SAMPLES {
-        let bytes = std::fs::read(ntdbg_testutil::sample(name)).expect("sample");
-        for i in 0..copies {
-            let mut copy = bytes.clone();
-            copy.extend_from_slice(format!("copy {i}").as_bytes());
-            std::fs::write(dir.join(format!("{i:04}-{name}")), copy).expect("copy");
-        }
-    }
-    SAMPLES.len() * copies
-}
-
-/// The analysis flags both commands get, so they bucket alike.
-fn analysis_flags() -> Vec<String> {
-    let symbols = ntdbg_testutil::sample("crashy.pdb")
-        .parent()
-        .expect("testdata")
-        .display()
-        .to_string();
-    vec!["--offline".into(), "--symbols".into(), symbols]
 }
 
 fn run_with(mut args: Vec<String>, extra: &[String]) -> Output {
@@ -88,30 +45,6 @@ fn crashes_json(db: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["crashes", "--db", db.to_str().expect("utf-8"), "--json"];
     args.extend_from_slice(extra);
     serde_json::from_str(&ok(ntdbg(&args))).expect("crashes --json is JSON")
-}
-
-fn triage_json(dir: &Path) -> Value {
-    let args = vec![
-        "triage".to_string(),
-        dir.display().to_string(),
-        "--json".into(),
-    ];
-    serde_json::from_str(&ok(run_with(args, &analysis_flags()))).expect("triage --json is JSON")
-}
-
-/// signature → count.
-fn counts(result: &Value) -> BTreeMap<String, u64> {
-    result["buckets"]
-        .as_array()
-        .expect("buckets")
-        .iter()
-        .map(|b| {
-            (
-                b["signature"].as_str().expect("signature").to_string(),
-                b["count"].as_u64().expect("count"),
-            )
-        })
-        .collect()
 }
 
 #[test]

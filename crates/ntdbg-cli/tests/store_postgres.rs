@@ -7,20 +7,13 @@
 
 #![cfg(unix)]
 
-use serde_json::Value;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod store_common;
 
-const SAMPLES: &[&str] = &[
-    "crashy-x64-null.dmp",
-    "crashy-x64-divzero.dmp",
-    "crashy-x64-breakpoint.dmp",
-    "crashy-x64-raise.dmp",
-    "crashy-x64-stack.dmp",
-    "crashy-x64-thread.dmp",
-];
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use store_common::{analysis_flags, copy_samples, counts, ok, triage_json};
 
 /// Copies of each sample in the fleet test (`NTDBG_FLEET_COPIES` changes it).
 const FLEET_COPIES: usize = 50;
@@ -194,68 +187,9 @@ fn ntdbg() -> Command {
     c
 }
 
-fn ok(o: Output) -> String {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn analysis_flags() -> [String; 3] {
-    let symbols = ntdbg_testutil::sample("crashy.pdb")
-        .parent()
-        .unwrap()
-        .display()
-        .to_string();
-    ["--offline".into(), "--symbols".into(), symbols]
-}
-
-/// Each sample `copies` times, each copy different in content (bytes after the last stream).
-fn copy_samples(dir: &Path, copies: usize) -> usize {
-    std::fs::create_dir_all(dir).expect("folder");
-    for name in SAMPLES {
-        let bytes = std::fs::read(ntdbg_testutil::sample(name)).expect("sample");
-        for i in 0..copies {
-            let mut copy = bytes.clone();
-            copy.extend_from_slice(format!("copy {i}").as_bytes());
-            std::fs::write(dir.join(format!("{i:05}-{name}")), copy).expect("copy");
-        }
-    }
-    SAMPLES.len() * copies
-}
-
-fn counts(result: &Value) -> BTreeMap<String, u64> {
-    result["buckets"]
-        .as_array()
-        .expect("buckets")
-        .iter()
-        .map(|b| {
-            (
-                b["signature"].as_str().unwrap().to_string(),
-                b["count"].as_u64().unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn crashes_json(url: &str) -> Value {
     serde_json::from_str(&ok(ntdbg()
         .args(["crashes", "--db", url, "--json"])
-        .output()
-        .unwrap()))
-    .expect("JSON")
-}
-
-fn triage_json(dir: &Path) -> Value {
-    serde_json::from_str(&ok(ntdbg()
-        .arg("triage")
-        .arg(dir)
-        .arg("--json")
-        .args(analysis_flags())
         .output()
         .unwrap()))
     .expect("JSON")
