@@ -11,10 +11,12 @@ const MCP_EXAMPLES: &str = "Examples:
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
+  ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp --http-port 8080
 
 Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
 Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
-Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}";
+Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}
+Coming from chensiling's Windbg-MCP: run the line above with --http-port 8080; the client keeps {\"url\": \"http://127.0.0.1:8080/mcp\"}";
 
 /// `ntdbg repl --help`: what the terminal prompt offers.
 const REPL_KEYS: &str =
@@ -106,7 +108,8 @@ pub enum Command {
         /// its prompts and scripts keep working unchanged.
         #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
         profile: ProfileArg,
-        /// With --profile windbg-mcp: the dump file its tools work on (inside an --allow-dir).
+        /// With --profile windbg-mcp or chensiling: the dump file its tools work on (inside an
+        /// --allow-dir).
         #[arg(long, value_name = "PATH", conflicts_with = "attach")]
         dump: Option<PathBuf>,
         /// With --profile windbg-mcp: the live target its tools work on (gdb:HOST:PORT).
@@ -131,6 +134,8 @@ pub enum Command {
         /// (least recently used dropped first; 0: share nothing).
         #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
         symbol_memory: u64,
+        #[command(flatten)]
+        chensiling: ChensilingArgs,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
     /// commands).
@@ -226,6 +231,71 @@ pub enum Command {
     },
 }
 
+// ---- chensiling's Windbg-MCP start-up flags (`ntdbg mcp --profile chensiling`) ----------
+
+/// The start-up flags of chensiling's Windbg-MCP server, so its users keep their launch line:
+/// `--dump` (shared with windbg-mcp, above), `--pid`, `--exe` and `--args`, `--connect`,
+/// `--http-port`, `--standalone`.
+#[derive(Debug, clap::Args)]
+pub struct ChensilingArgs {
+    /// With --profile chensiling: attach to process PID (Windows, through ntdbg's native
+    /// Windows target; elsewhere its tools answer not_available).
+    #[arg(long, value_name = "PID", conflicts_with_all = ["dump", "attach", "exe"])]
+    pub pid: Option<u32>,
+    /// With --profile chensiling: start PATH under the debugger (Windows, as --pid).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["dump", "attach"])]
+    pub exe: Option<String>,
+    /// With --exe: the program's arguments.
+    #[arg(
+        long = "args",
+        value_name = "ARGS",
+        requires = "exe",
+        allow_hyphen_values = true
+    )]
+    pub exe_args: Option<String>,
+    /// A debugger connection the profile's tools work through. With --profile chensiling:
+    /// tcp:HOST:PORT of a WinDbg `.server`, which ntdbg cannot drive (no dbgeng): its tools
+    /// answer not_available.
+    #[arg(long, value_name = "CONNECTION", conflicts_with_all = ["dump", "attach", "pid", "exe"])]
+    pub connect: Option<String>,
+    /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp (chensiling's Windbg-MCP uses 8080).
+    #[arg(long, value_name = "PORT", conflicts_with = "http")]
+    pub http_port: Option<u16>,
+    /// Accepted for chensiling's Windbg-MCP launch lines: ntdbg always debugs standalone.
+    #[arg(long)]
+    pub standalone: bool,
+}
+
+impl ChensilingArgs {
+    /// The target `--pid`, `--exe` or `--connect` names, if one of them was given: a live
+    /// Windows process on Windows, otherwise recorded as not available with the reason.
+    pub fn startup(&self) -> Option<ntdbg_mcp::StartupTarget> {
+        use ntdbg_mcp::StartupTarget;
+        if let Some(connection) = &self.connect {
+            return Some(StartupTarget::Unavailable(format!(
+                "--connect {connection}: a WinDbg remote server (.server) is driven through dbgeng, which ntdbg does not have; open a dump with --dump PATH instead"
+            )));
+        }
+        let spec = match (self.pid, &self.exe) {
+            (Some(pid), _) => format!("pid:{pid}"),
+            (None, Some(exe)) => match &self.exe_args {
+                Some(args) => format!("exe:{exe} {args}"),
+                None => format!("exe:{exe}"),
+            },
+            (None, None) => return None,
+        };
+        Some(if cfg!(windows) {
+            StartupTarget::Attach(spec)
+        } else {
+            StartupTarget::Unavailable(format!(
+                "{spec}: live Windows processes are debugged through the Win32 debugging API, which exists only on Windows; open a dump with --dump PATH instead"
+            ))
+        })
+    }
+}
+
+// ---- end of chensiling's start-up flags --------------------------------------------------
+
 /// The tool profiles of `ntdbg mcp --profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProfileArg {
@@ -236,6 +306,9 @@ pub enum ProfileArg {
     /// windbg-mcp's tools: wm_session, wm_run_cmd, wm_analyze_crash, … on the --dump (or
     /// --attach) target.
     WindbgMcp,
+    /// chensiling's Windbg-MCP intent tools: windbg_context, windbg_analyze, windbg_backtrace,
+    /// … answering its ToolEnvelope, on the --dump (--pid, --exe) target.
+    Chensiling,
 }
 
 impl From<ProfileArg> for ntdbg_mcp::Profile {
@@ -244,6 +317,7 @@ impl From<ProfileArg> for ntdbg_mcp::Profile {
             ProfileArg::Ntdbg => ntdbg_mcp::Profile::Ntdbg,
             ProfileArg::McpWindbg => ntdbg_mcp::Profile::McpWindbg,
             ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
+            ProfileArg::Chensiling => ntdbg_mcp::Profile::Chensiling,
         }
     }
 }

@@ -93,16 +93,24 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             dump,
             attach,
             db,
+            chensiling,
         } => {
             let startup = match (dump, attach) {
                 (Some(path), _) => Some(ntdbg_mcp::StartupTarget::Dump(path)),
                 (None, Some(target)) => Some(ntdbg_mcp::StartupTarget::Attach(target)),
-                (None, None) => None,
+                (None, None) => chensiling.startup(),
             };
-            if startup.is_some() && profile != args::ProfileArg::WindbgMcp {
-                eprintln!("error: --dump and --attach go with --profile windbg-mcp (the other profiles open targets with their tools)");
+            let startup_profile = matches!(
+                profile,
+                args::ProfileArg::WindbgMcp | args::ProfileArg::Chensiling
+            );
+            if startup.is_some() && !startup_profile {
+                eprintln!("error: --dump, --attach, --pid, --exe and --connect go with --profile windbg-mcp or chensiling (the other profiles open targets with their tools)");
                 return Ok(ExitCode::from(2));
             }
+            let http = http.or(chensiling
+                .http_port
+                .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port))));
             let options = McpOptions {
                 offline,
                 read_only,

@@ -78,6 +78,7 @@ impl NtdbgServer {
             Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
             Profile::McpWindbg => (Self::mcp_windbg_tools(), Self::mcp_windbg_prompts()),
             Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
+            Profile::Chensiling => (Self::chensiling_tools(), PromptRouter::new()),
         };
         self.profile = profile;
         self

@@ -8,10 +8,12 @@
 //!
 //! [`NtdbgServer`]: crate::NtdbgServer
 
+mod chensiling;
+mod implicit;
 mod mcp_windbg;
 mod windbg_mcp;
 
-pub use windbg_mcp::{ImplicitSession, StartupTarget};
+pub use implicit::{ImplicitSession, StartupTarget};
 
 use crate::dto::CommandStatus;
 use crate::tools::commands::BatchOutput;
@@ -29,11 +31,19 @@ pub enum Profile {
     /// The tools of windbg-mcp: `wm_session`, `wm_run_cmd`, … on one session opened at
     /// startup ([`StartupTarget`]).
     WindbgMcp,
+    /// The 20 intent tools of chensiling's Windbg-MCP: `windbg_context`, `windbg_analyze`,
+    /// … answering its `ToolEnvelope`, on one session opened at startup.
+    Chensiling,
 }
 
 impl Profile {
     /// Every profile, default first.
-    pub const ALL: [Profile; 3] = [Profile::Ntdbg, Profile::McpWindbg, Profile::WindbgMcp];
+    pub const ALL: [Profile; 4] = [
+        Profile::Ntdbg,
+        Profile::McpWindbg,
+        Profile::WindbgMcp,
+        Profile::Chensiling,
+    ];
 
     /// The name `--profile` takes.
     pub fn name(self) -> &'static str {
@@ -41,6 +51,7 @@ impl Profile {
             Profile::Ntdbg => "ntdbg",
             Profile::McpWindbg => "mcp-windbg",
             Profile::WindbgMcp => "windbg-mcp",
+            Profile::Chensiling => "chensiling",
         }
     }
 }
@@ -65,6 +76,7 @@ pub fn workflow(profile: Profile) -> Option<&'static str> {
         Profile::Ntdbg => None,
         Profile::McpWindbg => Some(mcp_windbg::WORKFLOW),
         Profile::WindbgMcp => Some(windbg_mcp::WORKFLOW),
+        Profile::Chensiling => Some(chensiling::WORKFLOW),
     }
 }
 
@@ -163,6 +175,31 @@ mod tests {
                 "wm_session",
                 "wm_shutdown",
                 "wm_wait_event"
+            ]
+        );
+        assert_eq!(
+            names(Profile::Chensiling),
+            [
+                "windbg_analyze",
+                "windbg_backtrace",
+                "windbg_blackbox",
+                "windbg_breakpoint",
+                "windbg_context",
+                "windbg_control",
+                "windbg_disassemble",
+                "windbg_evaluate",
+                "windbg_exec",
+                "windbg_image_verify",
+                "windbg_lookup",
+                "windbg_memory_mapping",
+                "windbg_module",
+                "windbg_output",
+                "windbg_pool",
+                "windbg_read_memory",
+                "windbg_session",
+                "windbg_sympath",
+                "windbg_thread",
+                "windbg_write_memory"
             ]
         );
         assert!(names(Profile::Ntdbg).contains(&"open_dump".to_string()));

@@ -1,0 +1,136 @@
+//! `windbg_output` pages a command's whole output from the server's output cache (the one
+//! `read_output` reads) by byte offset; `windbg_exec` runs a raw command line and answers its
+//! text, with no envelope.
+
+use super::args::{count, ExecArgs, OutputArgs};
+use super::envelope::{Envelope, Reply, Stage};
+use super::run::TIMEOUT_MS;
+use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
+use crate::server::NtdbgServer;
+use crate::text::floor_char;
+use crate::tools;
+use rmcp::model::{CallToolResult, ContentBlock};
+
+/// Largest page `windbg_output` returns.
+const MAX_PAGE: u64 = 0x8000;
+
+impl NtdbgServer {
+    pub(super) async fn cs_output(&self, a: OutputArgs) -> Envelope {
+        let mut reply = Reply::new("windbg_output");
+        let id = a.command_id.trim().to_string();
+        if id.is_empty() {
+            reply.error(
+                "invalid_argument",
+                "'command_id' is required.",
+                Stage::Input,
+                true,
+            );
+            return reply.finish();
+        }
+        let limits = (
+            count(&a.offset, "offset", Some(0), 0, 1_000_000),
+            count(&a.limit, "limit", Some(0x2000), 1, MAX_PAGE),
+        );
+        let (offset, limit) = match limits {
+            (Ok(o), Ok(l)) => (o, l),
+            (o, l) => {
+                for e in [o.err(), l.err()].into_iter().flatten() {
+                    reply.error(&e.code, e.message, e.stage, e.recoverable);
+                }
+                return reply.finish();
+            }
+        };
+        reply.set("command_id", id.clone());
+        let entry = match self.state().outputs().get(&id) {
+            Ok(entry) => entry,
+            Err(e) => {
+                reply.error("evidence_not_found", e.message, Stage::Output, true);
+                return reply.finish();
+            }
+        };
+        let text = entry.text.as_str();
+        let size = text.len();
+        let start = floor_char(
+            text,
+            usize::try_from(offset).unwrap_or(usize::MAX).min(size),
+        );
+        let end = floor_char(
+            text,
+            start
+                .saturating_add(usize::try_from(limit).unwrap_or(usize::MAX))
+                .min(size),
+        );
+        let chunk = &text[start..end];
+        reply
+            .set("command", entry.command.clone())
+            .set("offset", start)
+            .set("next_offset", end)
+            .set("returned_size", chunk.len())
+            .set("stored_size", size)
+            .set("original_size", size)
+            .set("has_more", end < size)
+            .set("output", chunk);
+        reply.finish()
+    }
+
+    /// `windbg_exec`: the raw text of every command of the line (an error as `error: …`,
+    /// then any partial output), as Windbg-MCP answers it.
+    pub(super) async fn cs_exec(&self, a: ExecArgs) -> CallToolResult {
+        let mut probe = Reply::new("windbg_exec");
+        let Some(target) = self.chensiling_target(&mut probe) else {
+            let message = probe
+                .finish()
+                .errors
+                .into_iter()
+                .map(|e| e.message)
+                .collect::<Vec<_>>();
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "error: {}",
+                message.join("; ")
+            ))]);
+        };
+        let params = RunCommandParams {
+            session_id: target.id,
+            command: a.command,
+            timeout_ms: Some(TIMEOUT_MS),
+            format: OutputFormat::Text,
+            output_file: None,
+        };
+        let batch = match tools::commands::run_batch(self.state(), params).await {
+            Ok(batch) => batch,
+            Err(e) => {
+                return CallToolResult::error(vec![ContentBlock::text(format!(
+                    "error: {}",
+                    e.render()
+                ))]);
+            }
+        };
+        let mut text = String::new();
+        let mut failed = false;
+        for (r, full) in batch.rendered.value.results.iter().zip(&batch.full) {
+            match r.status {
+                CommandStatus::Succeeded => text.push_str(&full.text),
+                CommandStatus::NotExecuted if full.thread.is_none() => {
+                    text.push_str(&format!("(not executed: {})\n", r.command));
+                }
+                _ => {
+                    failed = true;
+                    let detail = r.error.as_ref().map_or_else(
+                        || format!("command ended with status '{:?}'", r.status),
+                        crate::error::ToolError::render,
+                    );
+                    text.push_str(&format!("error: {detail}\n"));
+                }
+            }
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        let content = vec![ContentBlock::text(text)];
+        if failed {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+    }
+}
