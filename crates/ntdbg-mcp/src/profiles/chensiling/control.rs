@@ -410,7 +410,7 @@ impl NtdbgServer {
             .set("debugger_connected", true)
             .set("active_command_id", Value::Null)
             .set("interrupt_supported", now.live())
-            .set("target_state", now.run_state);
+            .set("run_state", now.run_state);
         reply.finish()
     }
 }

@@ -15,9 +15,14 @@ const CRASH_FRAMES: u64 = 30;
 /// (`module!function+0xoff [file @ line]`), plus ntdbg's own facts on how it was found.
 fn frame(f: &Value) -> Value {
     let text = |key: &str| f.get(key).and_then(Value::as_str).unwrap_or("");
+    let hex = |key: &str| u64::from_str_radix(text(key).trim_start_matches("0x"), 16).ok();
     let mut call_site = match (text("module"), text("function")) {
         ("", "") => text("instruction").to_string(),
-        (module, "") => format!("{module}+{}", text("function_offset")),
+        // No symbol: the offset from the module's base, as WinDbg writes `module+0x1a2b`.
+        (module, "") => match (hex("instruction"), hex("module_base")) {
+            (Some(at), Some(base)) if at >= base => format!("{module}+0x{:x}", at - base),
+            _ => text("instruction").to_string(),
+        },
         (module, function) => format!("{module}!{function}+{}", text("function_offset")),
     };
     if let (file, Some(line)) = (text("source_file"), f.get("source_line")) {
@@ -120,8 +125,12 @@ impl NtdbgServer {
         target.describe(&mut reply);
         reply
             .set("target_state", target_state(&target))
-            .set("target", target.path.clone())
+            .set("target_file", target.path.clone())
             .set("arch", target.arch.clone());
+        // Windbg-MCP's `target` is vertarget's own words (OS, CPU, times): kept as printed.
+        if let Some(version) = by("vertarget").filter(|r| r.ok) {
+            reply.set("target", version.text.trim());
+        }
         if let Some(regs) = by("r").and_then(|r| r.get("registers")) {
             reply.set("registers", regs.clone());
         }

@@ -73,8 +73,9 @@ impl NtdbgServer {
         reply.finish()
     }
 
-    /// `windbg_exec`: the raw text of every command of the line (an error as `error: …`,
-    /// then any partial output), as Windbg-MCP answers it.
+    /// `windbg_exec`: the raw text of every command of the line, an error as `error: …`, as
+    /// Windbg-MCP answers it: always a plain text result (its errors are text too, not
+    /// `isError`, which this server keeps for arguments that do not fit the schema).
     pub(super) async fn cs_exec(&self, a: ExecArgs) -> CallToolResult {
         let mut probe = Reply::new("windbg_exec");
         let Some(target) = self.chensiling_target(&mut probe) else {
@@ -84,7 +85,7 @@ impl NtdbgServer {
                 .into_iter()
                 .map(|e| e.message)
                 .collect::<Vec<_>>();
-            return CallToolResult::error(vec![ContentBlock::text(format!(
+            return CallToolResult::success(vec![ContentBlock::text(format!(
                 "error: {}",
                 message.join("; ")
             ))]);
@@ -99,14 +100,13 @@ impl NtdbgServer {
         let batch = match tools::commands::run_batch(self.state(), params).await {
             Ok(batch) => batch,
             Err(e) => {
-                return CallToolResult::error(vec![ContentBlock::text(format!(
+                return CallToolResult::success(vec![ContentBlock::text(format!(
                     "error: {}",
                     e.render()
                 ))]);
             }
         };
         let mut text = String::new();
-        let mut failed = false;
         for (r, full) in batch.rendered.value.results.iter().zip(&batch.full) {
             match r.status {
                 CommandStatus::Succeeded => text.push_str(&full.text),
@@ -114,7 +114,6 @@ impl NtdbgServer {
                     text.push_str(&format!("(not executed: {})\n", r.command));
                 }
                 _ => {
-                    failed = true;
                     let detail = r.error.as_ref().map_or_else(
                         || format!("command ended with status '{:?}'", r.status),
                         crate::error::ToolError::render,
@@ -126,11 +125,6 @@ impl NtdbgServer {
                 text.push('\n');
             }
         }
-        let content = vec![ContentBlock::text(text)];
-        if failed {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        }
+        CallToolResult::success(vec![ContentBlock::text(text)])
     }
 }
