@@ -442,9 +442,8 @@ impl Reply {
             .collect();
         errors.extend(self.errors);
         let parse = parse_of(&self.sources);
-        let core = self.core.unwrap_or(if !errors.is_empty() {
-            CoreResult::Unavailable
-        } else if !matches!(execution, Execution::Completed | Execution::NotRun) {
+        let ran_fully = matches!(execution, Execution::Completed | Execution::NotRun);
+        let core = self.core.unwrap_or(if !errors.is_empty() || !ran_fully {
             CoreResult::Unavailable
         } else if !self.data.is_empty() {
             CoreResult::Usable
@@ -453,7 +452,7 @@ impl Reply {
         } else {
             CoreResult::NotRun
         });
-        let ok = matches!(execution, Execution::Completed | Execution::NotRun)
+        let ok = ran_fully
             && matches!(core, CoreResult::Usable | CoreResult::Empty)
             && parse != Parse::Failed
             && matches!(

@@ -213,15 +213,19 @@ impl NtdbgServer {
             return reply.finish();
         }
         target.describe(&mut reply);
-        analysis_data(&mut reply, result);
         let exception = result
             .get("event")
             .and_then(|e| e.get("type"))
             .and_then(Value::as_str)
             == Some("exception");
+        // The crash scope of a user dump walks the exception context's stack (`backtrace`):
+        // the report's own stack would repeat it.
+        let exception_context =
+            a.scope == AnalyzeScope::Crash && exception && target.session_kind() == "user_dump";
+        analysis_data(&mut reply, result, !exception_context);
         if a.scope == AnalyzeScope::Crash {
             let mut context_kind = "current_context";
-            if exception && target.session_kind() == "user_dump" {
+            if exception_context {
                 let commands = [".ecxr", "r", &format!("k 0n{CRASH_FRAMES}")].map(String::from);
                 let ran = self
                     .chensiling_run(
@@ -401,8 +405,9 @@ fn target_state(target: &Target) -> &'static str {
     }
 }
 
-/// The analysis report's facts under Windbg-MCP's names, its inferences and limitations.
-fn analysis_data(reply: &mut Reply, report: &Ran) {
+/// The analysis report's facts under Windbg-MCP's names (its stack too when `with_stack`),
+/// its inferences and limitations.
+fn analysis_data(reply: &mut Reply, report: &Ran, with_stack: bool) {
     let get = |key: &str| report.get(key).cloned().unwrap_or(Value::Null);
     let event = get("event");
     let stack = get("stack");
@@ -436,8 +441,10 @@ fn analysis_data(reply: &mut Reply, report: &Ran) {
     reply
         .set("event", event)
         .set("signature", get("signature"))
-        .set("stack", stack)
         .set("dump", get("dump"));
+    if with_stack {
+        reply.set("stack", stack);
+    }
     for inference in report
         .get("inferences")
         .and_then(Value::as_array)
