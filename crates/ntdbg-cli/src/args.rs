@@ -337,3 +337,68 @@ pub struct TargetArgs {
     #[arg(long, requires = "attach")]
     pub read_only: bool,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The chensiling flags of `ntdbg mcp ARGS`.
+    fn chensiling(args: &[&str]) -> Result<ChensilingArgs, clap::Error> {
+        let cli = Cli::try_parse_from(
+            ["ntdbg", "mcp", "--profile", "chensiling"]
+                .iter()
+                .chain(args),
+        )?;
+        match cli.command {
+            Command::Mcp { chensiling, .. } => Ok(chensiling),
+            _ => unreachable!("parsed as mcp"),
+        }
+    }
+
+    #[test]
+    fn chensiling_start_up_flags_map_to_startup_targets() {
+        let pid = chensiling(&["--standalone", "--pid", "42"]).expect("pid");
+        let exe = chensiling(&["--exe", "C:\\app.exe", "--args", "-x 1"]).expect("exe");
+        match (pid.startup(), exe.startup()) {
+            (
+                Some(ntdbg_mcp::StartupTarget::Attach(p)),
+                Some(ntdbg_mcp::StartupTarget::Attach(e)),
+            ) => {
+                assert!(cfg!(windows));
+                assert_eq!((p.as_str(), e.as_str()), ("pid:42", "exe:C:\\app.exe -x 1"));
+            }
+            (
+                Some(ntdbg_mcp::StartupTarget::Unavailable(p)),
+                Some(ntdbg_mcp::StartupTarget::Unavailable(e)),
+            ) => {
+                assert!(!cfg!(windows));
+                assert!(
+                    p.starts_with("pid:42: ") && p.contains("only on Windows"),
+                    "{p}"
+                );
+                assert!(e.starts_with("exe:C:\\app.exe -x 1: "), "{e}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let connect = chensiling(&["--connect", "tcp:localhost:50000"]).expect("connect");
+        assert!(matches!(
+            connect.startup(),
+            Some(ntdbg_mcp::StartupTarget::Unavailable(r)) if r.contains("dbgeng")
+        ));
+        assert!(chensiling(&[]).expect("none").startup().is_none());
+        assert_eq!(
+            chensiling(&["--http-port", "8080"])
+                .expect("port")
+                .http_port,
+            Some(8080)
+        );
+    }
+
+    #[test]
+    fn chensiling_flags_that_contradict_are_usage_errors() {
+        assert!(chensiling(&["--pid", "1", "--exe", "a.exe"]).is_err());
+        assert!(chensiling(&["--connect", "tcp:1", "--dump", "a.dmp"]).is_err());
+        assert!(chensiling(&["--http-port", "1", "--http", "127.0.0.1:2"]).is_err());
+        assert!(chensiling(&["--args", "-x"]).is_err(), "--args needs --exe");
+    }
+}
