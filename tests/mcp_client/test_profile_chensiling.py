@@ -18,6 +18,7 @@ import pytest
 
 from conftest import SAMPLE, HttpServer, Target, mcp_args, start_http, under_wine
 from helpers import text
+from test_live import GdbServer, program  # noqa: F401 (the fixture is used by name)
 
 pytestmark = pytest.mark.anyio
 
@@ -289,3 +290,31 @@ async def test_startup_forms_it_cannot_serve_answer_not_available(scratch: Path,
         assert context["errors"][0]["recoverable"] is False
         assert flag[1].split(":")[-1] in context["errors"][0]["message"]
         assert context["next_actions"] and "--dump" in context["next_actions"][0]["reason"]
+
+
+async def test_live_run_control_is_verified(program, scratch: Path) -> None:
+    """On a live process (gdbserver): a breakpoint is set, `go` stops at it and `step_over`
+    steps, each checked against the target's state afterwards."""
+    exe, symbols = program
+    stub = GdbServer(exe)
+    try:
+        target = Target("stdio", "legacy", scratch, None, args(scratch, "--attach", f"gdb:127.0.0.1:{stub.port}"))
+        async with target.connect() as client:
+            s = Session(client, (await client.list_tools()).tools)
+            context = await s.ok("windbg_context")
+            assert context["capabilities"]["is_live"] and context["target_state"] == "broken"
+            func = symbols["ntdbg_target_func"]
+            bp = await s.envelope("windbg_breakpoint", action="set", target=f"{func:#x}")
+            # ntdbg's bl is text: the change is reported, never claimed verified.
+            assert bp["verification_status"] == "indeterminate" and bp["data"]["resolved_address"] == f"{func:#x}"
+            go = await s.envelope("windbg_control", action="go")
+            assert go["verification_status"] == "verified" and go["data"]["target_state"] == "broken", go
+            rip = await s.ok("windbg_evaluate", expression="@rip")
+            assert rip["value"] == f"{func:#x}"
+            step = await s.envelope("windbg_control", action="p", count="2")
+            assert step["ok"] and step["data"] == {"action": "step_over", "count": 2, "target_state": "broken"}
+            session = await s.ok("windbg_session")
+            assert session["interrupt_supported"] is True and session["run_state"] == "halted"
+            await s.refused("windbg_write_memory", "not_available", "target", address="@rsp", values="90")
+    finally:
+        stub.stop()
