@@ -305,14 +305,23 @@ async def test_live_run_control_is_verified(program, scratch: Path) -> None:
             assert context["capabilities"]["is_live"] and context["target_state"] == "broken"
             func = symbols["ntdbg_target_func"]
             bp = await s.envelope("windbg_breakpoint", action="set", target=f"{func:#x}")
-            # ntdbg's bl is text: the change is reported, never claimed verified.
-            assert bp["verification_status"] == "indeterminate" and bp["data"]["resolved_address"] == f"{func:#x}"
+            assert bp["ok"] and bp["verification_status"] == "verified", bp
+            assert bp["data"]["resolved_address"] == f"{func:#x}"
+            assert [(b["id"], b["address"], b["enabled"]) for b in bp["data"]["breakpoints"]] == [("0", f"{func:#x}", True)]
+            off = await s.envelope("windbg_breakpoint", action="disable", id="0")
+            assert off["verification_status"] == "verified" and not off["data"]["breakpoints"][0]["enabled"]
+            on = await s.envelope("windbg_breakpoint", action="enable", id="*")
+            assert on["verification_status"] == "verified"
+            missing = await s.envelope("windbg_breakpoint", action="clear", id="7")
+            assert not missing["ok"] and missing["verification_status"] in ("failed", "indeterminate")
             go = await s.envelope("windbg_control", action="go")
             assert go["verification_status"] == "verified" and go["data"]["target_state"] == "broken", go
             rip = await s.ok("windbg_evaluate", expression="@rip")
             assert rip["value"] == f"{func:#x}"
             step = await s.envelope("windbg_control", action="p", count="2")
             assert step["ok"] and step["data"] == {"action": "step_over", "count": 2, "target_state": "broken"}
+            cleared = await s.envelope("windbg_breakpoint", action="clear", id="0")
+            assert cleared["verification_status"] == "verified" and cleared["data"]["breakpoints"] == []
             session = await s.ok("windbg_session")
             assert session["interrupt_supported"] is True and session["run_state"] == "halted"
             await s.refused("windbg_write_memory", "not_available", "target", address="@rsp", values="90")

@@ -13,7 +13,46 @@ use super::run::{Target, TIMEOUT_MS};
 use crate::dto::SessionParams;
 use crate::server::NtdbgServer;
 use crate::tools;
+use ntdbg_engine::live::{BreakKind, Breakpoint};
 use serde_json::{json, Value};
+
+/// A breakpoint as Windbg-MCP lists it: id, address, enabled, plus ntdbg's kind and hits.
+fn breakpoint_json(b: &Breakpoint) -> Value {
+    json!({
+        "id": b.id.map(|i| i.to_string()),
+        "address": format!("0x{:x}", b.address),
+        "enabled": b.enabled,
+        "kind": if b.kind == BreakKind::Software { "software" } else { "hardware" },
+        "hits": b.hits,
+    })
+}
+
+/// Whether the table `after` shows the change `action` made: `set`, an enabled breakpoint at
+/// `address`; `clear`, `id` (or every one, `*`) existed before and is gone; `enable` /
+/// `disable`, `id` (or every one) exists and is in the wanted state.
+fn breakpoint_post_condition(
+    action: BreakpointAction,
+    address: &str,
+    id: &str,
+    before: &[Breakpoint],
+    after: &[Breakpoint],
+) -> bool {
+    let is = |b: &&Breakpoint| id == "*" || b.id.map(|i| i.to_string()).as_deref() == Some(id);
+    match action {
+        BreakpointAction::List => true,
+        BreakpointAction::Set => after
+            .iter()
+            .any(|b| b.enabled && format!("0x{:x}", b.address) == address),
+        BreakpointAction::Clear => before.iter().any(|b| is(&b)) && !after.iter().any(|b| is(&b)),
+        BreakpointAction::Enable | BreakpointAction::Disable => {
+            let wanted = action == BreakpointAction::Enable;
+            let changed: Vec<&Breakpoint> = after.iter().filter(is).collect();
+            before.iter().any(|b| is(&b))
+                && !changed.is_empty()
+                && changed.iter().all(|b| b.enabled == wanted)
+        }
+    }
+}
 
 /// Refuses a change a dump cannot take; says whether it did.
 fn dump_refused(reply: &mut Reply, target: &Target, what: &str) -> bool {
@@ -132,6 +171,7 @@ impl NtdbgServer {
         if dump_refused(&mut reply, &target, "Breakpoints") {
             return reply.finish();
         }
+        let id = id.trim().to_string();
         let command = match a.action {
             BreakpointAction::List => "bl".to_string(),
             BreakpointAction::Set if !condition.trim().is_empty() => {
@@ -156,7 +196,6 @@ impl NtdbgServer {
                 format!("bp {address}")
             }
             action => {
-                let id = id.trim();
                 if id != "*" && (id.is_empty() || !id.chars().all(|c| c.is_ascii_digit())) {
                     reply.error(
                         "invalid_argument",
@@ -171,42 +210,64 @@ impl NtdbgServer {
                     BreakpointAction::Enable => "be",
                     _ => "bd",
                 };
-                reply.set("id", id);
+                reply.set("id", id.as_str());
                 format!("{verb} {id}")
             }
         };
-        let list = command == "bl";
+        let before = self.cs_breakpoints(&target);
         let ran = self
-            .chensiling_run(
-                &target,
-                &[command, "bl".into()],
-                false,
-                TIMEOUT_MS,
-                &mut reply,
-            )
+            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
             .await;
-        let listing = ran
-            .last()
-            .filter(|r| r.ok)
-            .map(|r| r.text.trim().to_string());
-        reply.set("breakpoints_text", listing.unwrap_or_default());
-        if !list {
-            // `bl` is text only in ntdbg: the change ran, but it is not checked against a
-            // typed list, so it is not claimed verified.
-            reply.verification(if ran.first().is_some_and(|r| r.ok) {
-                Verification::Indeterminate
-            } else {
-                Verification::Failed
-            });
-            reply.limitation(
-                "verification_unavailable",
-                "ntdbg's bl has no typed result to check the change against; read breakpoints_text.",
-                Some("data.breakpoints_text"),
-            );
-        } else {
+        let after = self.cs_breakpoints(&target);
+        let listed: Vec<Value> = after.iter().map(breakpoint_json).collect();
+        reply.set("breakpoints", listed);
+        if a.action == BreakpointAction::List {
             reply.verification(Verification::NotRequired);
+            return reply.finish();
+        }
+        if !ran.first().is_some_and(|r| r.ok) {
+            reply.verification(Verification::Indeterminate).error(
+                "verification_not_run",
+                "Breakpoint mutation did not complete.",
+                Stage::Verification,
+                true,
+            );
+            return reply.finish();
+        }
+        let address = reply
+            .get("resolved_address")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let verified = breakpoint_post_condition(a.action, &address, &id, &before, &after);
+        if verified {
+            reply.verification(Verification::Verified);
+        } else {
+            reply.verification(Verification::Failed).error(
+                "verification_failed",
+                "The breakpoint table after the change does not show it.",
+                Stage::Verification,
+                false,
+            );
         }
         reply.finish()
+    }
+
+    /// The user breakpoints of a live target's table (what `bl` lists), typed.
+    fn cs_breakpoints(&self, target: &Target) -> Vec<Breakpoint> {
+        self.state()
+            .sessions
+            .list()
+            .into_iter()
+            .find(|s| s.id == target.id)
+            .and_then(|s| s.live.clone())
+            .map(|live| {
+                live.breakpoints()
+                    .into_iter()
+                    .filter(|b| b.id.is_some())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub(super) async fn cs_write_memory(&self, a: WriteMemoryArgs) -> Envelope {
@@ -412,5 +473,71 @@ impl NtdbgServer {
             .set("interrupt_supported", now.live())
             .set("run_state", now.run_state);
         reply.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bp(id: u32, address: u64, enabled: bool) -> Breakpoint {
+        Breakpoint {
+            id: Some(id),
+            address,
+            kind: BreakKind::Software,
+            enabled,
+            hits: 0,
+        }
+    }
+
+    #[test]
+    fn breakpoint_changes_are_checked_against_the_table() {
+        let set = BreakpointAction::Set;
+        assert!(breakpoint_post_condition(
+            set,
+            "0x401000",
+            "",
+            &[],
+            &[bp(0, 0x401000, true)]
+        ));
+        assert!(!breakpoint_post_condition(
+            set,
+            "0x401000",
+            "",
+            &[],
+            &[bp(0, 0x402000, true)]
+        ));
+        let before = [bp(0, 0x401000, true), bp(1, 0x402000, true)];
+        let clear = BreakpointAction::Clear;
+        assert!(breakpoint_post_condition(
+            clear,
+            "",
+            "0",
+            &before,
+            &before[1..]
+        ));
+        assert!(!breakpoint_post_condition(clear, "", "0", &before, &before));
+        assert!(!breakpoint_post_condition(clear, "", "7", &before, &before));
+        assert!(breakpoint_post_condition(clear, "", "*", &before, &[]));
+        let disabled = [bp(0, 0x401000, false), bp(1, 0x402000, false)];
+        let disable = BreakpointAction::Disable;
+        assert!(breakpoint_post_condition(
+            disable, "", "*", &before, &disabled
+        ));
+        assert!(breakpoint_post_condition(
+            disable,
+            "",
+            "1",
+            &before,
+            &[before[0].clone(), disabled[1].clone()]
+        ));
+        assert!(!breakpoint_post_condition(
+            BreakpointAction::Enable,
+            "",
+            "1",
+            &before,
+            &disabled
+        ));
+        assert!(!breakpoint_post_condition(disable, "", "*", &[], &[]));
     }
 }

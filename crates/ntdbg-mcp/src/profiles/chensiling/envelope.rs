@@ -324,6 +324,11 @@ impl Reply {
         self
     }
 
+    /// An observation recorded so far.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.data.get(key)
+    }
+
     /// Records a command run.
     pub fn source(&mut self, source: Source) -> &mut Reply {
         self.sources.push(source);
