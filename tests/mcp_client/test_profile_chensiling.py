@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import SAMPLE, HttpServer, Target, mcp_args, start_http, under_wine
+from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, start_http, under_wine
 from helpers import text
 from test_live import GdbServer, program  # noqa: F401 (the fixture is used by name)
 
@@ -267,6 +267,39 @@ async def test_wrong_kind_and_bad_input_get_the_envelope_error(chensiling: Targe
         assert hole["limitations"][0]["path"] == "data.data"
         interrupt = await s.envelope("windbg_session", action="interrupt")
         assert [e["code"] for e in interrupt["errors"]] == ["no_active_command"]
+
+
+def shared_dump(relative: str) -> Path:
+    """A dump of the shared corpus (../shared/testdata, or $NTDBG_TESTDATA)."""
+    from test_profiles import SHARED
+
+    return SHARED / relative
+
+
+async def test_dump_without_exception_and_kernel_dump(scratch: Path) -> None:
+    """A hang dump has no last event, a kernel minidump no pool data: limitations and
+    target errors in the envelope, never a failed context."""
+    hang = REPO / "testdata/hang/deadlock.dmp"
+    target = Target("stdio", "legacy", scratch, None, args(scratch, "--dump", str(hang)))
+    async with target.connect() as client:
+        s = Session(client, (await client.list_tools()).tools)
+        context = await s.envelope("windbg_context", scope="threads", list_limit="1")
+        assert context["ok"] and "last_event" not in context["data"]
+        assert [lim["code"] for lim in context["limitations"]][:1] == ["no_last_event"]
+        assert context["data"]["threads_total"] > 1 and context["data"]["threads_truncated"] is True
+        waits = await s.ok("windbg_analyze", scope="hang")
+        assert waits["scope"] == "hang" and waits["waits"]
+
+    kernel = shared_dump("rizin-testbins/dmp/triage_x64.dmp")
+    target = Target("stdio", "legacy", scratch, None, [*args(scratch, "--dump", str(kernel)), "--allow-dir", str(kernel.parent)])
+    async with target.connect() as client:
+        s = Session(client, (await client.list_tools()).tools)
+        context = await s.ok("windbg_context", scope="all")
+        assert (context["target_mode"], context["session_kind"]) == ("kernel", "kernel_mini_dump")
+        analysis = await s.ok("windbg_analyze")
+        assert analysis["bugcheck_code"] == "0x1000007e"
+        await s.refused("windbg_pool", "command_unsupported_for_dump_type", "target", address="0")
+        await s.refused("windbg_memory_mapping", "not_available", "target", address="0")
 
 
 async def test_exec_answers_raw_text(chensiling: Target) -> None:

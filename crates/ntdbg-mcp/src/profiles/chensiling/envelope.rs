@@ -300,6 +300,8 @@ pub struct Reply {
     next_actions: Vec<NextAction>,
     core: Option<CoreResult>,
     verification: Verification,
+    /// Sources whose failure is a limitation, not a failed answer (optional lists).
+    tolerated: Vec<usize>,
 }
 
 impl Reply {
@@ -315,6 +317,7 @@ impl Reply {
             next_actions: Vec::new(),
             core: None,
             verification: Verification::NotRequired,
+            tolerated: Vec::new(),
         }
     }
 
@@ -395,6 +398,16 @@ impl Reply {
         self
     }
 
+    /// Makes the failure of the last source recorded a limitation of the data at `path`
+    /// (`message` says what is missing) instead of a failed execution: for the optional
+    /// parts of an answer.
+    pub fn tolerate_last(&mut self, code: &str, message: impl Into<String>, path: &str) {
+        if let Some(last) = self.sources.len().checked_sub(1) {
+            self.tolerated.push(last);
+            self.limitation(code, message, Some(path));
+        }
+    }
+
     /// Sets the core result status instead of deriving it.
     pub fn core(&mut self, status: CoreResult) -> &mut Reply {
         self.core = Some(status);
@@ -414,8 +427,14 @@ impl Reply {
 
     /// The envelope, with the statuses derived from the sources and errors.
     pub fn finish(self) -> Envelope {
-        let execution = self
+        let counted: Vec<&Source> = self
             .sources
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.tolerated.contains(i))
+            .map(|(_, s)| s)
+            .collect();
+        let execution = counted
             .iter()
             .map(|s| s.execution_status)
             .find(|s| *s != Execution::Completed)
@@ -424,8 +443,7 @@ impl Reply {
             } else {
                 Execution::Completed
             });
-        let mut errors: Vec<EnvelopeError> = self
-            .sources
+        let mut errors: Vec<EnvelopeError> = counted
             .iter()
             .filter(|s| s.execution_status != Execution::Completed)
             .filter(|s| s.execution_status != Execution::NotRun)
@@ -602,6 +620,21 @@ mod tests {
         assert_eq!(e.execution_status, Execution::NotRun);
         assert_eq!(e.parse_status, Parse::NotRun);
         assert_eq!(e.core_result_status, CoreResult::Unavailable);
+    }
+
+    #[test]
+    fn a_tolerated_failure_is_a_limitation_not_a_failed_answer() {
+        let mut reply = Reply::new("windbg_context");
+        reply
+            .source(source(Execution::Completed, Parse::Complete))
+            .set("registers", 1);
+        reply.source(source(Execution::Failed, Parse::NotRun));
+        reply.tolerate_last("no_last_event", "no exception record", "data.last_event");
+        let e = reply.finish();
+        assert!(e.ok, "{:?}", e.errors);
+        assert_eq!(e.execution_status, Execution::Completed);
+        assert_eq!(e.sources[1].execution_status, Execution::Failed);
+        assert_eq!(e.limitations[0].path.as_deref(), Some("data.last_event"));
     }
 
     #[test]

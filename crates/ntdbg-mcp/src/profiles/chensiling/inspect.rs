@@ -94,27 +94,44 @@ impl NtdbgServer {
         };
         let threads = matches!(a.scope, ContextScope::Threads | ContextScope::All);
         let processes = matches!(a.scope, ContextScope::Processes | ContextScope::All);
-        let mut commands: Vec<String> = ["vertarget", "r", "k 0n1", ".lastevent"]
-            .map(String::from)
-            .to_vec();
+        let include_raw = a.include_raw.unwrap_or(false);
+        let essentials: Vec<String> = ["vertarget", "r", "k 0n1"].map(String::from).to_vec();
+        let mut ran = self
+            .chensiling_run(&target, &essentials, include_raw, TIMEOUT_MS, &mut reply)
+            .await;
+        let mut commands = essentials;
+        // The rest each on its own: a dump without an exception has no last event, a kernel
+        // dump without its PDB no process list; what is missing is a limitation.
+        let mut optional = vec![(".lastevent", "no_last_event", "data.last_event")];
         if a.include_modules {
-            commands.push("lm".into());
+            optional.push(("lm", "modules_unavailable", "data.modules"));
         }
         if threads {
-            commands.push("~".into());
+            optional.push(("~", "threads_unavailable", "data.threads"));
         }
         if processes && target.target_mode() == "kernel" {
-            commands.push("!process 0 0".into());
+            optional.push(("!process 0 0", "processes_unavailable", "data.processes"));
         }
-        let ran = self
-            .chensiling_run(
-                &target,
-                &commands,
-                a.include_raw.unwrap_or(false),
-                TIMEOUT_MS,
-                &mut reply,
-            )
-            .await;
+        for (command, code, path) in optional {
+            let one = self
+                .chensiling_run(
+                    &target,
+                    &[command.to_string()],
+                    include_raw,
+                    TIMEOUT_MS,
+                    &mut reply,
+                )
+                .await;
+            if let Some(failed) = one.first().filter(|r| !r.ok) {
+                let why = failed
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| format!("{command} did not run"));
+                reply.tolerate_last(code, why, path);
+            }
+            commands.push(command.to_string());
+            ran.extend(one);
+        }
         let by = |name: &str| {
             commands
                 .iter()

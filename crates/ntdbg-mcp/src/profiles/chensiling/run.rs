@@ -24,6 +24,8 @@ pub struct Ran {
     pub typed: Option<Value>,
     /// Whether it ran to its end.
     pub ok: bool,
+    /// Why it did not.
+    pub error: Option<String>,
     /// Its whole output (for the commands without a typed result).
     pub text: String,
 }
@@ -221,6 +223,7 @@ impl NtdbgServer {
                 command_id: r.command_id.clone().unwrap_or_default(),
                 typed: r.result.clone(),
                 ok: execution == Execution::Completed,
+                error: r.error.as_ref().map(|e| e.message.clone()),
                 text: full.text.clone(),
             });
         }
