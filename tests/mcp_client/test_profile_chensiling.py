@@ -10,13 +10,15 @@ below, which WinDbg shows for it: the write at crashy!write_null+0x7, `mov dword
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema
 import pytest
+from mcp import Client
 
-from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, start_http, under_wine
+from conftest import REPO, SAMPLE, HttpServer, Target, mcp_args, start_http, stdio_params, under_wine
 from helpers import text
 from test_live import GdbServer, program  # noqa: F401 (the fixture is used by name)
 
@@ -358,5 +360,27 @@ async def test_live_run_control_is_verified(program, scratch: Path) -> None:
             session = await s.ok("windbg_session")
             assert session["interrupt_supported"] is True and session["run_state"] == "halted"
             await s.refused("windbg_write_memory", "not_available", "target", address="@rsp", values="90")
+    finally:
+        stub.stop()
+
+
+async def test_a_go_that_times_out_leaves_the_target_running(program, scratch: Path) -> None:
+    """With Windbg-MCP's WINDBG_MCP_TIMEOUT=1, a `go` with nothing to stop it answers after a
+    second with the target still running (unverified), and windbg_session interrupt breaks in."""
+    exe, _ = program
+    stub = GdbServer(exe)
+    try:
+        params = stdio_params(args(scratch, "--attach", f"gdb:127.0.0.1:{stub.port}"), REPO)
+        params.env = {**os.environ, "WINDBG_MCP_TIMEOUT": "1"}
+        async with Client(params, mode="legacy") as client:
+            s = Session(client, (await client.list_tools()).tools)
+            go = await s.envelope("windbg_control", action="go")
+            assert go["data"]["target_state"] == "running" and go["verification_status"] == "indeterminate", go
+            assert not go["ok"]
+            assert go["next_actions"][0] == {"tool": "windbg_session", "args": {"action": "interrupt"}, "reason": go["next_actions"][0]["reason"]}
+            stopped = await s.ok("windbg_session", action="interrupt")
+            assert stopped["run_state"] == "halted"
+            rip = await s.ok("windbg_evaluate", expression="@rip")
+            assert rip["value"].startswith("0x")
     finally:
         stub.stop()

@@ -8,7 +8,7 @@ use super::args::{
     ReadMemoryArgs,
 };
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
-use super::run::{Target, TIMEOUT_MS};
+use super::run::Target;
 use crate::server::NtdbgServer;
 use serde_json::{json, Value};
 
@@ -98,7 +98,7 @@ impl NtdbgServer {
         reply.set("resolved_address", address.clone());
         let command = format!("u {address} L0n{n}");
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         let Some(listing) = ran.first().filter(|r| r.ok) else {
             return reply.finish();
@@ -159,7 +159,7 @@ impl NtdbgServer {
         reply.set("input", a.expression.clone());
         let command = format!("? {}", a.expression.trim());
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         if let Some(value) = ran.first().filter(|r| r.ok) {
             reply.set("value", value.get("hex").cloned().unwrap_or(Value::Null));
@@ -206,7 +206,7 @@ impl NtdbgServer {
             LookupKind::Function => format!("uf {what}"),
         };
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         let Some(found) = ran.first().filter(|r| r.ok) else {
             return reply.finish();
@@ -287,7 +287,7 @@ impl NtdbgServer {
         reply.set("resolved_address", address.clone());
         let command = format!("{display} {address} L0n{size}");
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         let Some(memory) = ran.first().filter(|r| r.ok) else {
             return reply.finish();
@@ -369,7 +369,6 @@ impl NtdbgServer {
                 &target,
                 &[command],
                 a.include_raw.unwrap_or(false),
-                TIMEOUT_MS,
                 &mut reply,
             )
             .await;

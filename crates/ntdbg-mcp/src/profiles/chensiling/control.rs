@@ -9,7 +9,7 @@ use super::args::{
 };
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage, Verification};
-use super::run::{Target, TIMEOUT_MS};
+use super::run::Target;
 use crate::dto::SessionParams;
 use crate::server::NtdbgServer;
 use crate::tools;
@@ -120,7 +120,7 @@ impl NtdbgServer {
         };
         // A `go` that does not stop within the time limit leaves the target running: it is
         // never interrupted here (windbg_session interrupt does that).
-        self.chensiling_run(&target, &commands, false, TIMEOUT_MS, &mut reply)
+        self.chensiling_run(&target, &commands, false, &mut reply)
             .await;
         let after = self.cs_refresh(&target);
         let state = match after.run_state {
@@ -216,7 +216,7 @@ impl NtdbgServer {
         };
         let before = self.cs_breakpoints(&target);
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         let after = self.cs_breakpoints(&target);
         let listed: Vec<Value> = after.iter().map(breakpoint_json).collect();
@@ -332,7 +332,7 @@ impl NtdbgServer {
         match a.action {
             SympathAction::Show => {
                 let ran = self
-                    .chensiling_run(&target, &[".sympath".into()], false, TIMEOUT_MS, &mut reply)
+                    .chensiling_run(&target, &[".sympath".into()], false, &mut reply)
                     .await;
                 if let Some(r) = ran.first().filter(|r| r.ok) {
                     reply.set("sympath", r.text.trim());
@@ -343,7 +343,7 @@ impl NtdbgServer {
                 reply.set("requested_path", path);
                 let commands = [format!(".sympath {path}"), ".sympath".into()];
                 let ran = self
-                    .chensiling_run(&target, &commands, false, TIMEOUT_MS, &mut reply)
+                    .chensiling_run(&target, &commands, false, &mut reply)
                     .await;
                 let shown = ran
                     .get(1)
@@ -380,7 +380,7 @@ impl NtdbgServer {
                 }
                 commands.push(lm);
                 let ran = self
-                    .chensiling_run(&target, &commands, false, TIMEOUT_MS, &mut reply)
+                    .chensiling_run(&target, &commands, false, &mut reply)
                     .await;
                 let modules: Vec<Value> = ran
                     .last()

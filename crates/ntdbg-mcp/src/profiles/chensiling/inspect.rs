@@ -4,7 +4,7 @@
 
 use super::args::{count, AnalyzeArgs, AnalyzeScope, BacktraceArgs, ContextArgs, ContextScope};
 use super::envelope::{args, Envelope, Reply, Stage, Verification};
-use super::run::{Ran, Target, TIMEOUT_MS};
+use super::run::{Ran, Target};
 use crate::server::NtdbgServer;
 use serde_json::{json, Value};
 
@@ -97,7 +97,7 @@ impl NtdbgServer {
         let include_raw = a.include_raw.unwrap_or(false);
         let essentials: Vec<String> = ["vertarget", "r", "k 0n1"].map(String::from).to_vec();
         let mut ran = self
-            .chensiling_run(&target, &essentials, include_raw, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &essentials, include_raw, &mut reply)
             .await;
         let mut commands = essentials;
         // The rest each on its own: a dump without an exception has no last event, a kernel
@@ -114,13 +114,7 @@ impl NtdbgServer {
         }
         for (command, code, path) in optional {
             let one = self
-                .chensiling_run(
-                    &target,
-                    &[command.to_string()],
-                    include_raw,
-                    TIMEOUT_MS,
-                    &mut reply,
-                )
+                .chensiling_run(&target, &[command.to_string()], include_raw, &mut reply)
                 .await;
             if let Some(failed) = one.first().filter(|r| !r.ok) {
                 let why = failed
@@ -204,7 +198,6 @@ impl NtdbgServer {
                 &target,
                 &[first.to_string()],
                 a.include_raw.unwrap_or(false),
-                TIMEOUT_MS,
                 &mut reply,
             )
             .await;
@@ -249,7 +242,6 @@ impl NtdbgServer {
                         &target,
                         &commands,
                         a.include_raw.unwrap_or(false),
-                        TIMEOUT_MS,
                         &mut reply,
                     )
                     .await;
@@ -308,7 +300,7 @@ impl NtdbgServer {
         };
         let command = format!("{} 0n{depth}", if show_params { "kP" } else { "k" });
         let ran = self
-            .chensiling_run(&target, &[command], false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], false, &mut reply)
             .await;
         let stack = ran.first().filter(|r| r.ok);
         reply.set("depth", depth).set("show_params", show_params);
@@ -356,7 +348,7 @@ impl NtdbgServer {
         };
         let commands = [format!(".frame 0n{n}"), "dv /t /i".to_string()];
         let ran = self
-            .chensiling_run(&target, &commands, false, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &commands, false, &mut reply)
             .await;
         let selected = ran
             .first()

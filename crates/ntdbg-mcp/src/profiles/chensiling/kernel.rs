@@ -6,7 +6,7 @@
 use super::args::{intent_text, BlackboxArgs, MappingArgs, ModuleArgs, PoolArgs, ThreadArgs};
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
-use super::run::{Target, TIMEOUT_MS};
+use super::run::Target;
 use crate::server::NtdbgServer;
 use serde_json::{Map, Value};
 
@@ -87,7 +87,7 @@ impl NtdbgServer {
         reply.set("resolved_thread", address.clone());
         let command = format!("!thread {address}");
         let ran = self
-            .chensiling_run(&target, &[command], include_raw, TIMEOUT_MS, &mut reply)
+            .chensiling_run(&target, &[command], include_raw, &mut reply)
             .await;
         if let Some(thread) = ran.first().filter(|r| r.ok).and_then(|r| r.typed.clone()) {
             reply.set("available", true).set("thread", thread);

@@ -4,7 +4,7 @@
 
 use super::args::{count, ExecArgs, OutputArgs};
 use super::envelope::{Envelope, Reply, Stage};
-use super::run::TIMEOUT_MS;
+use super::run::timeout_ms;
 use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
 use crate::server::NtdbgServer;
 use crate::text::floor_char;
@@ -93,7 +93,7 @@ impl NtdbgServer {
         let params = RunCommandParams {
             session_id: target.id,
             command: a.command,
-            timeout_ms: Some(TIMEOUT_MS),
+            timeout_ms: Some(timeout_ms()),
             format: OutputFormat::Text,
             output_file: None,
         };

@@ -10,8 +10,24 @@ use crate::text::floor_char;
 use crate::tools;
 use serde_json::{json, Value};
 
-/// Time limit of one tool's commands (Windbg-MCP's `WINDBG_MCP_TIMEOUT` default, 30 s).
-pub const TIMEOUT_MS: u64 = 30_000;
+/// Default time limit of one tool's commands, as Windbg-MCP's (30 s).
+const DEFAULT_TIMEOUT_S: f64 = 30.0;
+
+/// The time limit of one tool's commands in ms: Windbg-MCP's `WINDBG_MCP_TIMEOUT` (seconds)
+/// when set to a positive number, else 30 s; at most `run_command`'s own limit. A `go` waits
+/// this long for a stop, then answers with the target still running.
+pub fn timeout_ms() -> u64 {
+    static TIMEOUT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *TIMEOUT.get_or_init(|| {
+        let seconds = std::env::var("WINDBG_MCP_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .unwrap_or(DEFAULT_TIMEOUT_S);
+        // Float to integer casts saturate; the clamp keeps it within run_command's range.
+        ((seconds * 1000.0) as u64).clamp(1, tools::commands::MAX_TIMEOUT_MS)
+    })
+}
 /// Most bytes of output `include_raw` puts inline in a source.
 const INLINE_RAW: usize = 32_000;
 
@@ -147,13 +163,12 @@ impl NtdbgServer {
         target: &Target,
         commands: &[String],
         include_raw: bool,
-        timeout_ms: u64,
         reply: &mut Reply,
     ) -> Vec<Ran> {
         let params = RunCommandParams {
             session_id: target.id.clone(),
             command: commands.join("\n"),
-            timeout_ms: Some(timeout_ms),
+            timeout_ms: Some(timeout_ms()),
             format: OutputFormat::Json,
             output_file: None,
         };
@@ -242,7 +257,7 @@ impl NtdbgServer {
     ) -> Option<String> {
         let command = format!("? {}", normalize_address(expression));
         let ran = self
-            .chensiling_run(target, &[command], include_raw, TIMEOUT_MS, reply)
+            .chensiling_run(target, &[command], include_raw, reply)
             .await;
         ran.first()
             .filter(|r| r.ok)
