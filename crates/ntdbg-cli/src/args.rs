@@ -359,26 +359,31 @@ mod tests {
     fn chensiling_start_up_flags_map_to_startup_targets() {
         let pid = chensiling(&["--standalone", "--pid", "42"]).expect("pid");
         let exe = chensiling(&["--exe", "C:\\app.exe", "--args", "-x 1"]).expect("exe");
-        match (pid.startup(), exe.startup()) {
-            (
-                Some(ntdbg_mcp::StartupTarget::Attach(p)),
-                Some(ntdbg_mcp::StartupTarget::Attach(e)),
-            ) => {
-                assert!(cfg!(windows));
-                assert_eq!((p.as_str(), e.as_str()), ("pid:42", "exe:C:\\app.exe -x 1"));
+        let (pid, exe) = (pid.startup(), exe.startup());
+        if cfg!(windows) {
+            assert_eq!(
+                (pid, exe),
+                (
+                    Some(ntdbg_mcp::StartupTarget::Attach("pid:42".into())),
+                    Some(ntdbg_mcp::StartupTarget::Attach(
+                        "exe:C:\\app.exe -x 1".into()
+                    ))
+                )
+            );
+        } else {
+            match (pid, exe) {
+                (
+                    Some(ntdbg_mcp::StartupTarget::Unavailable(p)),
+                    Some(ntdbg_mcp::StartupTarget::Unavailable(e)),
+                ) => {
+                    assert!(
+                        p.starts_with("pid:42: ") && p.contains("only on Windows"),
+                        "{p}"
+                    );
+                    assert!(e.starts_with("exe:C:\\app.exe -x 1: "), "{e}");
+                }
+                other => panic!("unexpected {other:?}"),
             }
-            (
-                Some(ntdbg_mcp::StartupTarget::Unavailable(p)),
-                Some(ntdbg_mcp::StartupTarget::Unavailable(e)),
-            ) => {
-                assert!(!cfg!(windows));
-                assert!(
-                    p.starts_with("pid:42: ") && p.contains("only on Windows"),
-                    "{p}"
-                );
-                assert!(e.starts_with("exe:C:\\app.exe -x 1: "), "{e}");
-            }
-            other => panic!("unexpected {other:?}"),
         }
         let connect = chensiling(&["--connect", "tcp:localhost:50000"]).expect("connect");
         assert!(matches!(
