@@ -198,6 +198,9 @@ pub enum Command {
     /// drop-in for pipelines that run minidump-stackwalk.
     #[command(after_help = crate::stackwalk::STACKWALK_HELP)]
     Stackwalk(crate::stackwalk::StackwalkArgs),
+    // The crash store: ingest, crashes, enqueue, worker.
+    #[command(flatten)]
+    Store(crate::store_cli::StoreCommand),
     /// Print a shell completion script for ntdbg to stdout.
     #[command(
         after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"
@@ -206,9 +209,6 @@ pub enum Command {
         /// The shell: bash, zsh, fish, powershell or elvish.
         shell: clap_complete::Shell,
     },
-    // The crash store: ingest, crashes, enqueue, worker.
-    #[command(flatten)]
-    Store(crate::store_cli::StoreCommand),
     /// Symbolize addresses (stdin, one hex virtual address a line) of a Windows image with
     /// its PDB beside it, in llvm-symbolizer's `-f -i` shape (for bench/bigpdb/run.sh).
     #[command(hide = true)]
