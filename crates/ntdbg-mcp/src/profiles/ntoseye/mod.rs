@@ -12,29 +12,25 @@
 mod args;
 mod line;
 mod refusal;
+mod reply;
 mod target;
 
 use args::{Backend, CommandArgs, Format, OpenArgs};
 use line::Step;
 use ntdbg_engine::ErrorCode;
 use refusal::{no_session, still_opening, Refusal};
-use target::TargetSnapshot;
+use reply::{line_output, single_result, without_trailer, CommandReply, CommandValue};
 
 use crate::dto::{
-    CloseSessionParams, CommandStatus, OutputFormat, RunCommandParams, SessionParams,
-    WaitForEventParams,
+    CloseSessionParams, OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::profiles::{push_capped, Slot, StartupTarget};
 use crate::schema;
 use crate::server::NtdbgServer;
 use crate::tools;
-use crate::tools::commands::BatchOutput;
-use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router, ErrorData};
-use schemars::JsonSchema;
-use serde::Serialize;
 use serde_json::{json, Value};
 
 /// The workflow sentence of the server instructions.
@@ -43,96 +39,6 @@ pub const WORKFLOW: &str = "Windows debugging (ntdbg, ntoseye tool names): one s
 const COMMAND: &str = "Run one WinDbg command line (`;` separates commands; a failing command ends the line) and return its output followed by a `[target ...]` trailer with the run state. `help` lists commands. Run control: `g`/`p`/`t`/`gu` resume and wait up to timeout_ms for the next stop; if none comes the result ends with `[target running]`. A command that needs a halted target (`k`, `r`, `bp`, ...) sent while it runs waits up to timeout_ms, else is reported not run; `break` interrupts. An empty line only waits for a stop. format=json returns {ok, output, result, target, debug_output}: `result` is the typed result of a single command, else null; debug_output is always empty (ntdbg captures no guest DbgPrint).";
 const OPEN: &str = "Attach to a target: backend=dump with connect=<.dmp path>, or backend=gdb with connect=host:port (gdbserver, QEMU -s, winedbg --gdb). kd, kdnet and memory are not available in ntdbg. One session at a time: close the open one first. Returns {status:\"connected\", backend, connect, processors}.";
 const CLOSE: &str = "Close the active debugger session (a live target is resumed) so a new one can be opened. Returns {status:\"closed\"}.";
-
-/// ntoseye's `command` answer in JSON.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct CommandValue {
-    /// Whether every command ran and succeeded.
-    pub ok: bool,
-    /// The commands' output.
-    pub output: String,
-    /// The typed result of a single command that has one, else null.
-    #[schemars(schema_with = "free_value")]
-    pub result: Option<Value>,
-    /// Where the target is after the line.
-    pub target: TargetSnapshot,
-    /// Guest debug output captured since the previous call (ntdbg captures none).
-    pub debug_output: Vec<Value>,
-}
-
-fn free_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({})
-}
-
-/// A `command` answer: the text as `format` asks, the JSON object as structured content,
-/// and `isError` when a command failed or did not run.
-pub struct CommandReply {
-    value: CommandValue,
-    format: Format,
-}
-
-impl IntoCallToolResult for CommandReply {
-    fn into_call_tool_result(self) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let ok = self.value.ok;
-        let text = match self.format {
-            Format::Text => {
-                let mut text = self.value.output.clone();
-                text.push_str(&self.value.target.trailer());
-                text
-            }
-            Format::Json => serde_json::to_string(&self.value).unwrap_or_default(),
-        };
-        let value = serde_json::to_value(&self.value)
-            .map_err(|e| ErrorData::internal_error(format!("cannot serialize: {e}"), None))?;
-        let mut result = CallToolResult::structured(value);
-        result.content = vec![ContentBlock::text(text)];
-        if !ok {
-            result.is_error = Some(true);
-        }
-        Ok(result.into())
-    }
-}
-
-/// The output of a batch as ntoseye's console shows it: each command's whole output, a
-/// command that did not run named; whether every command succeeded.
-fn line_output(ran: &BatchOutput) -> (String, bool) {
-    let mut text = String::new();
-    let mut ok = true;
-    for (r, full) in ran.rendered.value.results.iter().zip(&ran.full) {
-        ok &= r.status == CommandStatus::Succeeded;
-        let body = match &r.error {
-            _ if r.status == CommandStatus::NotExecuted && full.thread.is_none() => format!(
-                "not run: {} (an earlier command failed or timed out)",
-                r.command
-            ),
-            // ntdbg's hint names its own tools; ntoseye's users have `break` and waiting.
-            Some(e) if e.code == ErrorCode::TargetRunning => e
-                .clone()
-                .with_hint(
-                    "send break to stop it, or the command again (or an empty line) to wait longer",
-                )
-                .render(),
-            _ => full.text.clone(),
-        };
-        if !push_capped(&mut text, &body) {
-            break;
-        }
-    }
-    (text, ok)
-}
-
-/// A live tool's text without ntdbg's trailer, which the ntoseye one replaces.
-fn without_trailer(text: &str, trailer: &str) -> String {
-    text.strip_suffix(trailer).unwrap_or(text).to_string()
-}
-
-/// The typed result of a line of one command.
-fn single_result(ran: &BatchOutput) -> Option<Value> {
-    match ran.rendered.value.results.as_slice() {
-        [only] => only.result.clone(),
-        _ => None,
-    }
-}
 
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
