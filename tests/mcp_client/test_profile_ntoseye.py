@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from conftest import SAMPLE, HttpServer, Target, ntdbg_command, start_http
 from helpers import text
 from test_live import GdbServer, program  # noqa: F401  (the fixture that builds the live target)
-from test_profiles import check_tools, profile_args
+from test_profiles import KERNEL_DUMP, check_tools, profile_args
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +97,7 @@ async def test_ntoseye_dump_flow(ntoseye: Target) -> None:
         assert not opened.is_error
         assert opened.structured_content["status"] == "connected"
         assert opened.structured_content["backend"] == "dump"
-        assert opened.structured_content["connect"].endswith("crashy-x64-null.dmp")
+        assert opened.structured_content["connect"] == str(SAMPLE)
 
         analyze = await command(client, "!analyze -v")
         assert not analyze.is_error, text(analyze)
@@ -146,12 +146,27 @@ async def test_ntoseye_refusals(ntoseye: Target) -> None:
             assert "backend gdb" in unserved["hint"] and "backend dump" in unserved["hint"]
         missing = await refused(client, "open", backend="dump")
         assert missing["code"] == INVALID_PARAMS and "connect" in missing["message"]
+        outside = await refused(client, "open", backend="dump", connect="/etc/passwd")
+        assert outside["kind"] == "path_not_allowed" and "--allow-dir" in outside["hint"], outside
+        # A failed open leaves the slot free.
 
         assert not (await client.call_tool("open", {"backend": "dump", "connect": str(SAMPLE)})).is_error
         again = await refused(client, "open", backend="dump", connect=str(SAMPLE))
         assert "already active" in again["message"] and "close" in again["hint"]
         too_long = await refused(client, "command", line="k", timeout_ms=300001)
         assert too_long["code"] == INVALID_PARAMS and "300000" in too_long["message"]
+        assert (await client.call_tool("close", {})).structured_content == {"status": "closed"}
+
+
+async def test_ntoseye_kernel_dump(ntoseye: Target) -> None:
+    async with ntoseye.connect() as client:
+        assert not (await client.call_tool("open", {"backend": "dump", "connect": str(KERNEL_DUMP)})).is_error
+        k = await command(client, "k", format="json")
+        assert not k.is_error, text(k)
+        target = k.structured_content["target"]
+        # The kernel's base is ntoskrnl's; the symbol at rip is in it.
+        assert target["kernel_base"] == "0xfffff8047ba00000", target
+        assert target["symbol"].startswith("ntoskrnl+") and target["stopped_process"] is None
         assert (await client.call_tool("close", {})).structured_content == {"status": "closed"}
 
 

@@ -118,14 +118,10 @@ impl NtdbgServer {
         };
         self.implicit().opened(id.clone());
         let processors = self.processors(&id).await;
-        let connect = match &target {
-            StartupTarget::Dump(path) => path.display().to_string(),
-            StartupTarget::Attach(t) => t.strip_prefix("gdb:").unwrap_or(t).to_string(),
-        };
         Ok(CallToolResult::structured(json!({
             "status": "connected",
             "backend": label,
-            "connect": connect,
+            "connect": a.connect,
             "processors": processors,
         })))
     }

@@ -4,7 +4,8 @@
 //!
 //! Every field comes from the session: the run state from the live target's control, the
 //! thread, instruction pointer and symbol from the session's current scope, the process id
-//! from the dump's process facts and its name from the main module. A field the session cannot
+//! from the dump's process facts and its name from the main module, the kernel's base from
+//! its module (ntoskrnl.exe or ntkrnl*.exe) on a kernel target. A field the session cannot
 //! say is null, never guessed.
 
 use crate::state::State;
@@ -154,7 +155,7 @@ fn halted(session: &Session) -> TargetSnapshot {
         }),
     });
     let kernel_base = kernel
-        .then(|| session.module_by_name("nt"))
+        .then(|| ntdbg_analysis::kernel_objects::kernel_module(session))
         .flatten()
         .map(|m| format!("{:#x}", m.raw.base_of_image));
     TargetSnapshot {
