@@ -121,9 +121,10 @@ pub enum Command {
         /// and memory are not available in ntdbg.
         #[arg(long, value_name = "NAME", conflicts_with = "attach")]
         backend: Option<String>,
-        /// Where to connect at startup. With --profile ntoseye: HOST:PORT of the GDB stub
-        /// (--backend gdb, default 127.0.0.1:1234) or the dump's path (--backend dump).
-        #[arg(long, value_name = "WHERE", requires = "backend")]
+        /// Where to connect at startup, per profile. With --profile ntoseye (and --backend):
+        /// HOST:PORT of the GDB stub (--backend gdb, default 127.0.0.1:1234) or the dump's path
+        /// (--backend dump).
+        #[arg(long, value_name = "WHERE")]
         connect: Option<String>,
         // ---- end of ntoseye's start-up flags (--backend, --connect) ----
         /// Live sessions refuse run control, breakpoints and writes.
@@ -281,9 +282,14 @@ pub fn startup_target(
     backend: Option<String>,
     connect: Option<String>,
 ) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+    if connect.is_some() && backend.is_none() {
+        return Err("--connect goes with --backend (--profile ntoseye)".into());
+    }
     match (profile, dump, attach, backend) {
         (_, None, None, None) => Ok(None),
-        (ProfileArg::WindbgMcp, Some(path), _, None) => Ok(Some(ntdbg_mcp::StartupTarget::Dump(path))),
+        (ProfileArg::WindbgMcp, Some(path), _, None) => {
+            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+        }
         (ProfileArg::WindbgMcp, None, Some(target), None) => {
             Ok(Some(ntdbg_mcp::StartupTarget::Attach(target)))
         }
@@ -295,15 +301,21 @@ pub fn startup_target(
         (ProfileArg::Ntoseye, None, None, Some(backend)) => {
             ntdbg_mcp::ntoseye_startup_target(&backend, connect.as_deref()).map(Some)
         }
-        (ProfileArg::Ntoseye, ..) => Err(
-            "with --profile ntoseye give --dump PATH, or --backend gdb|dump with --connect (not --attach)".into(),
-        ),
-        (ProfileArg::WindbgMcp, ..) => {
-            Err("--backend and --connect go with --profile ntoseye (windbg-mcp takes --dump or --attach)".into())
-        }
-        _ => Err("--dump, --attach, --backend and --connect go with --profile windbg-mcp or ntoseye (the other profiles open targets with their tools)".into()),
+        (ProfileArg::Ntoseye, ..) => Err(NTOSEYE_FLAGS.into()),
+        (ProfileArg::WindbgMcp, ..) => Err(WINDBG_MCP_FLAGS.into()),
+        _ => Err(PROFILE_FLAGS.into()),
     }
 }
+
+/// The start-up flags --profile ntoseye takes.
+const NTOSEYE_FLAGS: &str =
+    "with --profile ntoseye give --dump PATH, or --backend gdb|dump with --connect (not --attach)";
+/// The start-up flags --profile windbg-mcp takes.
+const WINDBG_MCP_FLAGS: &str =
+    "--backend and --connect go with --profile ntoseye (windbg-mcp takes --dump or --attach)";
+/// The profiles that open a target at startup.
+const PROFILE_FLAGS: &str = "--dump, --attach, --backend and --connect go with --profile \
+     windbg-mcp or ntoseye (the other profiles open targets with their tools)";
 
 #[cfg(test)]
 mod ntoseye_startup_tests {
@@ -330,6 +342,7 @@ mod ntoseye_startup_tests {
         let kd = startup_target(p, None, None, Some("kd".into()), None).unwrap_err();
         assert!(kd.contains("not available"), "{kd}");
         assert!(startup_target(p, dump(), None, Some("gdb".into()), None).is_err());
+        assert!(startup_target(p, None, None, None, Some("h:1".into())).is_err());
     }
 
     #[test]
