@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 import jsonschema
 import pytest
 from mcp import Client
@@ -168,6 +169,17 @@ async def test_ntoseye_kernel_dump(ntoseye: Target) -> None:
         assert target["kernel_base"] == "0xfffff8047ba00000", target
         assert target["symbol"].startswith("ntoskrnl+") and target["stopped_process"] is None
         assert (await client.call_tool("close", {})).structured_content == {"status": "closed"}
+
+
+async def test_ntoseye_session_closed_by_the_server_frees_the_slot(scratch: Path) -> None:
+    with serve("stdio", scratch, profile_args(scratch, "ntoseye", "--idle-timeout", "1")) as target:
+        async with target.connect() as client:
+            assert not (await client.call_tool("open", {"backend": "dump", "connect": str(SAMPLE)})).is_error
+            await anyio.sleep(2.5)  # the sweeper closes the unused session
+            gone = await refused(client, "command", line="k")
+            assert gone["kind"] == "not_attached", gone
+            assert not (await client.call_tool("open", {"backend": "dump", "connect": str(SAMPLE)})).is_error
+            assert not (await command(client, "k")).is_error
 
 
 @pytest.fixture(params=["stdio", "http"])

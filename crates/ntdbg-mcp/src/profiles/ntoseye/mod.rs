@@ -97,6 +97,8 @@ impl NtdbgServer {
             .into());
         }
         let target = a.backend.target(a.connect.as_deref())?;
+        // A session the server closed meanwhile frees the slot.
+        self.ntoseye_slot();
         if let Err(held) = self.implicit().claim() {
             return Err(match held {
                 Slot::Opening => still_opening(),
@@ -132,7 +134,7 @@ impl NtdbgServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
     )]
     async fn ntoseye_close(&self) -> Result<CallToolResult, ErrorData> {
-        if self.implicit().slot() == Slot::Opening {
+        if self.ntoseye_slot() == Slot::Opening {
             return Err(still_opening().into());
         }
         let id = self
@@ -232,9 +234,22 @@ impl NtdbgServer {
         }
     }
 
+    /// The slot, emptied first when its session is gone (the idle sweeper closes sessions
+    /// unused for `--idle-timeout`).
+    fn ntoseye_slot(&self) -> Slot {
+        let slot = self.implicit().slot();
+        if let Slot::Open(id) = &slot {
+            if !self.state().sessions.list().iter().any(|s| &s.id == id) {
+                self.implicit().forget(id);
+                return Slot::Empty;
+            }
+        }
+        slot
+    }
+
     /// The ntoseye session's id, or ntoseye's refusal for `doing` without one.
     fn ntoseye_session(&self, doing: &str) -> Result<String, Refusal> {
-        match self.implicit().slot() {
+        match self.ntoseye_slot() {
             Slot::Open(id) => Ok(id),
             Slot::Opening => Err(still_opening()),
             Slot::Empty => Err(no_session(doing)),

@@ -128,6 +128,14 @@ impl ImplicitSession {
         }
     }
 
+    /// Empties the slot if it still holds session `id` (closed by the server meanwhile).
+    pub(crate) fn forget(&self, id: &str) {
+        let mut implicit = self.lock();
+        if matches!(&*implicit, Implicit::Open(open) if open == id) {
+            *implicit = Implicit::NoTarget;
+        }
+    }
+
     /// Empties the slot for `close`: the session id, when one was open.
     pub(crate) fn take(&self) -> Option<String> {
         let mut implicit = self.lock();
