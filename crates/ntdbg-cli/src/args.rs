@@ -11,10 +11,12 @@ const MCP_EXAMPLES: &str = "Examples:
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
+  ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
 
 Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
 Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
-Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}";
+Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}
+Coming from ntoseye: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"ntoseye\"]}";
 
 /// `ntdbg repl --help`: what the terminal prompt offers.
 const REPL_KEYS: &str =
@@ -106,12 +108,25 @@ pub enum Command {
         /// its prompts and scripts keep working unchanged.
         #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
         profile: ProfileArg,
-        /// With --profile windbg-mcp: the dump file its tools work on (inside an --allow-dir).
+        /// With --profile windbg-mcp or ntoseye: the dump file its tools work on (inside an
+        /// --allow-dir).
         #[arg(long, value_name = "PATH", conflicts_with = "attach")]
         dump: Option<PathBuf>,
         /// With --profile windbg-mcp: the live target its tools work on (gdb:HOST:PORT).
         #[arg(long, value_name = "TARGET")]
         attach: Option<String>,
+        // ---- ntoseye's start-up flags (--profile ntoseye); see `startup_target` below ----
+        /// With --profile ntoseye: the backend to attach at startup, as ntoseye's --backend:
+        /// gdb (a GDB stub at --connect) or dump (the file at --dump or --connect); kd, kdnet
+        /// and memory are not available in ntdbg.
+        #[arg(long, value_name = "NAME", conflicts_with = "attach")]
+        backend: Option<String>,
+        /// Where to connect at startup, per profile. With --profile ntoseye (and --backend):
+        /// HOST:PORT of the GDB stub (--backend gdb, default 127.0.0.1:1234) or the dump's path
+        /// (--backend dump).
+        #[arg(long, value_name = "WHERE")]
+        connect: Option<String>,
+        // ---- end of ntoseye's start-up flags (--backend, --connect) ----
         /// Live sessions refuse run control, breakpoints and writes.
         #[arg(long)]
         read_only: bool,
@@ -236,6 +251,9 @@ pub enum ProfileArg {
     /// windbg-mcp's tools: wm_session, wm_run_cmd, wm_analyze_crash, … on the --dump (or
     /// --attach) target.
     WindbgMcp,
+    /// ntoseye's tools: command, open, close, on one session (opened by open, or at startup
+    /// by --dump or --backend gdb --connect HOST:PORT).
+    Ntoseye,
 }
 
 impl From<ProfileArg> for ntdbg_mcp::Profile {
@@ -244,9 +262,116 @@ impl From<ProfileArg> for ntdbg_mcp::Profile {
             ProfileArg::Ntdbg => ntdbg_mcp::Profile::Ntdbg,
             ProfileArg::McpWindbg => ntdbg_mcp::Profile::McpWindbg,
             ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
+            ProfileArg::Ntoseye => ntdbg_mcp::Profile::Ntoseye,
         }
     }
 }
+
+// ---- ntoseye's start-up flags: what `ntdbg mcp` opens at startup ----
+
+/// The target `ntdbg mcp` opens at startup: `--dump` or `--attach` with --profile
+/// windbg-mcp; `--dump`, or `--backend` (and `--connect`) with --profile ntoseye; none
+/// without these flags.
+///
+/// # Errors
+/// The flags do not go with the profile, or name a backend ntdbg does not serve.
+pub fn startup_target(
+    profile: ProfileArg,
+    dump: Option<PathBuf>,
+    attach: Option<String>,
+    backend: Option<String>,
+    connect: Option<String>,
+) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+    if connect.is_some() && backend.is_none() {
+        return Err("--connect goes with --backend (--profile ntoseye)".into());
+    }
+    match (profile, dump, attach, backend) {
+        (_, None, None, None) => Ok(None),
+        (ProfileArg::WindbgMcp, Some(path), _, None) => {
+            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+        }
+        (ProfileArg::WindbgMcp, None, Some(target), None) => {
+            Ok(Some(ntdbg_mcp::StartupTarget::Attach(target)))
+        }
+        (ProfileArg::Ntoseye, Some(path), None, backend)
+            if connect.is_none() && backend.as_deref().is_none_or(|b| b == "dump") =>
+        {
+            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+        }
+        (ProfileArg::Ntoseye, None, None, Some(backend)) => {
+            ntdbg_mcp::ntoseye_startup_target(&backend, connect.as_deref()).map(Some)
+        }
+        (ProfileArg::Ntoseye, ..) => Err(NTOSEYE_FLAGS.into()),
+        (ProfileArg::WindbgMcp, ..) => Err(WINDBG_MCP_FLAGS.into()),
+        _ => Err(PROFILE_FLAGS.into()),
+    }
+}
+
+/// The start-up flags --profile ntoseye takes.
+const NTOSEYE_FLAGS: &str =
+    "with --profile ntoseye give --dump PATH, or --backend gdb|dump with --connect (not --attach)";
+/// The start-up flags --profile windbg-mcp takes.
+const WINDBG_MCP_FLAGS: &str =
+    "--backend and --connect go with --profile ntoseye (windbg-mcp takes --dump or --attach)";
+/// The profiles that open a target at startup.
+const PROFILE_FLAGS: &str = "--dump, --attach, --backend and --connect go with --profile \
+     windbg-mcp or ntoseye (the other profiles open targets with their tools)";
+
+#[cfg(test)]
+mod ntoseye_startup_tests {
+    use super::*;
+    use ntdbg_mcp::StartupTarget;
+
+    #[test]
+    fn ntoseye_flags_map_to_startup_targets() {
+        let p = ProfileArg::Ntoseye;
+        let dump = || Some(PathBuf::from("crash.dmp"));
+        assert_eq!(startup_target(p, None, None, None, None), Ok(None));
+        assert_eq!(
+            startup_target(p, dump(), None, None, None),
+            Ok(Some(StartupTarget::Dump("crash.dmp".into())))
+        );
+        assert_eq!(
+            startup_target(p, None, None, Some("gdb".into()), Some("h:1".into())),
+            Ok(Some(StartupTarget::Attach("gdb:h:1".into())))
+        );
+        assert_eq!(
+            startup_target(p, None, None, Some("dump".into()), Some("c.dmp".into())),
+            Ok(Some(StartupTarget::Dump("c.dmp".into())))
+        );
+        let kd = startup_target(p, None, None, Some("kd".into()), None).unwrap_err();
+        assert!(kd.contains("not available"), "{kd}");
+        assert!(startup_target(p, dump(), None, Some("gdb".into()), None).is_err());
+        assert!(startup_target(p, None, None, None, Some("h:1".into())).is_err());
+    }
+
+    #[test]
+    fn startup_flags_stay_with_their_profiles() {
+        let gdb = || Some("gdb".to_string());
+        assert!(startup_target(ProfileArg::WindbgMcp, None, None, gdb(), None).is_err());
+        assert!(startup_target(ProfileArg::Ntdbg, Some("c.dmp".into()), None, None, None).is_err());
+        assert!(startup_target(
+            ProfileArg::Ntoseye,
+            None,
+            Some("gdb:h:1".into()),
+            None,
+            None
+        )
+        .is_err());
+        assert_eq!(
+            startup_target(
+                ProfileArg::WindbgMcp,
+                None,
+                Some("gdb:h:1".into()),
+                None,
+                None
+            ),
+            Ok(Some(ntdbg_mcp::StartupTarget::Attach("gdb:h:1".into())))
+        );
+    }
+}
+
+// ---- end of ntoseye's start-up flags ----
 
 /// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
 #[derive(Debug, clap::Args)]

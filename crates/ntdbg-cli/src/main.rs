@@ -92,17 +92,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             profile,
             dump,
             attach,
+            backend,
+            connect,
             db,
         } => {
-            let startup = match (dump, attach) {
-                (Some(path), _) => Some(ntdbg_mcp::StartupTarget::Dump(path)),
-                (None, Some(target)) => Some(ntdbg_mcp::StartupTarget::Attach(target)),
-                (None, None) => None,
+            let startup = match args::startup_target(profile, dump, attach, backend, connect) {
+                Ok(startup) => startup,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
             };
-            if startup.is_some() && profile != args::ProfileArg::WindbgMcp {
-                eprintln!("error: --dump and --attach go with --profile windbg-mcp (the other profiles open targets with their tools)");
-                return Ok(ExitCode::from(2));
-            }
             let options = McpOptions {
                 offline,
                 read_only,

@@ -1,12 +1,13 @@
-//! The windbg-mcp profile's one session: opened at startup from `--dump` or `--attach`, shared
-//! by every connection, released by `wm_detach` or `wm_shutdown`.
+//! The one session of the single-session profiles, shared by every connection: windbg-mcp's,
+//! opened at startup from `--dump` or `--attach` and released by `wm_detach` or `wm_shutdown`;
+//! ntoseye's, opened at startup or by `open` and released by `close`.
 
 use crate::error::ToolError;
 use ntdbg_engine::ErrorCode;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// What `--profile windbg-mcp` opens at startup.
+/// What `--profile windbg-mcp` (or `--profile ntoseye`) opens at startup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartupTarget {
     /// A dump file (`--dump PATH`).
@@ -15,7 +16,7 @@ pub enum StartupTarget {
     Attach(String),
 }
 
-/// The one session of the windbg-mcp profile, shared by every connection.
+/// The one session of a single-session profile, shared by every connection.
 #[derive(Debug, Default)]
 pub struct ImplicitSession(Mutex<Implicit>);
 
@@ -26,6 +27,8 @@ enum Implicit {
     NoTarget,
     /// To be opened by `open_startup_target`.
     Pending(StartupTarget),
+    /// ntoseye's `open` is opening a target.
+    Opening,
     /// The ntdbg session id.
     Open(String),
     /// `wm_detach` closed it.
@@ -78,8 +81,72 @@ impl ImplicitSession {
     }
 
     /// Records the session opened for the startup target.
-    pub(super) fn opened(&self, id: String) {
+    pub(crate) fn opened(&self, id: String) {
         *self.lock() = Implicit::Open(id);
+    }
+}
+
+/// What a single-session profile's slot holds, as ntoseye's tools ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// No session: `open` may open one.
+    Empty,
+    /// An `open` is under way.
+    Opening,
+    /// The ntdbg session id.
+    Open(String),
+}
+
+impl ImplicitSession {
+    /// What the slot holds now.
+    pub(crate) fn slot(&self) -> Slot {
+        match &*self.lock() {
+            Implicit::Open(id) => Slot::Open(id.clone()),
+            Implicit::Opening => Slot::Opening,
+            _ => Slot::Empty,
+        }
+    }
+
+    /// Reserves an empty slot for an `open`; what the slot holds when it is not empty.
+    pub(crate) fn claim(&self) -> Result<(), Slot> {
+        let mut implicit = self.lock();
+        match &*implicit {
+            Implicit::Open(id) => Err(Slot::Open(id.clone())),
+            Implicit::Opening => Err(Slot::Opening),
+            _ => {
+                *implicit = Implicit::Opening;
+                Ok(())
+            }
+        }
+    }
+
+    /// Gives up a reservation whose `open` failed.
+    pub(crate) fn abandon(&self) {
+        let mut implicit = self.lock();
+        if matches!(*implicit, Implicit::Opening) {
+            *implicit = Implicit::NoTarget;
+        }
+    }
+
+    /// Empties the slot if it still holds session `id` (closed by the server meanwhile).
+    pub(crate) fn forget(&self, id: &str) {
+        let mut implicit = self.lock();
+        if matches!(&*implicit, Implicit::Open(open) if open == id) {
+            *implicit = Implicit::NoTarget;
+        }
+    }
+
+    /// Empties the slot for `close`: the session id, when one was open.
+    pub(crate) fn take(&self) -> Option<String> {
+        let mut implicit = self.lock();
+        match &*implicit {
+            Implicit::Open(id) => {
+                let id = id.clone();
+                *implicit = Implicit::NoTarget;
+                Some(id)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -87,6 +154,11 @@ impl Implicit {
     fn id(&self) -> Result<String, ToolError> {
         match self {
             Implicit::Open(id) => Ok(id.clone()),
+            Implicit::Opening => Err(ToolError::new(
+                ErrorCode::NotAttached,
+                "the target is still being opened",
+            )
+            .with_hint("retry shortly")),
             Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
                 ErrorCode::NotAttached,
                 "no target: this server was started without --dump or --attach",

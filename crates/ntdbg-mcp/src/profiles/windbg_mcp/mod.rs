@@ -8,6 +8,7 @@
 mod args;
 mod implicit;
 
+pub(crate) use implicit::Slot;
 pub use implicit::{ImplicitSession, StartupTarget};
 
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
@@ -418,7 +419,7 @@ impl NtdbgServer {
 }
 
 impl NtdbgServer {
-    /// Opens the windbg-mcp profile's target given at startup ([`Self::with_startup_target`]);
+    /// Opens the single-session profile's target given at startup ([`Self::with_startup_target`]);
     /// does nothing without one.
     ///
     /// # Errors
@@ -427,7 +428,25 @@ impl NtdbgServer {
         let Some(pending) = self.implicit().pending() else {
             return Ok(());
         };
-        let opened = match &pending {
+        let opened = self.open_target(&pending).await;
+        match opened {
+            Ok(id) => {
+                self.implicit().opened(id);
+                Ok(())
+            }
+            Err(e) => {
+                let flag = match &pending {
+                    StartupTarget::Dump(path) => format!("--dump {}", path.display()),
+                    StartupTarget::Attach(target) => format!("--attach {target}"),
+                };
+                Err(std::io::Error::other(format!("{flag}: {}", e.render())))
+            }
+        }
+    }
+
+    /// Opens `target` (a dump, or a live target) as a new ntdbg session: its id.
+    pub(crate) async fn open_target(&self, target: &StartupTarget) -> Result<String, ToolError> {
+        match target {
             StartupTarget::Dump(path) => {
                 let params = OpenDumpParams {
                     path: path.display().to_string(),
@@ -450,19 +469,6 @@ impl NtdbgServer {
                 tools::live::attach(self.state(), params)
                     .await
                     .map(|r| r.value.session_id)
-            }
-        };
-        match opened {
-            Ok(id) => {
-                self.implicit().opened(id);
-                Ok(())
-            }
-            Err(e) => {
-                let flag = match &pending {
-                    StartupTarget::Dump(path) => format!("--dump {}", path.display()),
-                    StartupTarget::Attach(target) => format!("--attach {target}"),
-                };
-                Err(std::io::Error::other(format!("{flag}: {}", e.render())))
             }
         }
     }
