@@ -137,8 +137,13 @@ async def test_two_sessions_at_once(target: Target) -> None:
             for name in ids:
                 tg.start_soon(analyze, name)
         assert codes == {"crashy-x64-null.dmp": "0xc0000005", "crashy-x64-divzero.dmp": "0xc0000094"}
-        listed = ok(await call(client, "list_sessions"))["sessions"]
+        listing = ok(await call(client, "list_sessions"))
+        listed = listing["sessions"]
         assert {s["session_id"] for s in listed} >= set(ids.values())
+        # Both dumps are of one build: its symbols were parsed once and shared.
+        shared = listing["shared_symbols"]
+        assert shared["hits"] >= 1 and shared["loads"] >= 1, shared
+        assert 0 < shared["bytes"] <= shared["limit"], shared
         for sid in ids.values():
             ok(await call(client, "close_session", session_id=sid))
 

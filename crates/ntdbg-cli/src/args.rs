@@ -11,12 +11,14 @@ const MCP_EXAMPLES: &str = "Examples:
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
+  ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
   ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp --http-port 8080
 
 Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
 Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
 Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}
-Coming from chensiling's Windbg-MCP: run the line above with --http-port 8080; the client keeps {\"url\": \"http://127.0.0.1:8080/mcp\"}";
+Coming from ntoseye: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"ntoseye\"]}
+Coming from chensiling's Windbg-MCP: ntdbg mcp --profile chensiling --dump crash.dmp --http-port 8080 (the client keeps {\"url\": \"http://127.0.0.1:8080/mcp\"})";
 
 /// `ntdbg repl --help`: what the terminal prompt offers.
 const REPL_KEYS: &str =
@@ -108,13 +110,26 @@ pub enum Command {
         /// its prompts and scripts keep working unchanged.
         #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
         profile: ProfileArg,
-        /// With --profile windbg-mcp or chensiling: the dump file its tools work on (inside an
-        /// --allow-dir).
+        /// With --profile windbg-mcp, ntoseye or chensiling: the dump file its tools work on
+        /// (inside an --allow-dir).
         #[arg(long, value_name = "PATH", conflicts_with = "attach")]
         dump: Option<PathBuf>,
         /// With --profile windbg-mcp: the live target its tools work on (gdb:HOST:PORT).
         #[arg(long, value_name = "TARGET")]
         attach: Option<String>,
+        // ---- ntoseye's start-up flags (--profile ntoseye); see `startup_target` below ----
+        /// With --profile ntoseye: the backend to attach at startup, as ntoseye's --backend:
+        /// gdb (a GDB stub at --connect) or dump (the file at --dump or --connect); kd, kdnet
+        /// and memory are not available in ntdbg.
+        #[arg(long, value_name = "NAME", conflicts_with = "attach")]
+        backend: Option<String>,
+        /// Where to connect at startup, per profile. With --profile ntoseye (and --backend):
+        /// HOST:PORT of the GDB stub (--backend gdb, default 127.0.0.1:1234) or the dump's path
+        /// (--backend dump). With --profile chensiling: tcp:HOST:PORT of a WinDbg `.server`,
+        /// which ntdbg cannot drive (no dbgeng): its tools answer not_available.
+        #[arg(long, value_name = "WHERE")]
+        connect: Option<String>,
+        // ---- end of ntoseye's start-up flags (--backend, --connect) ----
         /// Live sessions refuse run control, breakpoints and writes.
         #[arg(long)]
         read_only: bool,
@@ -203,6 +218,9 @@ pub enum Command {
     /// drop-in for pipelines that run minidump-stackwalk.
     #[command(after_help = crate::stackwalk::STACKWALK_HELP)]
     Stackwalk(crate::stackwalk::StackwalkArgs),
+    // The crash store: ingest, crashes, enqueue, worker.
+    #[command(flatten)]
+    Store(crate::store_cli::StoreCommand),
     /// Print a shell completion script for ntdbg to stdout.
     #[command(
         after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"
@@ -211,9 +229,6 @@ pub enum Command {
         /// The shell: bash, zsh, fish, powershell or elvish.
         shell: clap_complete::Shell,
     },
-    // The crash store: ingest, crashes, enqueue, worker.
-    #[command(flatten)]
-    Store(crate::store_cli::StoreCommand),
     /// Symbolize addresses (stdin, one hex virtual address a line) of a Windows image with
     /// its PDB beside it, in llvm-symbolizer's `-f -i` shape (for bench/bigpdb/run.sh).
     #[command(hide = true)]
@@ -234,16 +249,16 @@ pub enum Command {
 // ---- chensiling's Windbg-MCP start-up flags (`ntdbg mcp --profile chensiling`) ----------
 
 /// The start-up flags of chensiling's Windbg-MCP server, so its users keep their launch line:
-/// `--dump` (shared with windbg-mcp, above), `--pid`, `--exe` and `--args`, `--connect`,
-/// `--http-port`, `--standalone`.
+/// `--pid`, `--exe` and `--args`, `--http-port`, `--standalone` (`--dump` and `--connect` are
+/// the shared flags above, with chensiling's meaning in [`mcp_startup`]).
 #[derive(Debug, clap::Args)]
 pub struct ChensilingArgs {
     /// With --profile chensiling: attach to process PID (Windows, through ntdbg's native
     /// Windows target; elsewhere its tools answer not_available).
-    #[arg(long, value_name = "PID", conflicts_with_all = ["dump", "attach", "exe"])]
+    #[arg(long, value_name = "PID", conflicts_with_all = ["dump", "attach", "exe", "connect", "backend"])]
     pub pid: Option<u32>,
     /// With --profile chensiling: start PATH under the debugger (Windows, as --pid).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["dump", "attach"])]
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["dump", "attach", "connect", "backend"])]
     pub exe: Option<String>,
     /// With --exe: the program's arguments.
     #[arg(
@@ -253,11 +268,6 @@ pub struct ChensilingArgs {
         allow_hyphen_values = true
     )]
     pub exe_args: Option<String>,
-    /// A debugger connection the profile's tools work through. With --profile chensiling:
-    /// tcp:HOST:PORT of a WinDbg `.server`, which ntdbg cannot drive (no dbgeng): its tools
-    /// answer not_available.
-    #[arg(long, value_name = "CONNECTION", conflicts_with_all = ["dump", "attach", "pid", "exe"])]
-    pub connect: Option<String>,
     /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp (chensiling's Windbg-MCP uses 8080).
     #[arg(long, value_name = "PORT", conflicts_with = "http")]
     pub http_port: Option<u16>,
@@ -267,31 +277,76 @@ pub struct ChensilingArgs {
 }
 
 impl ChensilingArgs {
-    /// The target `--pid`, `--exe` or `--connect` names, if one of them was given: a live
-    /// Windows process on Windows, otherwise recorded as not available with the reason.
-    pub fn startup(&self) -> Option<ntdbg_mcp::StartupTarget> {
+    /// What `--profile chensiling` opens at startup: `--dump`, `--attach`, or the process
+    /// `--pid`/`--exe` name (a live Windows process on Windows, elsewhere recorded as not
+    /// available with the reason); `--connect` is recorded as not available.
+    fn startup(
+        &self,
+        dump: Option<PathBuf>,
+        attach: Option<String>,
+        backend: Option<String>,
+        connect: Option<String>,
+    ) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
         use ntdbg_mcp::StartupTarget;
-        if let Some(connection) = &self.connect {
-            return Some(StartupTarget::Unavailable(format!(
-                "--connect {connection}: a WinDbg remote server (.server) is driven through dbgeng, which ntdbg does not have; open a dump with --dump PATH instead"
-            )));
+        if backend.is_some() {
+            return Err("--backend goes with --profile ntoseye".into());
         }
-        let spec = match (self.pid, &self.exe) {
-            (Some(pid), _) => format!("pid:{pid}"),
-            (None, Some(exe)) => match &self.exe_args {
+        let process = match (self.pid, &self.exe) {
+            (Some(pid), _) => Some(format!("pid:{pid}")),
+            (None, Some(exe)) => Some(match &self.exe_args {
                 Some(args) => format!("exe:{exe} {args}"),
                 None => format!("exe:{exe}"),
-            },
-            (None, None) => return None,
+            }),
+            (None, None) => None,
         };
-        Some(if cfg!(windows) {
-            StartupTarget::Attach(spec)
-        } else {
-            StartupTarget::Unavailable(format!(
+        let given = [
+            dump.is_some(),
+            attach.is_some(),
+            connect.is_some(),
+            process.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() > 1 {
+            return Err(CHENSILING_FLAGS.into());
+        }
+        Ok(match (dump, attach, connect, process) {
+            (Some(path), ..) => Some(StartupTarget::Dump(path)),
+            (_, Some(target), ..) => Some(StartupTarget::Attach(target)),
+            (_, _, Some(connection), _) => Some(StartupTarget::Unavailable(format!(
+                "--connect {connection}: a WinDbg remote server (.server) is driven through dbgeng, which ntdbg does not have; open a dump with --dump PATH instead"
+            ))),
+            (_, _, _, Some(spec)) if cfg!(windows) => Some(StartupTarget::Attach(spec)),
+            (_, _, _, Some(spec)) => Some(StartupTarget::Unavailable(format!(
                 "{spec}: live Windows processes are debugged through the Win32 debugging API, which exists only on Windows; open a dump with --dump PATH instead"
-            ))
+            ))),
+            (None, None, None, None) => None,
         })
     }
+}
+
+/// One start-up form of --profile chensiling at a time.
+const CHENSILING_FLAGS: &str =
+    "with --profile chensiling give one of --dump, --attach, --pid, --exe or --connect";
+
+/// The target `ntdbg mcp` opens at startup, for every profile: chensiling's flags here, the
+/// others' in [`startup_target`].
+///
+/// # Errors
+/// The flags do not go with the profile, or contradict each other.
+pub fn mcp_startup(
+    profile: ProfileArg,
+    dump: Option<PathBuf>,
+    attach: Option<String>,
+    backend: Option<String>,
+    connect: Option<String>,
+    chensiling: &ChensilingArgs,
+) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+    if profile == ProfileArg::Chensiling {
+        return chensiling.startup(dump, attach, backend, connect);
+    }
+    if chensiling.pid.is_some() || chensiling.exe.is_some() {
+        return Err("--pid and --exe go with --profile chensiling".into());
+    }
+    startup_target(profile, dump, attach, backend, connect)
 }
 
 // ---- end of chensiling's start-up flags --------------------------------------------------
@@ -306,6 +361,9 @@ pub enum ProfileArg {
     /// windbg-mcp's tools: wm_session, wm_run_cmd, wm_analyze_crash, … on the --dump (or
     /// --attach) target.
     WindbgMcp,
+    /// ntoseye's tools: command, open, close, on one session (opened by open, or at startup
+    /// by --dump or --backend gdb --connect HOST:PORT).
+    Ntoseye,
     /// chensiling's Windbg-MCP intent tools: windbg_context, windbg_analyze, windbg_backtrace,
     /// … answering its ToolEnvelope, on the --dump (--pid, --exe) target.
     Chensiling,
@@ -317,10 +375,117 @@ impl From<ProfileArg> for ntdbg_mcp::Profile {
             ProfileArg::Ntdbg => ntdbg_mcp::Profile::Ntdbg,
             ProfileArg::McpWindbg => ntdbg_mcp::Profile::McpWindbg,
             ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
+            ProfileArg::Ntoseye => ntdbg_mcp::Profile::Ntoseye,
             ProfileArg::Chensiling => ntdbg_mcp::Profile::Chensiling,
         }
     }
 }
+
+// ---- ntoseye's start-up flags: what `ntdbg mcp` opens at startup ----
+
+/// The target `ntdbg mcp` opens at startup: `--dump` or `--attach` with --profile
+/// windbg-mcp; `--dump`, or `--backend` (and `--connect`) with --profile ntoseye; none
+/// without these flags.
+///
+/// # Errors
+/// The flags do not go with the profile, or name a backend ntdbg does not serve.
+pub fn startup_target(
+    profile: ProfileArg,
+    dump: Option<PathBuf>,
+    attach: Option<String>,
+    backend: Option<String>,
+    connect: Option<String>,
+) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+    if connect.is_some() && backend.is_none() {
+        return Err("--connect goes with --backend (--profile ntoseye)".into());
+    }
+    match (profile, dump, attach, backend) {
+        (_, None, None, None) => Ok(None),
+        (ProfileArg::WindbgMcp, Some(path), _, None) => {
+            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+        }
+        (ProfileArg::WindbgMcp, None, Some(target), None) => {
+            Ok(Some(ntdbg_mcp::StartupTarget::Attach(target)))
+        }
+        (ProfileArg::Ntoseye, Some(path), None, backend)
+            if connect.is_none() && backend.as_deref().is_none_or(|b| b == "dump") =>
+        {
+            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+        }
+        (ProfileArg::Ntoseye, None, None, Some(backend)) => {
+            ntdbg_mcp::ntoseye_startup_target(&backend, connect.as_deref()).map(Some)
+        }
+        (ProfileArg::Ntoseye, ..) => Err(NTOSEYE_FLAGS.into()),
+        (ProfileArg::WindbgMcp, ..) => Err(WINDBG_MCP_FLAGS.into()),
+        _ => Err(PROFILE_FLAGS.into()),
+    }
+}
+
+/// The start-up flags --profile ntoseye takes.
+const NTOSEYE_FLAGS: &str =
+    "with --profile ntoseye give --dump PATH, or --backend gdb|dump with --connect (not --attach)";
+/// The start-up flags --profile windbg-mcp takes.
+const WINDBG_MCP_FLAGS: &str =
+    "--backend and --connect go with --profile ntoseye (windbg-mcp takes --dump or --attach)";
+/// The profiles that open a target at startup.
+const PROFILE_FLAGS: &str = "--dump, --attach, --backend and --connect go with --profile \
+     windbg-mcp or ntoseye (the other profiles open targets with their tools)";
+
+#[cfg(test)]
+mod ntoseye_startup_tests {
+    use super::*;
+    use ntdbg_mcp::StartupTarget;
+
+    #[test]
+    fn ntoseye_flags_map_to_startup_targets() {
+        let p = ProfileArg::Ntoseye;
+        let dump = || Some(PathBuf::from("crash.dmp"));
+        assert_eq!(startup_target(p, None, None, None, None), Ok(None));
+        assert_eq!(
+            startup_target(p, dump(), None, None, None),
+            Ok(Some(StartupTarget::Dump("crash.dmp".into())))
+        );
+        assert_eq!(
+            startup_target(p, None, None, Some("gdb".into()), Some("h:1".into())),
+            Ok(Some(StartupTarget::Attach("gdb:h:1".into())))
+        );
+        assert_eq!(
+            startup_target(p, None, None, Some("dump".into()), Some("c.dmp".into())),
+            Ok(Some(StartupTarget::Dump("c.dmp".into())))
+        );
+        let kd = startup_target(p, None, None, Some("kd".into()), None).unwrap_err();
+        assert!(kd.contains("not available"), "{kd}");
+        assert!(startup_target(p, dump(), None, Some("gdb".into()), None).is_err());
+        assert!(startup_target(p, None, None, None, Some("h:1".into())).is_err());
+    }
+
+    #[test]
+    fn startup_flags_stay_with_their_profiles() {
+        let gdb = || Some("gdb".to_string());
+        assert!(startup_target(ProfileArg::WindbgMcp, None, None, gdb(), None).is_err());
+        assert!(startup_target(ProfileArg::Ntdbg, Some("c.dmp".into()), None, None, None).is_err());
+        assert!(startup_target(
+            ProfileArg::Ntoseye,
+            None,
+            Some("gdb:h:1".into()),
+            None,
+            None
+        )
+        .is_err());
+        assert_eq!(
+            startup_target(
+                ProfileArg::WindbgMcp,
+                None,
+                Some("gdb:h:1".into()),
+                None,
+                None
+            ),
+            Ok(Some(ntdbg_mcp::StartupTarget::Attach("gdb:h:1".into())))
+        );
+    }
+}
+
+// ---- end of ntoseye's start-up flags ----
 
 /// What `run` and `repl` debug: a dump file, or a live target with `--attach`.
 #[derive(Debug, clap::Args)]
@@ -341,16 +506,24 @@ pub struct TargetArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ntdbg_mcp::StartupTarget;
 
-    /// The chensiling flags of `ntdbg mcp ARGS`.
-    fn chensiling(args: &[&str]) -> Result<ChensilingArgs, clap::Error> {
-        let cli = Cli::try_parse_from(
-            ["ntdbg", "mcp", "--profile", "chensiling"]
-                .iter()
-                .chain(args),
-        )?;
+    /// What `ntdbg mcp --profile chensiling ARGS` opens at startup, as `main` asks.
+    fn chensiling(args: &[&str]) -> Result<Option<StartupTarget>, String> {
+        let argv = ["ntdbg", "mcp", "--profile", "chensiling"]
+            .iter()
+            .chain(args);
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
         match cli.command {
-            Command::Mcp { chensiling, .. } => Ok(chensiling),
+            Command::Mcp {
+                profile,
+                dump,
+                attach,
+                backend,
+                connect,
+                chensiling,
+                ..
+            } => mcp_startup(profile, dump, attach, backend, connect, &chensiling),
             _ => unreachable!("parsed as mcp"),
         }
     }
@@ -359,23 +532,15 @@ mod tests {
     fn chensiling_start_up_flags_map_to_startup_targets() {
         let pid = chensiling(&["--standalone", "--pid", "42"]).expect("pid");
         let exe = chensiling(&["--exe", "C:\\app.exe", "--args", "-x 1"]).expect("exe");
-        let (pid, exe) = (pid.startup(), exe.startup());
         if cfg!(windows) {
+            assert_eq!(pid, Some(StartupTarget::Attach("pid:42".into())));
             assert_eq!(
-                (pid, exe),
-                (
-                    Some(ntdbg_mcp::StartupTarget::Attach("pid:42".into())),
-                    Some(ntdbg_mcp::StartupTarget::Attach(
-                        "exe:C:\\app.exe -x 1".into()
-                    ))
-                )
+                exe,
+                Some(StartupTarget::Attach("exe:C:\\app.exe -x 1".into()))
             );
         } else {
             match (pid, exe) {
-                (
-                    Some(ntdbg_mcp::StartupTarget::Unavailable(p)),
-                    Some(ntdbg_mcp::StartupTarget::Unavailable(e)),
-                ) => {
+                (Some(StartupTarget::Unavailable(p)), Some(StartupTarget::Unavailable(e))) => {
                     assert!(
                         p.starts_with("pid:42: ") && p.contains("only on Windows"),
                         "{p}"
@@ -386,16 +551,15 @@ mod tests {
             }
         }
         let connect = chensiling(&["--connect", "tcp:localhost:50000"]).expect("connect");
-        assert!(matches!(
-            connect.startup(),
-            Some(ntdbg_mcp::StartupTarget::Unavailable(r)) if r.contains("dbgeng")
-        ));
-        assert!(chensiling(&[]).expect("none").startup().is_none());
+        assert!(matches!(connect, Some(StartupTarget::Unavailable(r)) if r.contains("dbgeng")));
         assert_eq!(
-            chensiling(&["--http-port", "8080"])
-                .expect("port")
-                .http_port,
-            Some(8080)
+            chensiling(&["--dump", "a.dmp"]),
+            Ok(Some(StartupTarget::Dump("a.dmp".into())))
+        );
+        assert_eq!(chensiling(&[]), Ok(None));
+        let cli = Cli::try_parse_from(["ntdbg", "mcp", "--http-port", "8080"]).expect("port");
+        assert!(
+            matches!(cli.command, Command::Mcp { chensiling, .. } if chensiling.http_port == Some(8080))
         );
     }
 
@@ -403,7 +567,17 @@ mod tests {
     fn chensiling_flags_that_contradict_are_usage_errors() {
         assert!(chensiling(&["--pid", "1", "--exe", "a.exe"]).is_err());
         assert!(chensiling(&["--connect", "tcp:1", "--dump", "a.dmp"]).is_err());
+        assert!(chensiling(&["--backend", "gdb"]).is_err());
         assert!(chensiling(&["--http-port", "1", "--http", "127.0.0.1:2"]).is_err());
         assert!(chensiling(&["--args", "-x"]).is_err(), "--args needs --exe");
+        let other = Cli::try_parse_from(["ntdbg", "mcp", "--pid", "1"]).expect("parses");
+        if let Command::Mcp {
+            profile,
+            chensiling,
+            ..
+        } = other.command
+        {
+            assert!(mcp_startup(profile, None, None, None, None, &chensiling).is_err());
+        }
     }
 }

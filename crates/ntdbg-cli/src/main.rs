@@ -92,22 +92,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             profile,
             dump,
             attach,
+            backend,
+            connect,
             db,
             chensiling,
         } => {
-            let startup = match (dump, attach) {
-                (Some(path), _) => Some(ntdbg_mcp::StartupTarget::Dump(path)),
-                (None, Some(target)) => Some(ntdbg_mcp::StartupTarget::Attach(target)),
-                (None, None) => chensiling.startup(),
-            };
-            let startup_profile = matches!(
-                profile,
-                args::ProfileArg::WindbgMcp | args::ProfileArg::Chensiling
-            );
-            if startup.is_some() && !startup_profile {
-                eprintln!("error: --dump, --attach, --pid, --exe and --connect go with --profile windbg-mcp or chensiling (the other profiles open targets with their tools)");
-                return Ok(ExitCode::from(2));
-            }
+            let startup =
+                match args::mcp_startup(profile, dump, attach, backend, connect, &chensiling) {
+                    Ok(startup) => startup,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                };
             let http = http.or(chensiling
                 .http_port
                 .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port))));

@@ -24,9 +24,10 @@ pub fn manpage(subcommand: Option<&str>) -> anyhow::Result<ExitCode> {
     let page = match subcommand {
         None => command,
         Some(name) => {
-            let Some(sub) = command.find_subcommand(name) else {
+            let Some(sub) = command.find_subcommand(name).filter(|c| !c.is_hide_set()) else {
                 let names: Vec<_> = command
                     .get_subcommands()
+                    .filter(|c| !c.is_hide_set())
                     .map(|c| c.get_name().to_string())
                     .collect();
                 eprintln!(

@@ -65,6 +65,10 @@ fn man_page_of_an_unknown_subcommand_names_the_real_ones() {
         err.contains("no subcommand 'nope'") && err.contains("analyze"),
         "{err}"
     );
+    // Hidden helpers (benchmark plumbing) are neither named nor given a page.
+    assert!(!err.contains("symbolize-image"), "{err}");
+    let hidden = ntdbg(&["manpage", "symbolize-image"]);
+    assert_eq!(hidden.status.code(), Some(2));
 }
 
 #[test]
@@ -72,6 +76,12 @@ fn help_lists_completions_and_manpage() {
     let help = stdout(&ntdbg(&["--help"]));
     assert!(
         help.contains("completions") && help.contains("manpage"),
+        "{help}"
+    );
+    // The debugging commands and the crash store's come first, the shell helpers last.
+    let at = |name: &str| help.find(&format!("\n  {name} ")).expect(name);
+    assert!(
+        at("worker") < at("completions") && at("completions") < at("manpage"),
         "{help}"
     );
 }

@@ -329,6 +329,25 @@ pub struct ReadOutputResult {
 pub struct ListSessionsResult {
     /// Open sessions, oldest first.
     pub sessions: Vec<SessionInfo>,
+    /// The parsed symbols the server's sessions share (`--symbol-memory`).
+    pub shared_symbols: SharedSymbolsInfo,
+}
+
+/// The server's shared parsed-symbol cache: what it holds and how often it was used.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SharedSymbolsInfo {
+    /// Modules whose parsed symbols it holds.
+    pub modules: usize,
+    /// Their approximate size in bytes.
+    pub bytes: u64,
+    /// The limit in bytes; the least recently used are dropped above it.
+    pub limit: u64,
+    /// Module loads answered from it.
+    pub hits: u64,
+    /// Module loads that parsed symbols (no matching entry).
+    pub loads: u64,
+    /// Entries dropped to stay under the limit.
+    pub evictions: u64,
 }
 
 /// One open session.

@@ -45,7 +45,7 @@ pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
-pub use profiles::{Profile, StartupTarget};
+pub use profiles::{ntoseye_startup_target, Profile, StartupTarget};
 pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;

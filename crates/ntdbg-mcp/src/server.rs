@@ -78,13 +78,14 @@ impl NtdbgServer {
             Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
             Profile::McpWindbg => (Self::mcp_windbg_tools(), Self::mcp_windbg_prompts()),
             Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
+            Profile::Ntoseye => (Self::ntoseye_tools(), PromptRouter::new()),
             Profile::Chensiling => (Self::chensiling_tools(), PromptRouter::new()),
         };
         self.profile = profile;
         self
     }
 
-    /// The target the windbg-mcp profile's tools work on, opened by
+    /// The target the windbg-mcp, ntoseye or chensiling profile's tools work on, opened by
     /// [`open_startup_target`](Self::open_startup_target).
     pub fn with_startup_target(self, target: StartupTarget) -> NtdbgServer {
         self.implicit.set_startup(target);
@@ -103,7 +104,7 @@ impl NtdbgServer {
         &self.state
     }
 
-    /// The windbg-mcp profile's one session.
+    /// The one session of the windbg-mcp, ntoseye and chensiling profiles.
     pub(crate) fn implicit(&self) -> &ImplicitSession {
         &self.implicit
     }

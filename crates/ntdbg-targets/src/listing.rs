@@ -502,11 +502,11 @@ fn kernel_summary(
     Ok(())
 }
 
-/// When a summarised dump was written, in seconds since 1970: its header's time, else the
-/// file's modification time.
-pub fn written_at(summary: &DumpSummary) -> Option<u64> {
-    summary.time_unix.or_else(|| {
-        std::fs::metadata(&summary.path)
+/// When a dump was written, in seconds since 1970: `header_time` (from the dump's header)
+/// when there is one, else the modification time of the file at `path`.
+pub fn written_or_modified(header_time: Option<u64>, path: &Path) -> Option<u64> {
+    header_time.or_else(|| {
+        std::fs::metadata(path)
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())

@@ -13,10 +13,10 @@ use crate::signature::SignatureConfig;
 use crate::{analyze_with, Report};
 use ntdbg_engine::{Interrupt, Session};
 use ntdbg_symbols::{SharedSymbols, DEFAULT_SYMBOL_MEMORY};
-use ntdbg_targets::listing::{find_dump_files, format_unix, written_at, WalkLimits};
+use ntdbg_targets::listing::{find_dump_files, format_unix, written_or_modified, WalkLimits};
 use rayon::prelude::*;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,7 +42,6 @@ pub struct TriageOptions {
     pub shared_symbols: Option<Arc<SharedSymbols>>,
 }
 
-/// The result of a batch triage. `R` is the representative report: [`Report`] here, its
 impl TriageOptions {
     /// The parsed-symbol cache the run shares: the one given, else a new one.
     pub fn symbol_cache(&self) -> Arc<SharedSymbols> {
@@ -52,6 +51,7 @@ impl TriageOptions {
     }
 }
 
+/// The result of a batch triage. `R` is the representative report: [`Report`] here, its
 /// stored JSON in the crash store (`ntdbg-store`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TriageResult<R = Report> {
@@ -144,6 +144,9 @@ pub struct Analysed<R = Report> {
 }
 
 /// Triage the given dump files (in parallel, `options.jobs` threads).
+///
+/// Only one report per signature is kept while the dumps are analysed (the representative:
+/// the bucket's first dump by path), so memory grows with the buckets, not with the dumps.
 pub fn triage_paths(
     files: &[PathBuf],
     options: &TriageOptions,
@@ -151,13 +154,14 @@ pub fn triage_paths(
 ) -> TriageResult {
     let total = files.len();
     let shared = options.symbol_cache();
+    let representatives = Representatives::default();
     // Counted and reported under one lock, so reports from the workers arrive in order.
     let done = std::sync::Mutex::new(0usize);
-    let work = || -> Vec<Result<Analysed, FailedDump>> {
+    let work = || -> Vec<Result<Analysed<()>, FailedDump>> {
         files
             .par_iter()
             .map(|path| {
-                let r = analyse_one(path, options, &shared);
+                let r = analyse_one(path, options, &shared).map(|a| representatives.offer(a));
                 let mut n = done
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -177,7 +181,63 @@ pub fn triage_paths(
         Ok(pool) => pool.install(work),
         Err(_) => work(),
     };
-    group(results)
+    representatives.fill(group(results))
+}
+
+/// The report of each signature's first dump by path, kept while the others are dropped.
+#[derive(Default)]
+struct Representatives(std::sync::Mutex<HashMap<String, (String, Report)>>);
+
+impl Representatives {
+    /// Keeps `analysed`'s report if its dump is the first by path of its signature so far;
+    /// returns the rest of what [`group`] needs.
+    fn offer(&self, analysed: Analysed) -> Analysed<()> {
+        let Analysed {
+            path,
+            time,
+            signature,
+            kind,
+            modules,
+            report,
+        } = analysed;
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let first = kept.get(&signature).is_none_or(|(p, _)| path < *p);
+        if first {
+            kept.insert(signature.clone(), (path.clone(), report));
+        }
+        Analysed {
+            path,
+            time,
+            signature,
+            kind,
+            modules,
+            report: (),
+        }
+    }
+
+    /// The grouped result with each bucket's representative report put back.
+    fn fill(self, grouped: TriageResult<()>) -> TriageResult {
+        let mut kept = self
+            .0
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let buckets = grouped
+            .buckets
+            .into_iter()
+            .filter_map(|b| {
+                let (_, report) = kept.remove(&b.signature)?;
+                Some(b.map_representative(|()| report))
+            })
+            .collect();
+        TriageResult {
+            dumps: grouped.dumps,
+            buckets,
+            failed: grouped.failed,
+        }
+    }
 }
 
 /// Analyses one dump as triage does (a panic in the analysis is an error, not a crash), with
@@ -204,14 +264,15 @@ pub fn analyse_one(
         session.symbols().share(Some(shared.clone()));
         let report = analyze_with(&session, &options.signature);
         let modules = affected_modules(&session, &report);
-        Ok::<(Report, Vec<String>), String>((report, modules))
+        let written = session.target().system().dump_time.map(u64::from);
+        Ok::<(Report, Vec<String>, Option<u64>), String>((report, modules, written))
     }));
-    let (report, modules) = match outcome {
+    let (report, modules, written) = match outcome {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => return Err(failed(e)),
         Err(_) => return Err(failed("internal error: the analysis panicked".into())),
     };
-    let time = written_at(&crate::listing::summarize_dump(path));
+    let time = written_or_modified(written, path);
     let kind = report
         .event
         .name

@@ -9,11 +9,13 @@
 //! [`NtdbgServer`]: crate::NtdbgServer
 
 mod chensiling;
-mod implicit;
 mod mcp_windbg;
+mod ntoseye;
 mod windbg_mcp;
 
-pub use implicit::{ImplicitSession, StartupTarget};
+pub use ntoseye::startup_target as ntoseye_startup_target;
+pub(crate) use windbg_mcp::Slot;
+pub use windbg_mcp::{ImplicitSession, StartupTarget};
 
 use crate::dto::CommandStatus;
 use crate::tools::commands::BatchOutput;
@@ -31,6 +33,9 @@ pub enum Profile {
     /// The tools of windbg-mcp: `wm_session`, `wm_run_cmd`, … on one session opened at
     /// startup ([`StartupTarget`]).
     WindbgMcp,
+    /// The tools of ntoseye's MCP server: `command`, `open`, `close`, on one session at a time
+    /// (opened by `open` or at startup).
+    Ntoseye,
     /// The 20 intent tools of chensiling's Windbg-MCP: `windbg_context`, `windbg_analyze`,
     /// … answering its `ToolEnvelope`, on one session opened at startup.
     Chensiling,
@@ -38,10 +43,11 @@ pub enum Profile {
 
 impl Profile {
     /// Every profile, default first.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Ntdbg,
         Profile::McpWindbg,
         Profile::WindbgMcp,
+        Profile::Ntoseye,
         Profile::Chensiling,
     ];
 
@@ -51,6 +57,7 @@ impl Profile {
             Profile::Ntdbg => "ntdbg",
             Profile::McpWindbg => "mcp-windbg",
             Profile::WindbgMcp => "windbg-mcp",
+            Profile::Ntoseye => "ntoseye",
             Profile::Chensiling => "chensiling",
         }
     }
@@ -76,6 +83,7 @@ pub fn workflow(profile: Profile) -> Option<&'static str> {
         Profile::Ntdbg => None,
         Profile::McpWindbg => Some(mcp_windbg::WORKFLOW),
         Profile::WindbgMcp => Some(windbg_mcp::WORKFLOW),
+        Profile::Ntoseye => Some(ntoseye::WORKFLOW),
         Profile::Chensiling => Some(chensiling::WORKFLOW),
     }
 }
@@ -103,21 +111,30 @@ fn console_text(batch: &BatchOutput, kernel: bool) -> String {
             }
             _ => full.text.as_str(),
         };
-        text.push_str(body);
-        if !body.is_empty() && !body.ends_with('\n') {
-            text.push('\n');
-        }
-        if text.len() > MAX_TEXT {
-            let cut = crate::text::floor_char(&text, MAX_TEXT);
-            text.truncate(cut);
-            let _ = writeln!(
-                text,
-                "\n[output cut at {MAX_TEXT} bytes: run narrower commands, or write it to a file]"
-            );
+        if !push_capped(&mut text, body) {
             break;
         }
     }
     text
+}
+
+/// Appends `body` to `text`, ending it with a newline; past [`MAX_TEXT`] bytes cuts `text`
+/// there with a note and answers false (append nothing more).
+fn push_capped(text: &mut String, body: &str) -> bool {
+    text.push_str(body);
+    if !body.is_empty() && !body.ends_with('\n') {
+        text.push('\n');
+    }
+    if text.len() <= MAX_TEXT {
+        return true;
+    }
+    let cut = crate::text::floor_char(text, MAX_TEXT);
+    text.truncate(cut);
+    let _ = writeln!(
+        text,
+        "\n[output cut at {MAX_TEXT} bytes: run narrower commands, or write it to a file]"
+    );
+    false
 }
 
 #[cfg(test)]
@@ -144,7 +161,7 @@ mod tests {
             assert_eq!(p.name().parse::<Profile>(), Ok(p));
         }
         let error = "windbg".parse::<Profile>().unwrap_err();
-        assert!(error.contains("mcp-windbg, windbg-mcp"), "{error}");
+        assert!(error.contains("mcp-windbg, windbg-mcp, ntoseye"), "{error}");
     }
 
     #[test]
@@ -177,6 +194,7 @@ mod tests {
                 "wm_wait_event"
             ]
         );
+        assert_eq!(names(Profile::Ntoseye), ["close", "command", "open"]);
         assert_eq!(
             names(Profile::Chensiling),
             [

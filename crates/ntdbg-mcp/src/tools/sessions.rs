@@ -2,7 +2,7 @@
 
 use crate::dto::{
     AnalyzeCrashParams, CloseSessionParams, CloseSessionResult, ListSessionsResult, OutputFormat,
-    SessionInfo,
+    SessionInfo, SharedSymbolsInfo,
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
@@ -154,7 +154,37 @@ pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
             s.age_seconds
         );
     }
-    Rendered::new(ListSessionsResult { sessions }, text)
+    let stats = state.shared_symbols.stats();
+    let shared_symbols = SharedSymbolsInfo {
+        modules: stats.entries,
+        bytes: stats.bytes,
+        limit: stats.limit,
+        hits: stats.hits,
+        loads: stats.loads,
+        evictions: stats.evictions,
+    };
+    let _ = writeln!(
+        text,
+        "shared symbols: {} module(s), {:.1} of {:.0} MiB; {} load(s) parsed, {} answered from memory, {} evicted",
+        shared_symbols.modules,
+        mib(shared_symbols.bytes),
+        mib(shared_symbols.limit),
+        shared_symbols.loads,
+        shared_symbols.hits,
+        shared_symbols.evictions
+    );
+    Rendered::new(
+        ListSessionsResult {
+            sessions,
+            shared_symbols,
+        },
+        text,
+    )
+}
+
+/// Bytes in MiB, for display.
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 /// Closes a session and drops its cached outputs; a live target gets its breakpoints

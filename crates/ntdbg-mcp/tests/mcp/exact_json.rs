@@ -67,6 +67,12 @@ const NUMBERS: &[(&str, &str)] = &[
     ("ThreadTimesRow.kernel_ms", TIME),
     ("ThreadTimesRow.elapsed_ms", TIME),
     ("SessionInfo.age_seconds", TIME),
+    ("SharedSymbolsInfo.modules", COUNT),
+    ("SharedSymbolsInfo.hits", COUNT),
+    ("SharedSymbolsInfo.loads", COUNT),
+    ("SharedSymbolsInfo.evictions", COUNT),
+    ("SharedSymbolsInfo.bytes", BYTES),
+    ("SharedSymbolsInfo.limit", BYTES),
     ("LiveEventInfo.ms_ago", TIME),
 ];
 

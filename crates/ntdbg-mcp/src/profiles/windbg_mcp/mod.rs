@@ -6,12 +6,16 @@
 //! value is the structured content. Failures are ntdbg's tool errors.
 
 mod args;
+mod implicit;
+
+pub(crate) use implicit::Slot;
+pub use implicit::{ImplicitSession, StartupTarget};
 
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
 use crate::dto::{
-    AnalyzeCrashParams, CloseSessionParams, CommandStatus, OutputFormat, RunCommandParams,
-    SessionParams, WaitForEventParams,
+    AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams,
+    OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
@@ -415,6 +419,70 @@ impl NtdbgServer {
 }
 
 impl NtdbgServer {
+    /// Opens the single-session profile's target given at startup ([`Self::with_startup_target`]);
+    /// does nothing without one.
+    ///
+    /// # Errors
+    /// The target cannot be opened (the message says why, for the command line).
+    pub async fn open_startup_target(&self) -> std::io::Result<()> {
+        let Some(pending) = self.implicit().pending() else {
+            return Ok(());
+        };
+        // A form this build cannot serve is recorded, not an error: the server runs and its
+        // tools answer not_available with the reason.
+        if let StartupTarget::Unavailable(reason) = &pending {
+            self.implicit().unavailable(reason.clone());
+            return Ok(());
+        }
+        let opened = self.open_target(&pending).await;
+        match opened {
+            Ok(id) => {
+                self.implicit().opened(id);
+                Ok(())
+            }
+            Err(e) => {
+                let flag = match &pending {
+                    StartupTarget::Dump(path) => format!("--dump {}", path.display()),
+                    StartupTarget::Attach(target) => format!("--attach {target}"),
+                    StartupTarget::Unavailable(reason) => reason.clone(),
+                };
+                Err(std::io::Error::other(format!("{flag}: {}", e.render())))
+            }
+        }
+    }
+
+    /// Opens `target` (a dump, or a live target) as a new ntdbg session: its id.
+    pub(crate) async fn open_target(&self, target: &StartupTarget) -> Result<String, ToolError> {
+        match target {
+            StartupTarget::Dump(path) => {
+                let params = OpenDumpParams {
+                    path: path.display().to_string(),
+                    symbols_path: None,
+                    include_stack: false,
+                    include_modules: false,
+                    include_threads: false,
+                    new_session: true,
+                };
+                tools::dumps::open_dump(self.state(), params)
+                    .await
+                    .map(|r| r.value.session_id)
+            }
+            StartupTarget::Attach(target) => {
+                let params = AttachParams {
+                    target: target.clone(),
+                    symbols_path: None,
+                    timeout_seconds: None,
+                };
+                tools::live::attach(self.state(), params)
+                    .await
+                    .map(|r| r.value.session_id)
+            }
+            StartupTarget::Unavailable(reason) => {
+                Err(ToolError::new(ErrorCode::NotAvailable, reason.clone()))
+            }
+        }
+    }
+
     /// Closes session `id` for `wm_detach` / `wm_shutdown`.
     async fn release(&self, id: &str, semantic: &str) -> Result<Value, ToolError> {
         let params = CloseSessionParams {

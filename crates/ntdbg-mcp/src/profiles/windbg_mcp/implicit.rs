@@ -1,28 +1,26 @@
-//! The one session of the profiles that work on a target named at startup (windbg-mcp,
-//! chensiling): opened from `--dump` or `--attach` (`--pid`/`--exe`), shared by every
-//! connection, released by `wm_detach` or `wm_shutdown`.
+//! The one session of the single-session profiles, shared by every connection: windbg-mcp's,
+//! opened at startup from `--dump` or `--attach` and released by `wm_detach` or `wm_shutdown`;
+//! ntoseye's, opened at startup or by `open` and released by `close`; chensiling's, opened at
+//! startup from `--dump` (`--pid`/`--exe` on Windows) or recorded as not available.
 
-use crate::dto::{AttachParams, OpenDumpParams};
 use crate::error::ToolError;
-use crate::server::NtdbgServer;
-use crate::tools;
 use ntdbg_engine::ErrorCode;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// What `--profile windbg-mcp` or `--profile chensiling` opens at startup.
+/// What `--profile windbg-mcp` (or `ntoseye`, `chensiling`) opens at startup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartupTarget {
     /// A dump file (`--dump PATH`).
     Dump(PathBuf),
-    /// A live target (`--attach TARGET`, e.g. gdb:HOST:PORT; `--pid N` is `pid:N`).
+    /// A live target (`--attach TARGET`, e.g. gdb:HOST:PORT).
     Attach(String),
-    /// A start-up form this build cannot serve (`--connect`, or `--pid` off Windows): the
-    /// server runs and every tool answers `not_available` with this reason.
+    /// A start-up form this build cannot serve (chensiling's `--connect`, or `--pid` off
+    /// Windows): the server runs and every tool answers `not_available` with this reason.
     Unavailable(String),
 }
 
-/// The one session of a startup-target profile, shared by every connection.
+/// The one session of a single-session profile, shared by every connection.
 #[derive(Debug, Default)]
 pub struct ImplicitSession(Mutex<Implicit>);
 
@@ -33,6 +31,8 @@ enum Implicit {
     NoTarget,
     /// To be opened by `open_startup_target`.
     Pending(StartupTarget),
+    /// ntoseye's `open` is opening a target.
+    Opening,
     /// The ntdbg session id.
     Open(String),
     /// The startup form cannot be served here; the reason.
@@ -54,7 +54,7 @@ impl ImplicitSession {
     }
 
     /// The open session's id, or why there is none.
-    pub(super) fn id(&self) -> Result<String, ToolError> {
+    pub(crate) fn id(&self) -> Result<String, ToolError> {
         self.lock().id()
     }
 
@@ -87,7 +87,7 @@ impl ImplicitSession {
     }
 
     /// Records the session opened for the startup target.
-    pub(super) fn opened(&self, id: String) {
+    pub(crate) fn opened(&self, id: String) {
         *self.lock() = Implicit::Open(id);
     }
 
@@ -97,59 +97,66 @@ impl ImplicitSession {
     }
 }
 
-impl NtdbgServer {
-    /// Opens the target a profile was given at startup ([`Self::with_startup_target`]); does
-    /// nothing without one. A form this build cannot serve is recorded, not an error: the
-    /// server runs and its tools answer `not_available` with the reason.
-    ///
-    /// # Errors
-    /// The target cannot be opened (the message says why, for the command line).
-    pub async fn open_startup_target(&self) -> std::io::Result<()> {
-        let Some(pending) = self.implicit().pending() else {
-            return Ok(());
-        };
-        let opened = match &pending {
-            StartupTarget::Unavailable(reason) => {
-                self.implicit().unavailable(reason.clone());
-                return Ok(());
-            }
-            StartupTarget::Dump(path) => {
-                let params = OpenDumpParams {
-                    path: path.display().to_string(),
-                    symbols_path: None,
-                    include_stack: false,
-                    include_modules: false,
-                    include_threads: false,
-                    new_session: true,
-                };
-                tools::dumps::open_dump(self.state(), params)
-                    .await
-                    .map(|r| r.value.session_id)
-            }
-            StartupTarget::Attach(target) => {
-                let params = AttachParams {
-                    target: target.clone(),
-                    symbols_path: None,
-                    timeout_seconds: None,
-                };
-                tools::live::attach(self.state(), params)
-                    .await
-                    .map(|r| r.value.session_id)
-            }
-        };
-        match opened {
-            Ok(id) => {
-                self.implicit().opened(id);
+/// What a single-session profile's slot holds, as ntoseye's tools ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// No session: `open` may open one.
+    Empty,
+    /// An `open` is under way.
+    Opening,
+    /// The ntdbg session id.
+    Open(String),
+}
+
+impl ImplicitSession {
+    /// What the slot holds now.
+    pub(crate) fn slot(&self) -> Slot {
+        match &*self.lock() {
+            Implicit::Open(id) => Slot::Open(id.clone()),
+            Implicit::Opening => Slot::Opening,
+            _ => Slot::Empty,
+        }
+    }
+
+    /// Reserves an empty slot for an `open`; what the slot holds when it is not empty.
+    pub(crate) fn claim(&self) -> Result<(), Slot> {
+        let mut implicit = self.lock();
+        match &*implicit {
+            Implicit::Open(id) => Err(Slot::Open(id.clone())),
+            Implicit::Opening => Err(Slot::Opening),
+            _ => {
+                *implicit = Implicit::Opening;
                 Ok(())
             }
-            Err(e) => {
-                let flag = match &pending {
-                    StartupTarget::Dump(path) => format!("--dump {}", path.display()),
-                    StartupTarget::Attach(target) => format!("--attach {target}"),
-                    StartupTarget::Unavailable(reason) => reason.clone(),
-                };
-                Err(std::io::Error::other(format!("{flag}: {}", e.render())))
+        }
+    }
+
+    /// Gives up a reservation whose `open` failed.
+    pub(crate) fn abandon(&self) {
+        let mut implicit = self.lock();
+        if matches!(*implicit, Implicit::Opening) {
+            *implicit = Implicit::NoTarget;
+        }
+    }
+
+    /// Empties the slot if it still holds session `id` (closed by the server meanwhile).
+    pub(crate) fn forget(&self, id: &str) {
+        let mut implicit = self.lock();
+        if matches!(&*implicit, Implicit::Open(open) if open == id) {
+            *implicit = Implicit::NoTarget;
+        }
+    }
+
+    /// Empties the slot for `close`: the session id, when one was open.
+    pub(crate) fn take(&self) -> Option<String> {
+        let mut implicit = self.lock();
+        match &*implicit {
+            Implicit::Open(id) => {
+                let id = id.clone();
+                *implicit = Implicit::NoTarget;
+                Some(id)
             }
+            _ => None,
         }
     }
 }
@@ -158,6 +165,11 @@ impl Implicit {
     fn id(&self) -> Result<String, ToolError> {
         match self {
             Implicit::Open(id) => Ok(id.clone()),
+            Implicit::Opening => Err(ToolError::new(
+                ErrorCode::NotAttached,
+                "the target is still being opened",
+            )
+            .with_hint("retry shortly")),
             Implicit::NoTarget | Implicit::Pending(_) => Err(ToolError::new(
                 ErrorCode::NotAttached,
                 "no target: this server was started without --dump or --attach",
