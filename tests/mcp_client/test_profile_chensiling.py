@@ -90,13 +90,16 @@ ENVELOPE_KEYS = {
 }
 
 
-def args(scratch: Path, *extra: str) -> list[str]:
-    return [*mcp_args(scratch), "--profile", "chensiling", *extra]
+def args(scratch: Path, *extra: str, transport: str = "--stdio") -> list[str]:
+    """The server's command line: stdio (`--stdio`), or HTTP with `transport="--http-port"`
+    and a port in `extra` (without either the profile serves HTTP on 127.0.0.1:8080)."""
+    chosen = [transport] if transport == "--stdio" else []
+    return [*mcp_args(scratch), "--profile", "chensiling", *chosen, *extra]
 
 
 @pytest.fixture(scope="module")
 def chensiling_http(scratch: Path) -> Iterator[HttpServer]:
-    server = start_http(args(scratch, "--dump", str(SAMPLE), "--http-port", "0"))
+    server = start_http(args(scratch, "--dump", str(SAMPLE), "--http-port", "0", transport="--http-port"))
     yield server
     server.stop()
 
@@ -384,3 +387,17 @@ async def test_a_go_that_times_out_leaves_the_target_running(program, scratch: P
             assert rip["value"].startswith("0x")
     finally:
         stub.stop()
+
+
+async def test_http_on_its_own_port_is_the_default(scratch: Path) -> None:
+    """As chensiling's server, the profile serves streamable HTTP without a transport flag,
+    on the port WINDBG_MCP_HTTP_PORT names (0 here: any free one; 8080 when unset)."""
+    server = start_http(args(scratch, "--dump", str(SAMPLE), transport=""), env={"WINDBG_MCP_HTTP_PORT": "0"})
+    try:
+        assert server.url.startswith("http://127.0.0.1:") and server.url.endswith("/mcp"), server.url
+        target = Target("http", "legacy", scratch, server, [])
+        async with target.connect() as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "windbg_context" in names and len(names) == 20
+    finally:
+        server.stop()

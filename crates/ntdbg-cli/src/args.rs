@@ -12,13 +12,13 @@ const MCP_EXAMPLES: &str = "Examples:
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
   ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
-  ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp --http-port 8080
+  ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp   (HTTP on 127.0.0.1:8080, as Windbg-MCP)
 
 Client configuration (stdio): {\"command\": \"ntdbg\", \"args\": [\"mcp\"]}
 Coming from mcp-windbg: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"mcp-windbg\"]}
 Coming from windbg-mcp: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"windbg-mcp\", \"--dump\", \"crash.dmp\"]}
 Coming from ntoseye: {\"command\": \"ntdbg\", \"args\": [\"mcp\", \"--profile\", \"ntoseye\"]}
-Coming from chensiling's Windbg-MCP: ntdbg mcp --profile chensiling --dump crash.dmp --http-port 8080 (the client keeps {\"url\": \"http://127.0.0.1:8080/mcp\"})";
+Coming from chensiling's Windbg-MCP: ntdbg mcp --profile chensiling --dump crash.dmp (HTTP on 127.0.0.1:8080: the client keeps {\"url\": \"http://127.0.0.1:8080/mcp\"})";
 
 /// `ntdbg repl --help`: what the terminal prompt offers.
 const REPL_KEYS: &str =
@@ -268,9 +268,14 @@ pub struct ChensilingArgs {
         allow_hyphen_values = true
     )]
     pub exe_args: Option<String>,
-    /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp (chensiling's Windbg-MCP uses 8080).
+    /// Serve streamable HTTP at http://127.0.0.1:PORT/mcp. With --profile chensiling that
+    /// is the default, as in chensiling's Windbg-MCP: PORT from $WINDBG_MCP_HTTP_PORT, else 8080.
     #[arg(long, value_name = "PORT", conflicts_with = "http")]
     pub http_port: Option<u16>,
+    /// With --profile chensiling: serve stdio instead of HTTP (for clients that start the
+    /// server themselves).
+    #[arg(long, conflicts_with_all = ["http", "http_port"])]
+    pub stdio: bool,
     /// Accepted for chensiling's Windbg-MCP launch lines: ntdbg always debugs standalone.
     #[arg(long)]
     pub standalone: bool,
@@ -320,6 +325,36 @@ impl ChensilingArgs {
             ))),
             (None, None, None, None) => None,
         })
+    }
+}
+
+/// Chensiling's Windbg-MCP default HTTP port.
+const CHENSILING_HTTP_PORT: u16 = 8080;
+
+impl ChensilingArgs {
+    /// Where `ntdbg mcp` serves HTTP when `--http` is not given: `--http-port` on loopback;
+    /// with --profile chensiling, unless `--stdio`, chensiling's own default
+    /// (`$WINDBG_MCP_HTTP_PORT`, else 8080). `None`: stdio.
+    ///
+    /// # Errors
+    /// `$WINDBG_MCP_HTTP_PORT` is not a port number.
+    pub fn http_address(
+        &self,
+        profile: ProfileArg,
+    ) -> Result<Option<std::net::SocketAddr>, String> {
+        let loopback = |port| Some(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+        if let Some(port) = self.http_port {
+            return Ok(loopback(port));
+        }
+        if profile != ProfileArg::Chensiling || self.stdio {
+            return Ok(None);
+        }
+        match std::env::var("WINDBG_MCP_HTTP_PORT") {
+            Ok(text) => text.trim().parse::<u16>().map(loopback).map_err(|_| {
+                format!("WINDBG_MCP_HTTP_PORT={text:?} is not a port number (0-65535)")
+            }),
+            Err(_) => Ok(loopback(CHENSILING_HTTP_PORT)),
+        }
     }
 }
 
@@ -561,6 +596,36 @@ mod tests {
         assert!(
             matches!(cli.command, Command::Mcp { chensiling, .. } if chensiling.http_port == Some(8080))
         );
+    }
+
+    /// Where `ntdbg mcp ARGS` serves HTTP when `--http` is not given (`None`: stdio).
+    fn http_of(args: &[&str]) -> Option<std::net::SocketAddr> {
+        let cli = Cli::try_parse_from(["ntdbg", "mcp"].iter().chain(args)).expect("parses");
+        match cli.command {
+            Command::Mcp {
+                profile,
+                chensiling,
+                ..
+            } => chensiling.http_address(profile).expect("address"),
+            _ => unreachable!("parsed as mcp"),
+        }
+    }
+
+    #[test]
+    fn chensiling_serves_http_on_its_own_default_port_unless_stdio_is_asked() {
+        let port = |p: u16| Some(std::net::SocketAddr::from(([127, 0, 0, 1], p)));
+        if std::env::var_os("WINDBG_MCP_HTTP_PORT").is_none() {
+            assert_eq!(http_of(&["--profile", "chensiling"]), port(8080));
+        }
+        assert_eq!(
+            http_of(&["--profile", "chensiling", "--http-port", "9"]),
+            port(9)
+        );
+        assert_eq!(http_of(&["--profile", "chensiling", "--stdio"]), None);
+        assert_eq!(http_of(&[]), None);
+        assert_eq!(http_of(&["--http-port", "7"]), port(7));
+        let both = Cli::try_parse_from(["ntdbg", "mcp", "--stdio", "--http-port", "7"]);
+        assert!(both.is_err());
     }
 
     #[test]

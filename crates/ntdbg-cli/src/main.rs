@@ -105,9 +105,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         return Ok(ExitCode::from(2));
                     }
                 };
-            let http = http.or(chensiling
-                .http_port
-                .map(|port| std::net::SocketAddr::from(([127, 0, 0, 1], port))));
+            let http = match http {
+                Some(address) => Some(address),
+                None => match chensiling.http_address(profile) {
+                    Ok(address) => address,
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        return Ok(ExitCode::from(2));
+                    }
+                },
+            };
             let options = McpOptions {
                 offline,
                 read_only,
