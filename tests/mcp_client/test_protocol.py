@@ -67,3 +67,13 @@ async def test_prompts(target: Target) -> None:
         prompt = await client.get_prompt("triage-dump", {"path": "crash.dmp"})
     body = " ".join(getattr(m.content, "text", "") for m in prompt.messages)
     assert "open_dump" in body and "analyze_crash" in body and "crash.dmp" in body
+
+
+async def test_an_ended_http_session_is_a_success(http_server, caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK ends its HTTP session with DELETE; the server answers a success it knows
+    (204), so the client logs no failed termination."""
+    target = Target("http", "legacy", None, http_server)  # type: ignore[arg-type]
+    with caplog.at_level("WARNING"):
+        async with target.connect() as client:
+            await client.list_tools()
+    assert not [r for r in caplog.records if "termination failed" in r.getMessage()], caplog.text

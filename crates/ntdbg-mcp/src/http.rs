@@ -93,7 +93,9 @@ pub fn app(server: NtdbgServer, options: &HttpOptions) -> (axum::Router, Shutdow
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mut router = axum::Router::new().nest_service("/mcp", service);
+    let mut router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn(session_end_answers_no_content));
     if let Some(token) = &options.token {
         let expected: Arc<str> = Arc::from(format!("Bearer {token}"));
         router = router.layer(axum::middleware::from_fn_with_state(
@@ -139,6 +141,17 @@ async fn require_bearer(
 }
 
 /// Compares without stopping at the first difference, so timing does not reveal the token.
+/// A `DELETE` that ended a session is answered `204 No Content`, the success clients expect
+/// (rmcp answers `202 Accepted`, which the official Python SDK logs as a failed termination).
+async fn session_end_answers_no_content(request: Request, next: Next) -> Response {
+    let delete = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for (i, x) in b.iter().enumerate() {
