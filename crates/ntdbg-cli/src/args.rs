@@ -216,6 +216,17 @@ pub enum Command {
         /// The image (.exe/.dll, PE32+).
         exe: PathBuf,
     },
+    /// Write the warm symbol index of one Breakpad file, parsing it whole (started detached by
+    /// a short-lived ntdbg that read the file lazily, so that it need not wait).
+    #[command(hide = true, name = ntdbg_symbols::WRITER_COMMAND)]
+    SymbolIndex {
+        /// The `.sym` or `.sym.xz` file.
+        source: PathBuf,
+        /// The PDB name the file answers for.
+        name: String,
+        /// The debug id it must carry.
+        key: String,
+    },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(
         after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"

@@ -23,6 +23,16 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One command and out: symbol indexes that need a whole parse are left to a detached
+    // writer. Long-lived processes write them on a thread.
+    if !matches!(
+        cli.command,
+        Command::Mcp { .. } | Command::Repl { .. } | Command::Triage { .. } | Command::Store(_)
+    ) {
+        if let Ok(exe) = std::env::current_exe() {
+            ntdbg_symbols::write_indexes_out_of_process(exe);
+        }
+    }
     let result = run(cli);
     // Symbol indexes written in the background must be complete before the process ends.
     ntdbg_symbols::finish_index_writes();
@@ -136,6 +146,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stackwalk(args) => stackwalk::run(&args),
         Command::Completions { shell } => shell_docs::completions(shell),
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
+        Command::SymbolIndex { source, name, key } => {
+            ntdbg_symbols::write_breakpad_index(&source, &name, &key)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::SymbolizeImage { exe } => {
             symbolize::symbolize_image(&exe)?;
             Ok(ExitCode::SUCCESS)

@@ -19,10 +19,10 @@ mod tables;
 mod write;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +51,8 @@ pub(crate) fn enabled() -> bool {
 pub(crate) struct IndexSlot {
     path: PathBuf,
     identity: String,
+    /// For a Breakpad file: (source, module name, debug id), what a detached writer is given.
+    breakpad: Option<(PathBuf, String, String)>,
 }
 
 impl IndexSlot {
@@ -97,6 +99,8 @@ impl IndexSlot {
         Some(IndexSlot {
             path: cache.join(FOLDER).join(file),
             identity,
+            breakpad: (kind == "breakpad")
+                .then(|| (source.to_path_buf(), name.to_string(), key.to_string())),
         })
     }
 
@@ -121,15 +125,48 @@ impl IndexSlot {
         }
     }
 
-    /// Writes the index of `symbols` (and PDB `data` symbols) on a thread of its own, so the
-    /// load that parsed them goes on at once; [`finish_index_writes`] waits for it.
-    pub(crate) fn write_in_background(self, symbols: Arc<SymbolFile>, data: Vec<(String, u64)>) {
+    /// Writes the index on a thread of its own, so the load goes on at once;
+    /// [`finish_index_writes`] waits for it.
+    fn write_on_thread(self, job: IndexJob) {
         let spawned = std::thread::Builder::new()
             .name("symbol-index".into())
-            .spawn(move || self.write(&symbols, &data));
+            .spawn(move || match job {
+                IndexJob::Parsed(symbols, data) => self.write(&symbols, &data),
+                IndexJob::BreakpadText(text) => match SymbolFile::from_bytes(&text) {
+                    Ok(symbols) => self.write(&symbols, &[]),
+                    Err(e) => tracing::debug!("symbol index not written: {e}"),
+                },
+            });
         match spawned {
             Ok(handle) => pending().push(handle),
             Err(e) => tracing::debug!("symbol index not written: no thread: {e}"),
+        }
+    }
+
+    /// Starts `exe` detached to write this Breakpad file's index; false when it could not be
+    /// started.
+    fn write_in_child(&self, exe: &Path) -> bool {
+        let Some((source, name, key)) = self.breakpad.as_ref() else {
+            return false;
+        };
+        let mut command = std::process::Command::new(exe);
+        command
+            .arg(WRITER_COMMAND)
+            .arg(source)
+            .arg(name)
+            .arg(key)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // Its own process group: a Ctrl-C meant for the command does not cut the write short.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        match command.spawn() {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::debug!("symbol index writer not started: {e}");
+                false
+            }
         }
     }
 
@@ -140,6 +177,50 @@ impl IndexSlot {
             None => tracing::debug!(index = %self.path.display(), "symbols too large to index"),
         }
     }
+}
+
+/// What an index is made from.
+pub(crate) enum IndexJob {
+    /// Symbols this load parsed whole (and a PDB's data symbols).
+    Parsed(Arc<SymbolFile>, Vec<(String, u64)>),
+    /// A Breakpad text this load read lazily: the writer parses it whole.
+    BreakpadText(Arc<Vec<u8>>),
+}
+
+/// The hidden `ntdbg` subcommand a detached index writer runs:
+/// `ntdbg __symbol-index SOURCE NAME KEY` (see [`crate::write_breakpad_index`]).
+pub const WRITER_COMMAND: &str = "__symbol-index";
+/// The environment variable that keeps index writing on a thread of this process
+/// (`thread`) even where [`write_indexes_out_of_process`] asked for a detached writer.
+pub const WRITER_ENV: &str = "NTDBG_SYMBOL_INDEX_WRITER";
+
+/// The executable that writes indexes out of process, when this process asked for it.
+static DETACHED_WRITER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes this process leave the indexes of lazily read Breakpad files to a detached `exe`
+/// (`exe __symbol-index …`), so it can exit without waiting for a whole parse: for
+/// short-lived processes (one CLI command). Long-lived ones (the MCP server, `triage`) keep
+/// the default, a thread of their own.
+pub fn write_indexes_out_of_process(exe: PathBuf) {
+    let _ = DETACHED_WRITER.set(exe);
+}
+
+/// Writes `slot`'s index from `job`: the one place that decides how. A lazily read Breakpad
+/// text goes to a detached writer process when this process asked for one (and
+/// [`WRITER_ENV`] is not `thread`); everything else, and a writer that cannot start, is
+/// written on a thread of this process. Either way the index appears whole or not at all
+/// (temporary file and rename).
+pub(crate) fn write_index(slot: IndexSlot, job: IndexJob) {
+    let thread_only =
+        std::env::var(WRITER_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("thread"));
+    if let (IndexJob::BreakpadText(_), Some(exe), false) =
+        (&job, DETACHED_WRITER.get(), thread_only)
+    {
+        if slot.write_in_child(exe) {
+            return;
+        }
+    }
+    slot.write_on_thread(job);
 }
 
 /// The index writes still running.
