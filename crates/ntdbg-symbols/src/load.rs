@@ -567,9 +567,14 @@ fn check_module_id(path: &Path, found: &str, key: &str) -> Result<(), SymbolErro
 
 /// Writes the warm index of the Breakpad file at `source` for the PDB `name` with debug id
 /// `key`, parsing it whole (what a detached index writer does: `ntdbg __symbol-index`).
-/// Nothing is written when the index is off, already there, or the file does not parse or
+/// Nothing is written when the index is off, already there, the symbol cache folder is gone,
+/// or the file does not parse or
 /// belongs to another build; the error says why for the last two.
 pub fn write_breakpad_index(source: &Path, name: &str, key: &str) -> Result<(), SymbolError> {
+    // (A cache folder deleted since the load that started this writer is not made again.)
+    if !crate::default_cache_dir().is_dir() {
+        return Ok(());
+    }
     let Some(slot) = index_slot("breakpad", source, name, key) else {
         return Ok(());
     };
