@@ -52,6 +52,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// `ntdbg __symbol-index (SOURCE NAME KEY)…`: writes each file's index in turn; a file that
+/// fails is reported and the others are still written.
+fn write_symbol_indexes(files: &[String]) -> anyhow::Result<ExitCode> {
+    if files.len() % 3 != 0 {
+        eprintln!("error: expected SOURCE NAME KEY triples");
+        return Ok(ExitCode::from(2));
+    }
+    let mut code = ExitCode::SUCCESS;
+    for triple in files.chunks(3) {
+        let [source, name, key] = triple else {
+            continue;
+        };
+        if let Err(e) = ntdbg_symbols::write_breakpad_index(source.as_ref(), name, key) {
+            eprintln!("error: {e}");
+            code = ExitCode::from(1);
+        }
+    }
+    Ok(code)
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Analyze {
@@ -146,10 +166,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stackwalk(args) => stackwalk::run(&args),
         Command::Completions { shell } => shell_docs::completions(shell),
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
-        Command::SymbolIndex { source, name, key } => {
-            ntdbg_symbols::write_breakpad_index(&source, &name, &key)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::SymbolIndex { files } => write_symbol_indexes(&files),
         Command::SymbolizeImage { exe } => {
             symbolize::symbolize_image(&exe)?;
             Ok(ExitCode::SUCCESS)

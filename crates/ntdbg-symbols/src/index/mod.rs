@@ -138,35 +138,8 @@ impl IndexSlot {
                 },
             });
         match spawned {
-            Ok(handle) => pending().push(handle),
+            Ok(handle) => lock(&RUNNING).push(handle),
             Err(e) => tracing::debug!("symbol index not written: no thread: {e}"),
-        }
-    }
-
-    /// Starts `exe` detached to write this Breakpad file's index; false when it could not be
-    /// started.
-    fn write_in_child(&self, exe: &Path) -> bool {
-        let Some((source, name, key)) = self.breakpad.as_ref() else {
-            return false;
-        };
-        let mut command = std::process::Command::new(exe);
-        command
-            .arg(WRITER_COMMAND)
-            .arg(source)
-            .arg(name)
-            .arg(key)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        // Its own process group: a Ctrl-C meant for the command does not cut the write short.
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        match command.spawn() {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::debug!("symbol index writer not started: {e}");
-                false
-            }
         }
     }
 
@@ -188,7 +161,8 @@ pub(crate) enum IndexJob {
 }
 
 /// The hidden `ntdbg` subcommand a detached index writer runs:
-/// `ntdbg __symbol-index SOURCE NAME KEY` (see [`crate::write_breakpad_index`]).
+/// `ntdbg __symbol-index SOURCE NAME KEY [SOURCE NAME KEY]…` (see
+/// [`crate::write_breakpad_index`]).
 pub const WRITER_COMMAND: &str = "__symbol-index";
 /// The environment variable that keeps index writing on a thread of this process
 /// (`thread`) even where [`write_indexes_out_of_process`] asked for a detached writer.
@@ -197,43 +171,84 @@ pub const WRITER_ENV: &str = "NTDBG_SYMBOL_INDEX_WRITER";
 /// The executable that writes indexes out of process, when this process asked for it.
 static DETACHED_WRITER: OnceLock<PathBuf> = OnceLock::new();
 
-/// Makes this process leave the indexes of lazily read Breakpad files to a detached `exe`
-/// (`exe __symbol-index …`), so it can exit without waiting for a whole parse: for
-/// short-lived processes (one CLI command). Long-lived ones (the MCP server, `triage`) keep
-/// the default, a thread of their own.
+/// Makes this process leave the indexes of lazily read Breakpad files to one detached `exe`
+/// (`exe __symbol-index …`) started by [`finish_index_writes`], so it exits without waiting
+/// for whole parses and its run does not share the CPU with them: for short-lived processes
+/// (one CLI command). Long-lived ones (the MCP server, `triage`) keep the default, a thread of
+/// their own per index.
 pub fn write_indexes_out_of_process(exe: PathBuf) {
     let _ = DETACHED_WRITER.set(exe);
 }
 
 /// Writes `slot`'s index from `job`: the one place that decides how. A lazily read Breakpad
-/// text goes to a detached writer process when this process asked for one (and
-/// [`WRITER_ENV`] is not `thread`); everything else, and a writer that cannot start, is
-/// written on a thread of this process. Either way the index appears whole or not at all
-/// (temporary file and rename).
+/// text is left to the detached writer when this process asked for one (and [`WRITER_ENV`]
+/// is not `thread`); everything else is written on a thread of this process now. Either way
+/// the index appears whole or not at all (temporary file and rename).
 pub(crate) fn write_index(slot: IndexSlot, job: IndexJob) {
     let thread_only =
         std::env::var(WRITER_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("thread"));
-    if let (IndexJob::BreakpadText(_), Some(exe), false) =
-        (&job, DETACHED_WRITER.get(), thread_only)
+    if let (IndexJob::BreakpadText(_), Some(_), Some(_), false) =
+        (&job, &slot.breakpad, DETACHED_WRITER.get(), thread_only)
     {
-        if slot.write_in_child(exe) {
-            return;
+        // The folder exists when the writer starts: it writes only into a cache still there.
+        if let Some(folder) = slot.path.parent() {
+            let _ = std::fs::create_dir_all(folder);
         }
+        lock(&LEFT_TO_WRITER).push((slot, job));
+        return;
     }
     slot.write_on_thread(job);
 }
 
-/// The index writes still running.
-fn pending() -> std::sync::MutexGuard<'static, Vec<JoinHandle<()>>> {
-    static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
-    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+/// Index writes running on threads of this process.
+static RUNNING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+/// Index writes left to the detached writer.
+static LEFT_TO_WRITER: Mutex<Vec<(IndexSlot, IndexJob)>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &'static Mutex<T>) -> std::sync::MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Waits for the symbol indexes this process is still writing (call before exiting, or the
-/// next run parses those symbols again).
+/// Before this process exits: starts the detached writer for the indexes left to it (or, if
+/// it cannot start, writes them here) and waits for the writes running on threads — or the
+/// next run parses those symbols again.
 pub fn finish_index_writes() {
-    let handles = std::mem::take(&mut *pending());
+    let left = std::mem::take(&mut *lock(&LEFT_TO_WRITER));
+    if !left.is_empty() {
+        let started = DETACHED_WRITER
+            .get()
+            .is_some_and(|exe| start_writer(exe, &left));
+        if !started {
+            left.into_iter()
+                .for_each(|(slot, job)| slot.write_on_thread(job));
+        }
+    }
+    let handles = std::mem::take(&mut *lock(&RUNNING));
     for handle in handles {
         let _ = handle.join();
+    }
+}
+
+/// Starts `exe` detached to write the indexes of `jobs`' Breakpad files; false when it could
+/// not be started.
+fn start_writer(exe: &Path, jobs: &[(IndexSlot, IndexJob)]) -> bool {
+    let mut command = std::process::Command::new(exe);
+    command.arg(WRITER_COMMAND);
+    for (source, name, key) in jobs.iter().filter_map(|(slot, _)| slot.breakpad.as_ref()) {
+        command.arg(source).arg(name).arg(key);
+    }
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Its own process group: a Ctrl-C meant for the command does not cut the writes short.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    match command.spawn() {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::debug!("symbol index writer not started: {e}");
+            false
+        }
     }
 }

@@ -13,9 +13,7 @@ use crate::breakpad_lazy::LazyBreakpad;
 pub(crate) enum SymbolsAt<'a> {
     /// The whole parsed file.
     Borrowed(&'a SymbolFile),
-    /// Built for this address.
-    Owned(SymbolFile),
-    /// Built for this address earlier and kept.
+    /// Built for this address (now, or earlier and kept).
     Shared(Arc<SymbolFile>),
 }
 
@@ -24,7 +22,6 @@ impl Deref for SymbolsAt<'_> {
     fn deref(&self) -> &SymbolFile {
         match self {
             SymbolsAt::Borrowed(s) => s,
-            SymbolsAt::Owned(s) => s,
             SymbolsAt::Shared(s) => s,
         }
     }
@@ -82,7 +79,7 @@ impl Tables {
     pub(crate) fn at(&self, rva: u64) -> SymbolsAt<'_> {
         match self {
             Tables::Parsed(s) => SymbolsAt::Borrowed(s.as_ref()),
-            Tables::Indexed(i) => SymbolsAt::Owned(i.symbols_at(rva)),
+            Tables::Indexed(i) => SymbolsAt::Shared(Arc::new(i.symbols_at(rva))),
             Tables::Lazy(l) => SymbolsAt::Shared(l.symbols_at(rva)),
         }
     }
