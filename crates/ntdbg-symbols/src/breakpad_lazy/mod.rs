@@ -2,7 +2,7 @@
 //! for record starts ([`scan`]), and each lookup parses, with breakpad-symbols' own parser, a
 //! small text made of the records that can affect that address — the `MODULE` line, the
 //! function covering it (or the nearest one below it and the publics at the nearest address
-//! at or below it), the CFI record covering it — then adds the file and inline-origin names
+//! at or below it), the CFI and `STACK WIN` records covering it — then adds the file and inline-origin names
 //! that function refers to. The result answers `fill_symbol` and `walk_frame` at that address
 //! exactly as the whole file would; it is cached per set of records.
 //!
@@ -18,8 +18,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use breakpad_symbols::SymbolFile;
+use range_map::RangeMap;
 
-use scan::{Scan, Unsupported};
+use scan::{Block, Scan, Unsupported};
 
 /// The environment variable that chooses the lazy path: `off` (never), `always` (every
 /// Breakpad file, whatever its size; for tests), otherwise files of [`LAZY_MIN_BYTES`] or more.
@@ -41,8 +42,15 @@ pub(crate) fn min_len() -> Option<usize> {
 }
 
 /// The records one lookup needs: indexes of the covering (or nearest lower) function, the
-/// covering CFI record, and the last public at or below the address.
-type Key = (Option<usize>, Option<usize>, Option<usize>);
+/// covering CFI, frame-data and FPO records, and the last public at or below the address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+struct Key {
+    function: Option<usize>,
+    cfi: Option<usize>,
+    framedata: Option<usize>,
+    fpo: Option<usize>,
+    public: Option<usize>,
+}
 
 /// A Breakpad symbol file read lazily.
 pub(crate) struct LazyBreakpad {
@@ -131,19 +139,22 @@ impl LazyBreakpad {
     /// records the warm index gives, see [`crate::index`]).
     pub(crate) fn symbols_at(&self, rva: u64) -> Arc<SymbolFile> {
         let functions = &self.scan.functions;
-        let covering_function = covering(functions, rva);
-        let key: Key = match covering_function {
-            Some(i) => (Some(i), covering(&self.scan.cfi, rva), None),
-            None => (
-                functions.partition_point(|f| f.start < rva).checked_sub(1),
-                covering(&self.scan.cfi, rva),
-                self.scan
-                    .publics
-                    .partition_point(|p| p.address <= rva)
-                    .checked_sub(1),
-            ),
+        let mut key = Key {
+            function: covering(functions, rva),
+            cfi: covering(&self.scan.cfi, rva),
+            framedata: covering(&self.scan.win_framedata, rva),
+            fpo: covering(&self.scan.win_fpo, rva),
+            public: None,
         };
-        if key == (None, None, None) {
+        if key.function.is_none() {
+            key.function = functions.partition_point(|f| f.start < rva).checked_sub(1);
+            key.public = self
+                .scan
+                .publics
+                .partition_point(|p| p.address <= rva)
+                .checked_sub(1);
+        }
+        if key == Key::default() {
             return Arc::clone(&self.empty);
         }
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -159,15 +170,21 @@ impl LazyBreakpad {
     }
 
     /// Parses the records of `key`, then adds the names their function refers to.
-    fn build(&self, (function, cfi, public): Key) -> SymbolFile {
-        let mut text = self.text[self.scan.module_line.clone()].to_vec();
-        if let Some(i) = function {
-            text.extend_from_slice(&self.text[self.scan.functions[i].text.clone()]);
+    fn build(&self, key: Key) -> SymbolFile {
+        let scan = &self.scan;
+        let mut text = self.text[scan.module_line.clone()].to_vec();
+        let blocks = [
+            (key.function, &scan.functions),
+            (key.cfi, &scan.cfi),
+            (key.framedata, &scan.win_framedata),
+            (key.fpo, &scan.win_fpo),
+        ];
+        for (i, list) in blocks {
+            if let Some(i) = i {
+                text.extend_from_slice(&self.text[list[i].text.clone()]);
+            }
         }
-        if let Some(i) = cfi {
-            text.extend_from_slice(&self.text[self.scan.cfi[i].text.clone()]);
-        }
-        if let Some(last) = public {
+        if let Some(last) = key.public {
             // Every public at that address: the parser's order decides which one is found.
             let publics = &self.scan.publics;
             let address = publics[last].address;
@@ -185,6 +202,17 @@ impl LazyBreakpad {
                 return (*self.empty).clone();
             }
         };
+        // `STACK WIN` sizes as the parser's repairs left them in the whole file.
+        if let Some(i) = key.framedata {
+            let block = &scan.win_framedata[i];
+            repaired(&mut out.win_stack_framedata_info, block, |w| {
+                w.size = block.size
+            });
+        }
+        if let Some(i) = key.fpo {
+            let block = &scan.win_fpo[i];
+            repaired(&mut out.win_stack_fpo_info, block, |w| w.size = block.size);
+        }
         let (mut file_ids, mut origin_ids) = (Vec::new(), Vec::new());
         for (_, f) in out.functions.ranges_values() {
             file_ids.extend(f.lines.ranges_values().map(|(_, l)| l.file));
@@ -208,6 +236,19 @@ impl LazyBreakpad {
             }
         }
         out
+    }
+}
+
+/// Gives the one record of `map` the range of `block`, and `resize` sets its size to match.
+fn repaired<V: Clone + std::fmt::Debug + Eq>(
+    map: &mut RangeMap<u64, V>,
+    block: &Block,
+    resize: impl Fn(&mut V),
+) {
+    if let Some((_, value)) = map.ranges_values().next() {
+        let mut value = value.clone();
+        resize(&mut value);
+        *map = crate::index::ranged(block.start, block.end, value);
     }
 }
 

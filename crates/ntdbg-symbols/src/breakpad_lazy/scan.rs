@@ -5,11 +5,11 @@
 //! The scanner is deliberately stricter than the parser: it accepts only the plain shape
 //! `dump_syms` writes (numbers within their widths, UTF-8 text, lines ending in
 //! `\n` or `\r\n`, `MODULE` first), and for anything else — a line the parser would skip, repair
-//! or reject, or a record kind whose meaning depends on its neighbours (`STACK WIN`) — it
-//! reports [`Unsupported`] so the caller parses the whole file instead. Where the parser
-//! resolves overlaps between records (functions or CFI ranges that overlap, duplicates,
-//! records out of order, duplicate file or origin ids) the scan resolves them by the same
-//! rules, so lookups answer as the whole parse does.
+//! or reject — it reports [`Unsupported`] so the caller parses the whole file instead. Where the parser
+//! resolves overlaps between records (functions, CFI or `STACK WIN` ranges that overlap,
+//! duplicates, records out of order, duplicate file or origin ids, `STACK WIN` sizes cut to
+//! the next record) the scan resolves them by the same rules, so lookups answer as the whole
+//! parse does.
 
 use std::ops::Range;
 
@@ -72,6 +72,11 @@ pub(crate) struct Scan {
     pub functions: Vec<Block>,
     /// CFI records the parser keeps, by address, without overlaps.
     pub cfi: Vec<Block>,
+    /// `STACK WIN 4` (frame data) records the parser keeps, by address, without overlaps;
+    /// `size` and `end` as its repairs leave them, `text` the record's line.
+    pub win_framedata: Vec<Block>,
+    /// `STACK WIN 0` (FPO) records the parser keeps, likewise.
+    pub win_fpo: Vec<Block>,
     /// Public symbols in the parser's order (address, name, parameter size).
     pub publics: Vec<Public>,
     /// File names by id (the last record of an id wins, as in the parser's map).
@@ -214,10 +219,16 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
             files.push(named(f).ok_or(bad("FILE"))?);
         } else if let Some(f) = kind(b"INLINE_ORIGIN") {
             origins.push(named(f).ok_or(bad("INLINE_ORIGIN"))?);
-        } else if kind(b"STACK WIN").is_some() {
-            return Err(bad(
-                "STACK WIN records (their repairs depend on their order)",
-            ));
+        } else if let Some(f) = kind(b"STACK WIN") {
+            let (framedata, record) = stack_win(f, line_range.clone()).ok_or(bad("STACK WIN"))?;
+            if let Some(record) = record {
+                let list = if framedata {
+                    &mut out.win_framedata
+                } else {
+                    &mut out.win_fpo
+                };
+                insert_stack_win(list, record).ok_or(bad("STACK WIN size cut to nothing"))?;
+            }
         } else {
             return Err(bad("a line the scan does not know"));
         }
@@ -230,6 +241,8 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
     }
     keep_first_of_overlaps(&mut out.functions);
     keep_first_of_overlaps(&mut out.cfi);
+    keep_first_of_overlaps(&mut out.win_framedata);
+    keep_first_of_overlaps(&mut out.win_fpo);
     out.publics.sort_by(|a, b| {
         (a.address, &text[a.name.clone()], a.parameter_size).cmp(&(
             b.address,
@@ -255,6 +268,30 @@ fn keep_first_of_overlaps(blocks: &mut Vec<Block>) {
         }
         keep
     });
+}
+
+/// Adds a `STACK WIN` record to its list in text order, as the parser does: a record that
+/// overlaps the one before it and starts later cuts that one's size to end where it starts;
+/// one that starts at or before it is dropped unless its range is the same. `None` when a cut
+/// leaves a size the parser cannot make a range of (it would panic).
+fn insert_stack_win(list: &mut Vec<Block>, record: Block) -> Option<()> {
+    if let Some(last) = list.last_mut() {
+        if last.start <= record.end && last.end >= record.start {
+            if record.start > last.start {
+                // (The parser's cut: a u32 of the distance, its range recomputed.)
+                last.size = (record.start - last.start) as u32;
+                last.end = last
+                    .start
+                    .checked_add(u64::from(last.size))
+                    .filter(|_| last.size > 0)?
+                    - 1;
+            } else if (last.start, last.end) != (record.start, record.end) {
+                return Some(());
+            }
+        }
+    }
+    list.push(record);
+    Some(())
 }
 
 /// One record per id, the last one of the text (as inserting into a map keeps).
@@ -413,6 +450,43 @@ fn cfi_rule(mut f: Fields<'_>) -> Option<()> {
     f.space()?;
     f.hex64()?;
     f.space()
+}
+
+/// `STACK WIN type address size prologue epilogue parameters saved_registers locals
+/// max_stack has_program_string program_string_or_base_pointer`, after its keyword: whether it
+/// is frame data (type 4) rather than FPO (type 0), and the record when the parser keeps one
+/// (a known type whose program-string flag agrees with it, a size above 0, a range below
+/// 2^64).
+fn stack_win(mut f: Fields<'_>, line: Range<usize>) -> Option<(bool, Option<Block>)> {
+    let ty = *f.line.get(f.at)?;
+    if !ty.is_ascii_hexdigit() {
+        return None;
+    }
+    f.at += 1;
+    f.space()?;
+    let address = f.hex64()?;
+    f.space()?;
+    let size = f.hex32()?;
+    for _ in 0..6 {
+        f.space()?;
+        f.hex32()?;
+    }
+    f.space()?;
+    let flag = *f.line.get(f.at)?;
+    if !flag.is_ascii_digit() {
+        return None;
+    }
+    f.at += 1;
+    f.space()?;
+    let framedata = ty == b'4';
+    let kept = framedata == (flag == b'1') && matches!(ty, b'4' | b'0');
+    let record = Pending {
+        address,
+        size,
+        start: line.start,
+        name: 0..0,
+    };
+    Some((framedata, record.finish(line.end).filter(|_| kept)))
 }
 
 /// `PUBLIC [m ]address parameter_size name`, after its keyword.

@@ -1,4 +1,4 @@
-//! The lazy reader answers every address exactly as the whole parse, on the repository's
+//! The lazy reader answers every address exactly as the whole parse, on the index's
 //! synthetic text and on every Breakpad file of the shared corpus; texts outside the plain
 //! shape are handed back for the whole parse; damaged texts never panic.
 
@@ -9,14 +9,6 @@ use breakpad_symbols::SymbolFile;
 use super::scan::scan;
 use super::LazyBreakpad;
 use crate::index::tests::{fill, TEXT};
-
-/// `TEXT` without its `STACK WIN` lines (the scan leaves those files to the whole parse).
-fn text_without_stack_win() -> String {
-    TEXT.lines()
-        .filter(|l| !l.starts_with("STACK WIN"))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
 
 /// The addresses worth asking about: every record's start and end, and around them.
 fn addresses(full: &SymbolFile) -> Vec<u64> {
@@ -31,6 +23,14 @@ fn addresses(full: &SymbolFile) -> Vec<u64> {
     }
     for p in &full.publics {
         around(p.address);
+    }
+    for (r, _) in full
+        .win_stack_framedata_info
+        .ranges_values()
+        .chain(full.win_stack_fpo_info.ranges_values())
+    {
+        around(r.start);
+        around(r.end);
     }
     for (r, c) in full.cfi_stack_info.ranges_values() {
         around(r.start);
@@ -58,6 +58,16 @@ fn assert_same(lazy: &LazyBreakpad, full: &SymbolFile, what: &str) -> usize {
         assert_eq!(
             small.cfi_stack_info.get(addr),
             full.cfi_stack_info.get(addr),
+            "{what} at {addr:#x}"
+        );
+        assert_eq!(
+            small.win_stack_framedata_info.get(addr),
+            full.win_stack_framedata_info.get(addr),
+            "{what} at {addr:#x}"
+        );
+        assert_eq!(
+            small.win_stack_fpo_info.get(addr),
+            full.win_stack_fpo_info.get(addr),
             "{what} at {addr:#x}"
         );
         let want = full.functions.get(addr).map(|f| (f.address, f.size));
@@ -90,7 +100,7 @@ fn lazy(text: &[u8]) -> LazyBreakpad {
 
 #[test]
 fn the_synthetic_file_answers_as_the_whole_parse() {
-    let text = text_without_stack_win();
+    let text = TEXT.to_string();
     let full = SymbolFile::from_bytes(text.as_bytes()).unwrap();
     assert_same(&lazy(text.as_bytes()), &full, "synthetic");
     // The same with CRLF line ends.
@@ -112,6 +122,11 @@ INLINE_ORIGIN 3 new\n\
 STACK CFI INIT 1000 10 .cfa: $rsp 8 + .ra: .cfa -8 + ^\nSTACK CFI 1008 .cfa: $rsp 16 +\n\
 STACK CFI 1004 .cfa: $rsp 24 +\n\
 STACK CFI INIT 1008 10 .cfa: $rsp 8 +\n\
+STACK WIN 4 1000 20 0 0 4 0 0 0 1 $T0 .raSearch =\nSTACK WIN 4 1008 8 0 0 8 0 0 0 1 $T1 .raSearch =\n\
+STACK WIN 4 1004 4 0 0 8 0 0 0 1 dropped\nSTACK WIN 4 1010 4 0 0 8 0 0 0 1 $T2 .raSearch =\n\
+STACK WIN 4 1010 4 0 0 8 0 0 0 1 same_range\nSTACK WIN 0 2000 10 0 0 0 0 0 0 0 1\n\
+STACK WIN 0 2004 4 0 0 0 0 0 0 0 0\nSTACK WIN 0 3000 0 0 0 0 0 0 0 0 0\nSTACK WIN 4 5000 8 0 0 0 0 0 0 0 x\n\
+STACK WIN 1 6000 8 0 0 0 0 0 0 0 0\n\
 PUBLIC 1800 0 b\nPUBLIC 1800 0 a\nPUBLIC m 1800 4 a\nPUBLIC 500 0 low\n\n\
 FILE 2  \t spaced.c\nPUBLIC 1900\t0  \t blank_separated\nFUNC  5000 \t8 0   spaced\n5000 8 1\t2\nINLINE_ORIGIN\t9 tabbed\n\
 FUNC 4000 8 0 after_blank_line\n";
@@ -184,7 +199,7 @@ fn read_text(path: &Path) -> Vec<u8> {
 
 #[test]
 fn texts_outside_the_plain_shape_go_to_the_whole_parse() {
-    let good = text_without_stack_win();
+    let good = TEXT.to_string();
     assert!(scan(good.as_bytes()).is_ok());
     let cases: Vec<(String, &str)> = vec![
         (good.trim_end().to_string(), "no newline at the end"),
@@ -201,8 +216,12 @@ fn texts_outside_the_plain_shape_go_to_the_whole_parse() {
             "a line the scan does not know",
         ),
         (
-            format!("{good}STACK WIN 0 1100 10 1 0 4 0 0 0 0 1\n"),
-            "STACK WIN records (their repairs depend on their order)",
+            format!("{good}STACK WIN 4 1100 10 1 0 4 0 0 0 0\n"),
+            "STACK WIN",
+        ),
+        (
+            format!("{good}STACK WIN x 1100 10 1 0 4 0 0 0 0 1\n"),
+            "STACK WIN",
         ),
         (
             format!("{good}MODULE windows x86 AB t.pdb\n"),
@@ -239,7 +258,7 @@ fn texts_outside_the_plain_shape_go_to_the_whole_parse() {
 /// the whole parse.
 #[test]
 fn damaged_texts_never_panic_and_accepted_ones_answer_as_the_whole_parse() {
-    let good = text_without_stack_win().into_bytes();
+    let good = TEXT.to_string().into_bytes();
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = || {
         seed ^= seed << 13;

@@ -28,7 +28,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
 
-pub(crate) use read::SymbolIndex;
+pub(crate) use read::{ranged, SymbolIndex};
 pub(crate) use tables::Tables;
 
 /// The cache subfolder that holds the indexes.
