@@ -141,6 +141,8 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
     let mut open = Open::None;
     let mut at = 0;
     let mut number = 0;
+    // (Most files have no carriage return at all: then no line needs the check.)
+    let has_cr = memchr::memchr(b'\r', text).is_some();
     while at < text.len() {
         let newline = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |i| at + i);
         let line_range = at..newline + 1;
@@ -156,7 +158,7 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
         if content.len() > MAX_LINE {
             return Err(bad("line too long"));
         }
-        if memchr::memchr(b'\r', content).is_some() {
+        if has_cr && memchr::memchr(b'\r', content).is_some() {
             return Err(bad("carriage return inside a line"));
         }
         let fields = Fields {
@@ -167,6 +169,13 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
         // Sublines of the open record.
         match &open {
             Open::Function(_) => {
+                // Line records, most of the text, first.
+                if content.first().is_some_and(u8::is_ascii_hexdigit)
+                    && line_data(fields.clone()).is_some()
+                {
+                    at = line_range.end;
+                    continue;
+                }
                 // (The parser tests these two prefixes literally, a single space included.)
                 if content.starts_with(b"INLINE_ORIGIN ") {
                     let mut f = fields;
@@ -177,10 +186,6 @@ pub(crate) fn scan(text: &[u8]) -> Result<Scan, Unsupported> {
                 }
                 if content.starts_with(b"INLINE ") {
                     inline(fields).ok_or(bad("INLINE"))?;
-                    at = line_range.end;
-                    continue;
-                }
-                if line_data(fields.clone()).is_some() {
                     at = line_range.end;
                     continue;
                 }
@@ -307,6 +312,23 @@ fn last_of_each_id(mut list: Vec<Named>) -> Vec<Named> {
     out
 }
 
+/// Each byte's value as a hex digit (either case), 0xff for other bytes: a decimal digit is a
+/// value below 10.
+const DIGIT_VALUE: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            c @ b'0'..=b'9' => c - b'0',
+            c @ b'a'..=b'f' => c - b'a' + 10,
+            c @ b'A'..=b'F' => c - b'A' + 10,
+            _ => 0xff,
+        };
+        b += 1;
+    }
+    table
+};
+
 /// The fields of one line (without its line ending), read left to right in the plain shape.
 #[derive(Clone)]
 struct Fields<'a> {
@@ -318,6 +340,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     /// Skips `tag` when the line goes on with it.
+    #[inline]
     fn tag(&mut self, tag: &[u8]) -> bool {
         let found = self.line[self.at..].starts_with(tag);
         if found {
@@ -326,39 +349,49 @@ impl Fields<'_> {
         found
     }
 
-    /// The digits at the cursor (1 to `max` of them, of `radix`).
-    fn digits(&mut self, radix: u32, max: usize) -> Option<u64> {
-        let rest = &self.line[self.at..];
-        let n = rest
-            .iter()
-            .take_while(|b| char::from(**b).is_digit(radix))
-            .count();
-        if n == 0 || n > max {
+    /// The digits at the cursor (1 to `max` of them, of `radix`: 10 or 16).
+    #[inline]
+    fn digits(&mut self, radix: u8, max: usize) -> Option<u64> {
+        let (mut value, mut n) = (0u64, 0);
+        for &b in &self.line[self.at..] {
+            let d = DIGIT_VALUE[usize::from(b)];
+            if d >= radix {
+                break;
+            }
+            n += 1;
+            if n > max {
+                return None;
+            }
+            // (At most 16 hex or 10 decimal digits: no overflow.)
+            value = value * u64::from(radix) + u64::from(d);
+        }
+        if n == 0 {
             return None;
         }
         self.at += n;
-        rest[..n].iter().try_fold(0u64, |v, b| {
-            let d = u64::from(char::from(*b).to_digit(radix)?);
-            Some(v * u64::from(radix) + d)
-        })
+        Some(value)
     }
 
     /// A hex number of at most 16 digits.
+    #[inline]
     fn hex64(&mut self) -> Option<u64> {
         self.digits(16, 16)
     }
 
     /// A hex number of at most 8 digits.
+    #[inline]
     fn hex32(&mut self) -> Option<u32> {
         self.digits(16, 8).and_then(|v| u32::try_from(v).ok())
     }
 
     /// A decimal number of at most 10 digits that fits 32 bits.
+    #[inline]
     fn dec(&mut self) -> Option<u32> {
         self.digits(10, 10).and_then(|v| u32::try_from(v).ok())
     }
 
     /// One or more blanks (spaces or tabs), as the parser's separator.
+    #[inline]
     fn space(&mut self) -> Option<()> {
         let n = self.line[self.at..]
             .iter()
@@ -369,6 +402,7 @@ impl Fields<'_> {
     }
 
     /// The end of the line.
+    #[inline]
     fn end(&self) -> Option<()> {
         (self.at == self.line.len()).then_some(())
     }
