@@ -55,7 +55,7 @@ fn main() -> ExitCode {
 /// `ntdbg __symbol-index (SOURCE NAME KEY)…`: writes each file's index in turn; a file that
 /// fails is reported and the others are still written.
 fn write_symbol_indexes(files: &[String]) -> anyhow::Result<ExitCode> {
-    if files.len() % 3 != 0 {
+    if !files.len().is_multiple_of(3) {
         eprintln!("error: expected SOURCE NAME KEY triples");
         return Ok(ExitCode::from(2));
     }
