@@ -414,6 +414,47 @@ mod tests {
     }
 
     #[test]
+    fn the_text_is_kept_once_and_read_back_the_same_way_as_for_the_parser() {
+        let cache = scratch("text");
+        let packed = xz(TEXT.as_bytes());
+        let (first, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+        assert_eq!(
+            (first.as_slice(), how),
+            (TEXT.as_bytes(), Source::Decompressed)
+        );
+        let copy = the_copy(&cache);
+        let good = std::fs::read(&copy).unwrap();
+        // The copy serves the streaming parser too, and it serves this reader.
+        assert_eq!(
+            parse_xz(&packed, Some(&cache), 1 << 20).unwrap().1,
+            Source::CachedCopy
+        );
+        let (second, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+        assert_eq!((second, how), (first.clone(), Source::CachedCopy));
+        let mut flipped = good.clone();
+        flipped[HEADER_LEN + 20] ^= 0x20;
+        let mut longer = good.clone();
+        longer.push(b'\n');
+        for damaged in [
+            flipped,
+            good[..good.len() - 5].to_vec(),
+            good[..10].to_vec(),
+            longer,
+        ] {
+            std::fs::write(&copy, &damaged).unwrap();
+            let (text, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+            assert_eq!((text, how), (first.clone(), Source::Decompressed));
+            assert_eq!(std::fs::read(&copy).unwrap(), good);
+        }
+        assert!(
+            text_of_xz(&packed, Some(&cache), 16).is_err(),
+            "over the size limit"
+        );
+        assert!(text_of_xz(&packed[..packed.len() / 2], None, 1 << 20).is_err());
+        std::fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
     fn damaged_xz_input_is_an_error_and_leaves_no_copy() {
         let cache = scratch("damaged");
         let packed = xz(TEXT.as_bytes());
