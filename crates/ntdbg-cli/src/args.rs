@@ -236,6 +236,15 @@ pub enum Command {
         /// The image (.exe/.dll, PE32+).
         exe: PathBuf,
     },
+    /// Write the warm symbol indexes of Breakpad files, parsing each whole (started detached
+    /// by a short-lived ntdbg that read them lazily, so that it need not wait).
+    #[command(hide = true, name = ntdbg_symbols::WRITER_COMMAND)]
+    SymbolIndex {
+        /// SOURCE NAME KEY, once per file: the `.sym` or `.sym.xz` file, the PDB name it
+        /// answers for and the debug id it must carry.
+        #[arg(required = true, value_name = "SOURCE NAME KEY")]
+        files: Vec<String>,
+    },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(
         after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"

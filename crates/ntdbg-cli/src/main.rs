@@ -23,6 +23,16 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One command and out: symbol indexes that need a whole parse are left to a detached
+    // writer. Long-lived processes write them on a thread.
+    if !matches!(
+        cli.command,
+        Command::Mcp { .. } | Command::Repl { .. } | Command::Triage { .. } | Command::Store(_)
+    ) {
+        if let Ok(exe) = std::env::current_exe() {
+            ntdbg_symbols::write_indexes_out_of_process(exe);
+        }
+    }
     let result = run(cli);
     // Symbol indexes written in the background must be complete before the process ends.
     ntdbg_symbols::finish_index_writes();
@@ -40,6 +50,26 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// `ntdbg __symbol-index (SOURCE NAME KEY)…`: writes each file's index in turn; a file that
+/// fails is reported and the others are still written.
+fn write_symbol_indexes(files: &[String]) -> anyhow::Result<ExitCode> {
+    if !files.len().is_multiple_of(3) {
+        eprintln!("error: expected SOURCE NAME KEY triples");
+        return Ok(ExitCode::from(2));
+    }
+    let mut code = ExitCode::SUCCESS;
+    for triple in files.chunks(3) {
+        let [source, name, key] = triple else {
+            continue;
+        };
+        if let Err(e) = ntdbg_symbols::write_breakpad_index(source.as_ref(), name, key) {
+            eprintln!("error: {e}");
+            code = ExitCode::from(1);
+        }
+    }
+    Ok(code)
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -148,6 +178,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stackwalk(args) => stackwalk::run(&args),
         Command::Completions { shell } => shell_docs::completions(shell),
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
+        Command::SymbolIndex { files } => write_symbol_indexes(&files),
         Command::SymbolizeImage { exe } => {
             symbolize::symbolize_image(&exe)?;
             Ok(ExitCode::SUCCESS)

@@ -131,6 +131,8 @@ fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path
         .env_remove("_NT_SYMBOL_PATH")
         .env_remove("NTDBG_SYMBOL_CACHE")
         .env_remove("NTDBG_SYMBOL_INDEX")
+        .env_remove("NTDBG_SYMBOL_INDEX_WRITER")
+        .env_remove("NTDBG_BREAKPAD_LAZY")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
@@ -296,9 +298,12 @@ const INDEX_COMMANDS: &[&[&str]] = &[
     &["run", "-c", "x *!*main*"],
 ];
 
-/// Issue 20: every command's output is byte-identical whether the symbols were parsed (index
-/// off), parsed and indexed (a fresh cache: cold) or read from the index (the same cache
-/// again: warm). Dumps whose cold run wrote no index load no symbol file and are not rerun.
+/// Issue 20: every command's output is byte-identical whether the symbols were read as by
+/// default and indexed (a fresh cache: cold; large Breakpad files read lazily, the index
+/// written on a thread so that it is there when the run ends), read from the index (the same
+/// cache again: warm), parsed whole (index and lazy reading off) or read lazily whatever their
+/// size (index off, `NTDBG_BREAKPAD_LAZY=always`). Dumps whose cold run wrote no index load no
+/// symbol file and are not rerun.
 #[test]
 fn output_is_identical_cold_warm_and_without_the_symbol_index() {
     let (dumps, _) = dumps();
@@ -316,11 +321,21 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                     break;
                 };
                 let cache = scratch.join(i.to_string());
-                let with_cache = [("NTDBG_SYMBOL_CACHE", cache.as_path())];
-                let off = Path::new("off");
+                let (off, thread, always) =
+                    (Path::new("off"), Path::new("thread"), Path::new("always"));
+                let with_cache = [
+                    ("NTDBG_SYMBOL_CACHE", cache.as_path()),
+                    ("NTDBG_SYMBOL_INDEX_WRITER", thread),
+                ];
                 let without = [
                     ("NTDBG_SYMBOL_CACHE", cache.as_path()),
                     ("NTDBG_SYMBOL_INDEX", off),
+                    ("NTDBG_BREAKPAD_LAZY", off),
+                ];
+                let lazy = [
+                    ("NTDBG_SYMBOL_CACHE", cache.as_path()),
+                    ("NTDBG_SYMBOL_INDEX", off),
+                    ("NTDBG_BREAKPAD_LAZY", always),
                 ];
                 let cold: Vec<String> = INDEX_COMMANDS
                     .iter()
@@ -334,8 +349,11 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                 for (command, cold) in INDEX_COMMANDS.iter().zip(&cold) {
                     let warm = replay_with(&binary, dump, command, &with_cache);
                     let plain = replay_with(&binary, dump, command, &without);
+                    let lazily = replay_with(&binary, dump, command, &lazy);
                     compared.fetch_add(1, Ordering::Relaxed);
-                    for (mode, text) in [("warm", &warm), ("index off", &plain)] {
+                    for (mode, text) in
+                        [("warm", &warm), ("parsed whole", &plain), ("lazy", &lazily)]
+                    {
                         if text != cold {
                             let diff = similar::TextDiff::from_lines(cold.as_str(), text.as_str())
                                 .unified_diff()
@@ -363,7 +381,7 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
         failures[0]
     );
     eprintln!(
-        "{} dumps indexed, {} commands identical cold, warm and without the index",
+        "{} dumps indexed, {} commands identical cold, warm, parsed whole and lazy",
         indexed.into_inner(),
         compared.into_inner()
     );

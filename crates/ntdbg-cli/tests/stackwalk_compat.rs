@@ -72,6 +72,8 @@ fn ntdbg(args: &[&str], cache: &Path) -> Output {
         .args(args)
         .env_remove("_NT_SYMBOL_PATH")
         .env("NTDBG_SYMBOL_CACHE", cache)
+        // Indexes written before the run ends: no detached writer outlives the scratch folder.
+        .env("NTDBG_SYMBOL_INDEX_WRITER", "thread")
         .output()
         .expect("ntdbg runs")
 }

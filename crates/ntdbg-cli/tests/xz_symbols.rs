@@ -1,6 +1,7 @@
 //! Compressed Breakpad symbols give the same stacks as plain ones: every thread of the Firefox
 //! dumps (`~*k`, text and JSON) with the `.sym.xz` files, the first time (decompressed) and the
-//! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`.
+//! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`;
+//! a first run leaves the warm index of the files it read lazily to detached writers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +23,8 @@ fn run(dump: &Path, symbols: &Path, cache: &Path, json: bool) -> String {
         .args(&args)
         .env_remove("_NT_SYMBOL_PATH")
         .env("NTDBG_SYMBOL_CACHE", cache)
+        // Indexes written before the run ends: no detached writer outlives the scratch folder.
+        .env("NTDBG_SYMBOL_INDEX_WRITER", "thread")
         .output()
         .expect("ntdbg runs");
     assert!(
@@ -71,5 +74,68 @@ fn firefox_stacks_are_the_same_with_plain_and_compressed_symbols() {
             );
         }
     }
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// How many indexes are in the cache, once no writer has changed the folder for two seconds
+/// (at most two minutes).
+fn settled_indexes(cache: &Path) -> usize {
+    let count = || {
+        std::fs::read_dir(cache.join("index")).map_or((0, 0), |d| {
+            let names: Vec<String> = d
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            let temps = names.iter().filter(|n| n.starts_with(".tmp")).count();
+            (names.len() - temps, temps)
+        })
+    };
+    let mut last = count();
+    let mut stable_since = std::time::Instant::now();
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let now = count();
+        if now != last {
+            (last, stable_since) = (now, std::time::Instant::now());
+        } else if now.0 > 0 && now.1 == 0 && stable_since.elapsed().as_secs() >= 2 {
+            break;
+        }
+    }
+    last.0
+}
+
+#[test]
+fn a_first_run_leaves_the_index_to_detached_writers_and_the_next_run_maps_it() {
+    ntdbg_testutil::require_testdata!();
+    let pgo = ntdbg_testutil::testdata("mozilla-minidump-stackwalk-pgo/pgo_data");
+    let scratch = std::env::temp_dir().join(format!("ntdbg-xz-detached-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let cache = scratch.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let dump = pgo.join("minidumps/windows-x86_64.dmp");
+    let ntdbg = |cache: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+            .args(["run", &dump.display().to_string(), "-c", "~*k", "--offline"])
+            .arg("--symbols")
+            .arg(pgo.join("symbols"))
+            .env_remove("_NT_SYMBOL_PATH")
+            .env_remove("NTDBG_SYMBOL_INDEX_WRITER")
+            .env_remove("NTDBG_BREAKPAD_LAZY")
+            .env("NTDBG_SYMBOL_CACHE", cache)
+            .output()
+            .expect("ntdbg runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    };
+    let first = ntdbg(&cache);
+    let written = settled_indexes(&cache);
+    assert!(
+        written >= 5,
+        "{written} indexes written by detached writers"
+    );
+    let warm = ntdbg(&cache);
+    assert!(warm == first, "the warm run differs from the first");
+    assert_eq!(settled_indexes(&cache), written, "nothing rewritten");
     std::fs::remove_dir_all(&scratch).unwrap();
 }

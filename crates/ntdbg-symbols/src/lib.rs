@@ -37,6 +37,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod breakpad_lazy;
 mod compressed;
 mod demangle;
 mod download;
@@ -60,10 +61,14 @@ mod unwind_arm64;
 mod variables;
 mod wildcard;
 
+pub use breakpad_lazy::LAZY_ENV;
 pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
-pub use index::{finish_index_writes, INDEX_ENV};
+pub use index::{
+    finish_index_writes, write_indexes_out_of_process, INDEX_ENV, WRITER_COMMAND, WRITER_ENV,
+};
+pub use load::write_breakpad_index;
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};

@@ -20,10 +20,11 @@ use ntdbg_formats::store::{
 };
 use pdb_addr2line::pdb::PDB;
 
+use crate::breakpad_lazy::{self, LazyBreakpad};
 use crate::demangle;
 use crate::download::{Downloads, Fetched};
 use crate::image::{ImageSource, MappedImage};
-use crate::index::{IndexSlot, Tables};
+use crate::index::{write_index, IndexJob, IndexSlot, Tables};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
 use crate::pdb_sym;
@@ -533,29 +534,65 @@ fn index_slot(kind: &str, path: &Path, name: &str, key: &str) -> Option<IndexSlo
 }
 
 /// Reads a Breakpad `.sym`/`.sym.xz` for the PDB `name` with debug id `key`: from its warm
-/// index when there is a sound one, else by parsing it (and then writing the index).
+/// index when there is a sound one, else from its text (and then writes the index).
 fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
     let slot = index_slot("breakpad", path, name, key);
     let tables = match slot.as_ref().and_then(IndexSlot::open) {
         Some(index) => Tables::Indexed(index),
-        None => Tables::Parsed(Arc::new(parse_sym(path)?)),
+        None => read_breakpad(path, breakpad_lazy::min_len())?,
     };
-    if !tables.module_id().eq_ignore_ascii_case(key) {
-        return Err(SymbolError::Mismatch {
-            path: path.to_path_buf(),
-            what: "debug id",
-            expected: key.to_string(),
-            found: tables.module_id().to_string(),
-        });
-    }
-    if let (Some(slot), Tables::Parsed(sym)) = (slot, &tables) {
-        slot.write_in_background(Arc::clone(sym), Vec::new());
+    check_module_id(path, tables.module_id(), key)?;
+    if let Some(slot) = slot {
+        match &tables {
+            Tables::Parsed(sym) => write_index(slot, IndexJob::Parsed(Arc::clone(sym), Vec::new())),
+            Tables::Lazy(lazy) => write_index(slot, IndexJob::BreakpadText(lazy.text())),
+            Tables::Indexed(_) => {}
+        }
     }
     Ok(tables)
 }
 
-/// Parses a Breakpad `.sym`, or a `.sym.xz` (through its decompressed copy in the cache).
-fn parse_sym(path: &Path) -> Result<SymbolFile, SymbolError> {
+/// A Breakpad file made for another build is refused.
+fn check_module_id(path: &Path, found: &str, key: &str) -> Result<(), SymbolError> {
+    if found.eq_ignore_ascii_case(key) {
+        return Ok(());
+    }
+    Err(SymbolError::Mismatch {
+        path: path.to_path_buf(),
+        what: "debug id",
+        expected: key.to_string(),
+        found: found.to_string(),
+    })
+}
+
+/// Writes the warm index of the Breakpad file at `source` for the PDB `name` with debug id
+/// `key`, parsing it whole (what a detached index writer does: `ntdbg __symbol-index`).
+/// Nothing is written when the index is off, already there, the symbol cache folder is gone,
+/// or the file does not parse or
+/// belongs to another build; the error says why for the last two.
+pub fn write_breakpad_index(source: &Path, name: &str, key: &str) -> Result<(), SymbolError> {
+    // (A cache folder deleted since the load that started this writer is not made again.)
+    if !crate::default_cache_dir().is_dir() {
+        return Ok(());
+    }
+    let Some(slot) = index_slot("breakpad", source, name, key) else {
+        return Ok(());
+    };
+    if slot.open().is_some() {
+        return Ok(());
+    }
+    let Tables::Parsed(sym) = read_breakpad(source, None)? else {
+        return Ok(());
+    };
+    check_module_id(source, &sym.module_id, key)?;
+    slot.write(&sym, &[]);
+    Ok(())
+}
+
+/// Reads a Breakpad `.sym`, or a `.sym.xz` (through its decompressed copy in the cache):
+/// lazily when the text has `lazy_from` bytes or more and is in the shape the lazy reader
+/// answers for, else parsed whole.
+fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, SymbolError> {
     let raw = std::fs::read(path).map_err(|e| io(path, e))?;
     let bad = |message: String| SymbolError::Breakpad {
         path: path.to_path_buf(),
@@ -564,16 +601,38 @@ fn parse_sym(path: &Path) -> Result<SymbolFile, SymbolError> {
     let is_xz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
+    let cache = crate::default_cache_dir();
     guarded(path, "Breakpad parser", || {
-        if is_xz {
-            let cache = crate::default_cache_dir();
-            let (sym, source) =
-                crate::unpacked::parse_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
-            tracing::debug!(file = %path.display(), ?source, "Breakpad symbols from .xz");
-            Ok(sym)
-        } else {
-            SymbolFile::from_bytes(&raw).map_err(|e| bad(e.to_string()))
-        }
+        let text = match (is_xz, lazy_from) {
+            (false, _) => raw,
+            (true, Some(_)) => {
+                let (text, source) =
+                    crate::unpacked::text_of_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
+                tracing::debug!(file = %path.display(), ?source, "Breakpad text from .xz");
+                text
+            }
+            // Parsed whole: streamed from the decoder into the parser.
+            (true, None) => {
+                let (sym, source) =
+                    crate::unpacked::parse_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
+                tracing::debug!(file = %path.display(), ?source, "Breakpad symbols from .xz");
+                return Ok(Tables::Parsed(Arc::new(sym)));
+            }
+        };
+        let text = match lazy_from.filter(|min| text.len() >= *min) {
+            Some(_) => match LazyBreakpad::new(text) {
+                Ok(lazy) => return Ok(Tables::Lazy(lazy)),
+                Err((text, why)) => {
+                    tracing::debug!(file = %path.display(), line = why.line, reason = why.reason,
+                        "Breakpad file parsed whole");
+                    text
+                }
+            },
+            None => text,
+        };
+        SymbolFile::from_bytes(&text)
+            .map(|sym| Tables::Parsed(Arc::new(sym)))
+            .map_err(|e| bad(e.to_string()))
     })
 }
 
@@ -664,7 +723,7 @@ fn read_pdb(
     let (sym, data) = convert_pdb(path, want, code)?;
     let sym = Arc::new(sym);
     if let Some(slot) = slot {
-        slot.write_in_background(Arc::clone(&sym), data.clone());
+        write_index(slot, IndexJob::Parsed(Arc::clone(&sym), data.clone()));
     }
     Ok((Tables::Parsed(sym), data))
 }

@@ -293,6 +293,7 @@ fn approximate_size(symbols: &ModuleSymbols) -> u64 {
         t.parsed()
             .map_or(0, symbol_file_size)
             .max(t.indexed().map_or(0, |i| i.len()))
+            .max(t.lazy().map_or(0, |l| l.len()))
     });
     let data: usize = symbols
         .data_symbols

@@ -96,6 +96,75 @@ pub(crate) fn parse_xz(
     Ok((sym, Source::Decompressed))
 }
 
+/// The Breakpad text in the `.xz` bytes `xz`, at most `max_text` bytes: from the decompressed
+/// copy under `cache` when a sound one is there, else decompressed now (and then kept there,
+/// when `cache` is given and writable). Errors are messages for the caller to attach to the
+/// file's path.
+pub(crate) fn text_of_xz(
+    xz: &[u8],
+    cache: Option<&Path>,
+    max_text: u64,
+) -> Result<(Vec<u8>, Source), String> {
+    let xz_len = xz.len() as u64;
+    let xz_crc = crc32fast::hash(xz);
+    let copy = cache.map(|c| c.join(FOLDER).join(format!("{xz_crc:08x}-{xz_len:x}.sym")));
+    if let Some(copy) = &copy {
+        match read_copy_text(copy, xz_len, xz_crc, max_text) {
+            Some(text) => return Ok((text, Source::CachedCopy)),
+            None if copy.exists() => {
+                tracing::debug!(copy = %copy.display(), "damaged decompressed copy dropped");
+                let _ = std::fs::remove_file(copy);
+            }
+            None => {}
+        }
+    }
+    let mut text = Vec::new();
+    xz_reader(xz)
+        .map_err(|e| format!("xz: {e}"))?
+        .take(max_text + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("xz: {e}"))?;
+    if text.len() as u64 > max_text {
+        return Err("decompressed file too large".to_string());
+    }
+    if let Some(copy) = &copy {
+        if let Some(mut w) = CopyWriter::create(copy) {
+            w.write(&text);
+            let header = Header {
+                xz_len,
+                xz_crc,
+                text_len: text.len() as u64,
+                text_crc: crc32fast::hash(&text),
+            };
+            w.finish(&header, copy);
+        }
+    }
+    Ok((text, Source::Decompressed))
+}
+
+/// The text of the copy at `path`, if it is there, was made from this `.xz` and is whole
+/// (length and checksum).
+fn read_copy_text(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<Vec<u8>> {
+    let mut file = File::open(path).ok()?;
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact(&mut head).ok()?;
+    let header = Header::parse(&head)?;
+    if header.xz_len != xz_len || header.xz_crc != xz_crc || header.text_len > max_text {
+        return None;
+    }
+    let mut text = Vec::with_capacity(usize::try_from(header.text_len).ok()?);
+    (&mut file)
+        .take(header.text_len + 1)
+        .read_to_end(&mut text)
+        .ok()?;
+    if text.len() as u64 != header.text_len || crc32fast::hash(&text) != header.text_crc {
+        return None;
+    }
+    // The modification time marks the copy as recently used, for eviction.
+    let _ = file.set_modified(SystemTime::now());
+    Some(text)
+}
+
 /// The symbols from the copy at `path`, if it is there, was made from this `.xz` and its text
 /// is whole (length and checksum) — checked while parsing, so the text is read once.
 fn read_copy(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<SymbolFile> {
@@ -341,6 +410,47 @@ mod tests {
             assert_eq!(sym.publics.len(), first.publics.len());
             assert_eq!(std::fs::read(&copy).unwrap(), good);
         }
+        std::fs::remove_dir_all(&cache).unwrap();
+    }
+
+    #[test]
+    fn the_text_is_kept_once_and_read_back_the_same_way_as_for_the_parser() {
+        let cache = scratch("text");
+        let packed = xz(TEXT.as_bytes());
+        let (first, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+        assert_eq!(
+            (first.as_slice(), how),
+            (TEXT.as_bytes(), Source::Decompressed)
+        );
+        let copy = the_copy(&cache);
+        let good = std::fs::read(&copy).unwrap();
+        // The copy serves the streaming parser too, and it serves this reader.
+        assert_eq!(
+            parse_xz(&packed, Some(&cache), 1 << 20).unwrap().1,
+            Source::CachedCopy
+        );
+        let (second, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+        assert_eq!((second, how), (first.clone(), Source::CachedCopy));
+        let mut flipped = good.clone();
+        flipped[HEADER_LEN + 20] ^= 0x20;
+        let mut longer = good.clone();
+        longer.push(b'\n');
+        for damaged in [
+            flipped,
+            good[..good.len() - 5].to_vec(),
+            good[..10].to_vec(),
+            longer,
+        ] {
+            std::fs::write(&copy, &damaged).unwrap();
+            let (text, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
+            assert_eq!((text, how), (first.clone(), Source::Decompressed));
+            assert_eq!(std::fs::read(&copy).unwrap(), good);
+        }
+        assert!(
+            text_of_xz(&packed, Some(&cache), 16).is_err(),
+            "over the size limit"
+        );
+        assert!(text_of_xz(&packed[..packed.len() / 2], None, 1 << 20).is_err());
         std::fs::remove_dir_all(&cache).unwrap();
     }
 

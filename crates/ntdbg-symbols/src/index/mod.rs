@@ -19,16 +19,16 @@ mod tables;
 mod write;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
 
-pub(crate) use read::SymbolIndex;
+pub(crate) use read::{ranged, SymbolIndex};
 pub(crate) use tables::Tables;
 
 /// The cache subfolder that holds the indexes.
@@ -51,6 +51,8 @@ pub(crate) fn enabled() -> bool {
 pub(crate) struct IndexSlot {
     path: PathBuf,
     identity: String,
+    /// For a Breakpad file: (source, module name, debug id), what a detached writer is given.
+    breakpad: Option<(PathBuf, String, String)>,
 }
 
 impl IndexSlot {
@@ -97,6 +99,8 @@ impl IndexSlot {
         Some(IndexSlot {
             path: cache.join(FOLDER).join(file),
             identity,
+            breakpad: (kind == "breakpad")
+                .then(|| (source.to_path_buf(), name.to_string(), key.to_string())),
         })
     }
 
@@ -121,14 +125,20 @@ impl IndexSlot {
         }
     }
 
-    /// Writes the index of `symbols` (and PDB `data` symbols) on a thread of its own, so the
-    /// load that parsed them goes on at once; [`finish_index_writes`] waits for it.
-    pub(crate) fn write_in_background(self, symbols: Arc<SymbolFile>, data: Vec<(String, u64)>) {
+    /// Writes the index on a thread of its own, so the load goes on at once;
+    /// [`finish_index_writes`] waits for it.
+    fn write_on_thread(self, job: IndexJob) {
         let spawned = std::thread::Builder::new()
             .name("symbol-index".into())
-            .spawn(move || self.write(&symbols, &data));
+            .spawn(move || match job {
+                IndexJob::Parsed(symbols, data) => self.write(&symbols, &data),
+                IndexJob::BreakpadText(text) => match SymbolFile::from_bytes(&text) {
+                    Ok(symbols) => self.write(&symbols, &[]),
+                    Err(e) => tracing::debug!("symbol index not written: {e}"),
+                },
+            });
         match spawned {
-            Ok(handle) => pending().push(handle),
+            Ok(handle) => lock(&RUNNING).push(handle),
             Err(e) => tracing::debug!("symbol index not written: no thread: {e}"),
         }
     }
@@ -142,17 +152,103 @@ impl IndexSlot {
     }
 }
 
-/// The index writes still running.
-fn pending() -> std::sync::MutexGuard<'static, Vec<JoinHandle<()>>> {
-    static PENDING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
-    PENDING.lock().unwrap_or_else(|e| e.into_inner())
+/// What an index is made from.
+pub(crate) enum IndexJob {
+    /// Symbols this load parsed whole (and a PDB's data symbols).
+    Parsed(Arc<SymbolFile>, Vec<(String, u64)>),
+    /// A Breakpad text this load read lazily: the writer parses it whole.
+    BreakpadText(Arc<Vec<u8>>),
 }
 
-/// Waits for the symbol indexes this process is still writing (call before exiting, or the
-/// next run parses those symbols again).
+/// The hidden `ntdbg` subcommand a detached index writer runs:
+/// `ntdbg __symbol-index SOURCE NAME KEY [SOURCE NAME KEY]…` (see
+/// [`crate::write_breakpad_index`]).
+pub const WRITER_COMMAND: &str = "__symbol-index";
+/// The environment variable that keeps index writing on a thread of this process
+/// (`thread`) even where [`write_indexes_out_of_process`] asked for a detached writer.
+pub const WRITER_ENV: &str = "NTDBG_SYMBOL_INDEX_WRITER";
+
+/// The executable that writes indexes out of process, when this process asked for it.
+static DETACHED_WRITER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes this process leave the indexes of lazily read Breakpad files to one detached `exe`
+/// (`exe __symbol-index …`) started by [`finish_index_writes`], so it exits without waiting
+/// for whole parses and its run does not share the CPU with them: for short-lived processes
+/// (one CLI command). Long-lived ones (the MCP server, `triage`) keep the default, a thread of
+/// their own per index.
+pub fn write_indexes_out_of_process(exe: PathBuf) {
+    let _ = DETACHED_WRITER.set(exe);
+}
+
+/// Writes `slot`'s index from `job`: the one place that decides how. A lazily read Breakpad
+/// text is left to the detached writer when this process asked for one (and [`WRITER_ENV`]
+/// is not `thread`); everything else is written on a thread of this process now. Either way
+/// the index appears whole or not at all (temporary file and rename).
+pub(crate) fn write_index(slot: IndexSlot, job: IndexJob) {
+    let thread_only =
+        std::env::var(WRITER_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("thread"));
+    if let (IndexJob::BreakpadText(_), Some(_), Some(_), false) =
+        (&job, &slot.breakpad, DETACHED_WRITER.get(), thread_only)
+    {
+        // The folder exists when the writer starts: it writes only into a cache still there.
+        if let Some(folder) = slot.path.parent() {
+            let _ = std::fs::create_dir_all(folder);
+        }
+        lock(&LEFT_TO_WRITER).push((slot, job));
+        return;
+    }
+    slot.write_on_thread(job);
+}
+
+/// Index writes running on threads of this process.
+static RUNNING: Mutex<Vec<JoinHandle<()>>> = Mutex::new(Vec::new());
+/// Index writes left to the detached writer.
+static LEFT_TO_WRITER: Mutex<Vec<(IndexSlot, IndexJob)>> = Mutex::new(Vec::new());
+
+fn lock<T>(m: &'static Mutex<T>) -> std::sync::MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Before this process exits: starts the detached writer for the indexes left to it (or, if
+/// it cannot start, writes them here) and waits for the writes running on threads — or the
+/// next run parses those symbols again.
 pub fn finish_index_writes() {
-    let handles = std::mem::take(&mut *pending());
+    let left = std::mem::take(&mut *lock(&LEFT_TO_WRITER));
+    if !left.is_empty() {
+        let started = DETACHED_WRITER
+            .get()
+            .is_some_and(|exe| start_writer(exe, &left));
+        if !started {
+            left.into_iter()
+                .for_each(|(slot, job)| slot.write_on_thread(job));
+        }
+    }
+    let handles = std::mem::take(&mut *lock(&RUNNING));
     for handle in handles {
         let _ = handle.join();
+    }
+}
+
+/// Starts `exe` detached to write the indexes of `jobs`' Breakpad files; false when it could
+/// not be started.
+fn start_writer(exe: &Path, jobs: &[(IndexSlot, IndexJob)]) -> bool {
+    let mut command = std::process::Command::new(exe);
+    command.arg(WRITER_COMMAND);
+    for (source, name, key) in jobs.iter().filter_map(|(slot, _)| slot.breakpad.as_ref()) {
+        command.arg(source).arg(name).arg(key);
+    }
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // Its own process group: a Ctrl-C meant for the command does not cut the writes short.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    match command.spawn() {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::debug!("symbol index writer not started: {e}");
+            false
+        }
     }
 }

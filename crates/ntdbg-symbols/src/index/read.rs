@@ -475,7 +475,11 @@ impl SymbolIndex {
 }
 
 /// A range map of one entry (empty when the range is reversed, as only a damaged file has).
-fn ranged<V: Clone + std::fmt::Debug + Eq>(start: u64, end: u64, value: V) -> RangeMap<u64, V> {
+pub(crate) fn ranged<V: Clone + std::fmt::Debug + Eq>(
+    start: u64,
+    end: u64,
+    value: V,
+) -> RangeMap<u64, V> {
     range_map_of(
         std::iter::once(value)
             .filter(|_| start <= end)

@@ -1,11 +1,31 @@
-//! A module's Breakpad tables: parsed in memory, or answered from a mapped index.
+//! A module's Breakpad tables: parsed in memory, answered from a mapped index, or read lazily
+//! from the text.
 
-use std::borrow::Cow;
+use std::ops::Deref;
 use std::sync::Arc;
 
 use breakpad_symbols::SymbolFile;
 
 use super::SymbolIndex;
+use crate::breakpad_lazy::LazyBreakpad;
+
+/// The symbols [`Tables::at`] gives for one address.
+pub(crate) enum SymbolsAt<'a> {
+    /// The whole parsed file.
+    Borrowed(&'a SymbolFile),
+    /// Built for this address (now, or earlier and kept).
+    Shared(Arc<SymbolFile>),
+}
+
+impl Deref for SymbolsAt<'_> {
+    type Target = SymbolFile;
+    fn deref(&self) -> &SymbolFile {
+        match self {
+            SymbolsAt::Borrowed(s) => s,
+            SymbolsAt::Shared(s) => s,
+        }
+    }
+}
 
 /// A module's symbol tables, from either backend; both answer every lookup identically.
 // (One per loaded module: the variants' sizes do not matter.)
@@ -16,6 +36,8 @@ pub(crate) enum Tables {
     Parsed(Arc<SymbolFile>),
     /// Mapped from the warm index.
     Indexed(SymbolIndex),
+    /// A Breakpad text scanned for its records and parsed where asked.
+    Lazy(LazyBreakpad),
 }
 
 impl Tables {
@@ -23,15 +45,23 @@ impl Tables {
     pub(crate) fn parsed(&self) -> Option<&SymbolFile> {
         match self {
             Tables::Parsed(s) => Some(s),
-            Tables::Indexed(_) => None,
+            Tables::Indexed(_) | Tables::Lazy(_) => None,
+        }
+    }
+
+    /// The lazily read text, when this load read one.
+    pub(crate) fn lazy(&self) -> Option<&LazyBreakpad> {
+        match self {
+            Tables::Lazy(l) => Some(l),
+            _ => None,
         }
     }
 
     /// The mapped index, when this load read one.
     pub(crate) fn indexed(&self) -> Option<&SymbolIndex> {
         match self {
-            Tables::Parsed(_) => None,
             Tables::Indexed(i) => Some(i),
+            Tables::Parsed(_) | Tables::Lazy(_) => None,
         }
     }
 
@@ -40,15 +70,17 @@ impl Tables {
         match self {
             Tables::Parsed(s) => &s.module_id,
             Tables::Indexed(i) => i.module_id(),
+            Tables::Lazy(l) => l.module_id(),
         }
     }
 
     /// A `SymbolFile` that answers Breakpad's `fill_symbol` and `walk_frame` at `rva` as the
-    /// whole file does: the whole file, or one built from the index for this address.
-    pub(crate) fn at(&self, rva: u64) -> Cow<'_, SymbolFile> {
+    /// whole file does: the whole file, or one built for this address from the index or the lazily read text.
+    pub(crate) fn at(&self, rva: u64) -> SymbolsAt<'_> {
         match self {
-            Tables::Parsed(s) => Cow::Borrowed(s.as_ref()),
-            Tables::Indexed(i) => Cow::Owned(i.symbols_at(rva)),
+            Tables::Parsed(s) => SymbolsAt::Borrowed(s.as_ref()),
+            Tables::Indexed(i) => SymbolsAt::Shared(Arc::new(i.symbols_at(rva))),
+            Tables::Lazy(l) => SymbolsAt::Shared(l.symbols_at(rva)),
         }
     }
 
@@ -57,6 +89,7 @@ impl Tables {
         match self {
             Tables::Parsed(s) => s.functions.get(rva).map(|f| (f.address, f.size)),
             Tables::Indexed(i) => i.function_at(rva),
+            Tables::Lazy(l) => l.function_at(rva),
         }
     }
 
@@ -69,6 +102,7 @@ impl Tables {
                     .map(|(_, f)| (f.name.as_str(), f.address, f.size)),
             ),
             Tables::Indexed(i) => Box::new(i.functions()),
+            Tables::Lazy(l) => Box::new(l.functions()),
         }
     }
 
@@ -77,6 +111,7 @@ impl Tables {
         match self {
             Tables::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
             Tables::Indexed(i) => Box::new(i.publics()),
+            Tables::Lazy(l) => Box::new(l.publics()),
         }
     }
 
@@ -88,6 +123,7 @@ impl Tables {
                 i.count(super::format::Section::Functions),
                 i.count(super::format::Section::Publics),
             ),
+            Tables::Lazy(l) => l.counts(),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::IndexSlot;
 
 /// Functions with lines, nested inlinees, an overlap the parser repairs, publics before,
 /// between and after them, CFI with add rules, both `STACK WIN` kinds.
-const TEXT: &str = "MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n\
+pub(crate) const TEXT: &str = "MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\n\
 FILE 0 a.c\nFILE 7 b.h\nINLINE_ORIGIN 0 inner\nINLINE_ORIGIN 1 innermost\n\
 FUNC 1000 40 8 outer(int)\n1000 10 3 0\n1010 20 4 7\n1030 10 0 0\n\
 INLINE 0 3 0 0 1010 20\nINLINE 1 9 7 1 1018 8\n\
@@ -52,7 +52,8 @@ impl FrameSymbolizer for Calls {
     }
 }
 
-fn fill(sym: &SymbolFile, addr: u64) -> Vec<String> {
+/// What `fill_symbol` reports for `addr` (a module at base 0).
+pub(crate) fn fill(sym: &SymbolFile, addr: u64) -> Vec<String> {
     let mut calls = Calls {
         addr,
         ..Calls::default()
