@@ -216,6 +216,17 @@ pub enum Command {
         /// The image (.exe/.dll, PE32+).
         exe: PathBuf,
     },
+    /// Write the warm symbol index of a PDB that an earlier run loaded lazily (started by
+    /// ntdbg itself, detached, as it exits).
+    #[command(hide = true)]
+    IndexPdb {
+        /// The PDB file.
+        pdb: PathBuf,
+        /// Its debug file name (as the image names it).
+        name: String,
+        /// Its debug id (GUID and age).
+        key: String,
+    },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.
     #[command(
         after_help = "Examples:\n  ntdbg manpage > ntdbg.1 && man ./ntdbg.1\n  ntdbg manpage repl > ntdbg-repl.1"

@@ -21,11 +21,34 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Starts one detached `ntdbg index-pdb` per PDB this run loaded lazily without an index, so
+/// the next run maps it while this one exits at once. A helper that cannot start only means
+/// no index.
+fn index_pdbs_in_helpers() {
+    let jobs = ntdbg_symbols::deferred_pdb_indexes();
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    for (pdb, name, key) in jobs {
+        let _ = std::process::Command::new(&exe)
+            .arg("index-pdb")
+            .arg(&pdb)
+            .arg(&name)
+            .arg(&key)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = run(cli);
-    // Symbol indexes written in the background must be complete before the process ends.
+    // Symbol indexes written in the background must be complete before the process ends;
+    // those of lazily loaded PDBs are left to detached helpers.
     ntdbg_symbols::finish_index_writes();
+    index_pdbs_in_helpers();
     match result {
         Ok(code) => code,
         Err(err) => {
@@ -138,6 +161,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Manpage { subcommand } => shell_docs::manpage(subcommand.as_deref()),
         Command::SymbolizeImage { exe } => {
             symbolize::symbolize_image(&exe)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::IndexPdb { pdb, name, key } => {
+            ntdbg_symbols::write_pdb_index(&pdb, &name, &key)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::List {

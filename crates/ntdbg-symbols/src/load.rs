@@ -26,6 +26,7 @@ use crate::image::{ImageSource, MappedImage};
 use crate::index::{IndexSlot, Tables};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
+use crate::pdb_lazy::LazyPdb;
 use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
 use crate::SharedBytes;
@@ -91,7 +92,7 @@ fn c_string(bytes: &[u8]) -> String {
 }
 
 /// Runs a reader that might panic on damaged input; a panic becomes an error.
-fn guarded<T>(
+pub(crate) fn guarded<T>(
     path: &Path,
     what: &'static str,
     f: impl FnOnce() -> Result<T, SymbolError>,
@@ -649,8 +650,9 @@ fn find_pdb(
 }
 
 /// Reads a PDB's symbols: from its warm index when there is a sound one (made from this
-/// very file, once its identity had been checked), else by opening it, checking its identity
-/// and converting it (and then writing the index).
+/// very file, once its identity had been checked), else by opening it and checking its
+/// identity, then converting it one procedure at a time as lookups need them when it is large
+/// ([`crate::pdb_lazy`]), else whole (and then writing the index).
 fn read_pdb(
     path: &Path,
     want: &PdbIdentity,
@@ -661,6 +663,13 @@ fn read_pdb(
         let data = index.data_symbols();
         return Ok((Tables::Indexed(index), data));
     }
+    if crate::pdb_lazy::wanted(path) {
+        let (lazy, data) = LazyPdb::open(path, want, code)?;
+        if slot.is_some() {
+            crate::index::defer_pdb_index(path, &want.name, &want.key());
+        }
+        return Ok((Tables::Lazy(lazy), data));
+    }
     let (sym, data) = convert_pdb(path, want, code)?;
     let sym = Arc::new(sym);
     if let Some(slot) = slot {
@@ -670,7 +679,7 @@ fn read_pdb(
 }
 
 /// Opens a PDB, checks its identity and converts it.
-fn convert_pdb(
+pub(crate) fn convert_pdb(
     path: &Path,
     want: &PdbIdentity,
     code: Option<&(String, String)>,
@@ -682,25 +691,7 @@ fn convert_pdb(
     };
     guarded(path, "PDB reader", || {
         let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
-        let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
-        let matches = match &want.signature {
-            PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
-            PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
-        };
-        if !matches {
-            let found = match &want.signature {
-                PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
-                PdbSignature::Pdb20 { .. } => {
-                    ntdbg_formats::store::pdb20_key(own.signature, own.age())
-                }
-            };
-            return Err(SymbolError::Mismatch {
-                path: path.to_path_buf(),
-                what: "GUID/age",
-                expected: want.key(),
-                found,
-            });
-        }
+        check_identity(path, &mut pdb, want)?;
         let code = code.map(|(id, file)| (id.as_str(), file.as_str()));
         let converted =
             pdb_sym::convert(&mut pdb, &want.key(), &want.name, code).map_err(pdb_err)?;
@@ -711,6 +702,35 @@ fn convert_pdb(
             }
         })?;
         Ok((sym, converted.data_symbols))
+    })
+}
+
+/// Checks that the opened PDB at `path` is the one `want` names (GUID or signature, and age).
+pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
+    path: &Path,
+    pdb: &mut PDB<'s, S>,
+    want: &PdbIdentity,
+) -> Result<(), SymbolError> {
+    let own = pdb_sym::read_identity(pdb).map_err(|e| SymbolError::Pdb {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })?;
+    let matches = match &want.signature {
+        PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
+        PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
+    };
+    if matches {
+        return Ok(());
+    }
+    let found = match &want.signature {
+        PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
+        PdbSignature::Pdb20 { .. } => ntdbg_formats::store::pdb20_key(own.signature, own.age()),
+    };
+    Err(SymbolError::Mismatch {
+        path: path.to_path_buf(),
+        what: "GUID/age",
+        expected: want.key(),
+        found,
     })
 }
 

@@ -27,6 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
+use ntdbg_formats::store::{parse_debug_id, PdbIdentity, PdbSignature};
 
 pub(crate) use read::SymbolIndex;
 pub(crate) use tables::Tables;
@@ -140,6 +141,67 @@ impl IndexSlot {
             None => tracing::debug!(index = %self.path.display(), "symbols too large to index"),
         }
     }
+}
+
+/// The lazily loaded PDBs whose index is still to be written: (PDB path, debug file, debug
+/// id). A short process leaves them to a helper ([`deferred_pdb_indexes`]).
+fn deferred() -> std::sync::MutexGuard<'static, Vec<(PathBuf, String, String)>> {
+    static DEFERRED: Mutex<Vec<(PathBuf, String, String)>> = Mutex::new(Vec::new());
+    DEFERRED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Notes that the PDB at `path` (for `name`, debug id `key`) was loaded lazily without an
+/// index: converting it whole to write one would make the first lookups wait.
+pub(crate) fn defer_pdb_index(path: &Path, name: &str, key: &str) {
+    deferred().push((path.to_path_buf(), name.to_string(), key.to_string()));
+}
+
+/// The lazily loaded PDBs whose warm index no one has written yet, as (PDB path, debug file,
+/// debug id), and forgets them: a front end about to exit hands each to a detached helper
+/// process that calls [`write_pdb_index`], so the next run maps the index without this one
+/// waiting for the whole conversion.
+pub fn deferred_pdb_indexes() -> Vec<(PathBuf, String, String)> {
+    std::mem::take(&mut *deferred())
+}
+
+/// Converts the PDB at `path` whole (checking it is `name` with debug id `key`) and writes its
+/// warm index into the symbol cache, in the foreground. Nothing to do when the index is off or
+/// already sound.
+///
+/// # Errors
+/// The PDB cannot be read, or is not that build.
+pub fn write_pdb_index(path: &Path, name: &str, key: &str) -> Result<(), crate::SymbolError> {
+    let Some(slot) = IndexSlot::new(&crate::default_cache_dir(), "pdb", path, name, key) else {
+        return Ok(());
+    };
+    if slot.open().is_some() {
+        return Ok(());
+    }
+    let want = pdb_identity(name, key).ok_or_else(|| crate::SymbolError::Mismatch {
+        path: path.to_path_buf(),
+        what: "debug id",
+        expected: "a PDB debug id".to_string(),
+        found: key.to_string(),
+    })?;
+    let (symbols, data) = crate::load::convert_pdb(path, &want, None)?;
+    slot.write(&symbols, &data);
+    Ok(())
+}
+
+/// The PDB identity a debug id names: a PDB 7.0 key (GUID and age), else a PDB 2.0 one
+/// (8 hex digits of signature and the age).
+fn pdb_identity(name: &str, key: &str) -> Option<PdbIdentity> {
+    let signature = match parse_debug_id(key) {
+        Ok((guid, age)) => PdbSignature::Pdb70 { guid, age },
+        Err(_) => {
+            let (signature, age) = (key.get(..8)?, key.get(8..)?);
+            PdbSignature::Pdb20 {
+                signature: u32::from_str_radix(signature, 16).ok()?,
+                age: u32::from_str_radix(age, 16).ok()?,
+            }
+        }
+    };
+    Some(PdbIdentity::new(name, signature))
 }
 
 /// The index writes still running.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use breakpad_symbols::SymbolFile;
 
 use super::SymbolIndex;
+use crate::pdb_lazy::LazyPdb;
 
 /// A module's symbol tables, from either backend; both answer every lookup identically.
 // (One per loaded module: the variants' sizes do not matter.)
@@ -16,21 +17,25 @@ pub(crate) enum Tables {
     Parsed(Arc<SymbolFile>),
     /// Mapped from the warm index.
     Indexed(SymbolIndex),
+    /// A large PDB converted one procedure at a time, as lookups need them.
+    Lazy(LazyPdb),
 }
 
 impl Tables {
     /// The parsed tables, when this load parsed them.
+    /// (A lazy PDB's, once something needed them whole.)
     pub(crate) fn parsed(&self) -> Option<&SymbolFile> {
         match self {
             Tables::Parsed(s) => Some(s),
             Tables::Indexed(_) => None,
+            Tables::Lazy(l) => l.whole_if_done(),
         }
     }
 
     /// The mapped index, when this load read one.
     pub(crate) fn indexed(&self) -> Option<&SymbolIndex> {
         match self {
-            Tables::Parsed(_) => None,
+            Tables::Parsed(_) | Tables::Lazy(_) => None,
             Tables::Indexed(i) => Some(i),
         }
     }
@@ -40,6 +45,7 @@ impl Tables {
         match self {
             Tables::Parsed(s) => &s.module_id,
             Tables::Indexed(i) => i.module_id(),
+            Tables::Lazy(l) => l.module_id(),
         }
     }
 
@@ -49,6 +55,7 @@ impl Tables {
         match self {
             Tables::Parsed(s) => Cow::Borrowed(s.as_ref()),
             Tables::Indexed(i) => Cow::Owned(i.symbols_at(rva)),
+            Tables::Lazy(l) => l.at(rva),
         }
     }
 
@@ -57,37 +64,53 @@ impl Tables {
         match self {
             Tables::Parsed(s) => s.functions.get(rva).map(|f| (f.address, f.size)),
             Tables::Indexed(i) => i.function_at(rva),
+            Tables::Lazy(l) => l.at(rva).functions.get(rva).map(|f| (f.address, f.size)),
         }
     }
 
-    /// Every function: (name, address, size), by address.
+    /// Every function: (name, address, size), by address. (A lazy PDB converts whole.)
     pub(crate) fn functions(&self) -> Box<dyn Iterator<Item = (&str, u64, u32)> + '_> {
-        match self {
-            Tables::Parsed(s) => Box::new(
+        match self.whole() {
+            Whole::Parsed(s) => Box::new(
                 s.functions
                     .ranges_values()
                     .map(|(_, f)| (f.name.as_str(), f.address, f.size)),
             ),
-            Tables::Indexed(i) => Box::new(i.functions()),
+            Whole::Indexed(i) => Box::new(i.functions()),
         }
     }
 
-    /// Every public symbol: (name, address), sorted.
+    /// Every public symbol: (name, address), sorted. (A lazy PDB converts whole.)
     pub(crate) fn publics(&self) -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
-        match self {
-            Tables::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
-            Tables::Indexed(i) => Box::new(i.publics()),
+        match self.whole() {
+            Whole::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
+            Whole::Indexed(i) => Box::new(i.publics()),
         }
     }
 
-    /// How many functions and public symbols there are.
+    /// How many functions and public symbols there are. (A lazy PDB converts whole.)
     pub(crate) fn counts(&self) -> (usize, usize) {
-        match self {
-            Tables::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
-            Tables::Indexed(i) => (
+        match self.whole() {
+            Whole::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
+            Whole::Indexed(i) => (
                 i.count(super::format::Section::Functions),
                 i.count(super::format::Section::Publics),
             ),
         }
     }
+
+    /// The tables with every record at hand: a lazy PDB's whole conversion.
+    fn whole(&self) -> Whole<'_> {
+        match self {
+            Tables::Parsed(s) => Whole::Parsed(s),
+            Tables::Indexed(i) => Whole::Indexed(i),
+            Tables::Lazy(l) => Whole::Parsed(l.whole()),
+        }
+    }
+}
+
+/// Tables that hold every record.
+enum Whole<'a> {
+    Parsed(&'a SymbolFile),
+    Indexed(&'a SymbolIndex),
 }
