@@ -131,6 +131,7 @@ fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path
         .env_remove("_NT_SYMBOL_PATH")
         .env_remove("NTDBG_SYMBOL_CACHE")
         .env_remove("NTDBG_SYMBOL_INDEX")
+        .env_remove("NTDBG_PDB_LAZY")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
@@ -297,8 +298,9 @@ const INDEX_COMMANDS: &[&[&str]] = &[
 ];
 
 /// Issue 20: every command's output is byte-identical whether the symbols were parsed (index
-/// off), parsed and indexed (a fresh cache: cold) or read from the index (the same cache
-/// again: warm). Dumps whose cold run wrote no index load no symbol file and are not rerun.
+/// off), parsed and indexed (a fresh cache: cold), read from the index (the same cache
+/// again: warm) or converted one procedure at a time (every PDB lazy, index off). Dumps whose
+/// cold run wrote no index load no symbol file and are not rerun.
 #[test]
 fn output_is_identical_cold_warm_and_without_the_symbol_index() {
     let (dumps, _) = dumps();
@@ -322,6 +324,12 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                     ("NTDBG_SYMBOL_CACHE", cache.as_path()),
                     ("NTDBG_SYMBOL_INDEX", off),
                 ];
+                // Every PDB loaded lazily (only large ones are by default), without the index.
+                let lazy = [
+                    ("NTDBG_SYMBOL_CACHE", cache.as_path()),
+                    ("NTDBG_SYMBOL_INDEX", off),
+                    ("NTDBG_PDB_LAZY", Path::new("always")),
+                ];
                 let cold: Vec<String> = INDEX_COMMANDS
                     .iter()
                     .map(|c| replay_with(&binary, dump, c, &with_cache))
@@ -334,8 +342,13 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                 for (command, cold) in INDEX_COMMANDS.iter().zip(&cold) {
                     let warm = replay_with(&binary, dump, command, &with_cache);
                     let plain = replay_with(&binary, dump, command, &without);
+                    let lazily = replay_with(&binary, dump, command, &lazy);
                     compared.fetch_add(1, Ordering::Relaxed);
-                    for (mode, text) in [("warm", &warm), ("index off", &plain)] {
+                    for (mode, text) in [
+                        ("warm", &warm),
+                        ("index off", &plain),
+                        ("lazy PDB", &lazily),
+                    ] {
                         if text != cold {
                             let diff = similar::TextDiff::from_lines(cold.as_str(), text.as_str())
                                 .unified_diff()

@@ -161,7 +161,10 @@ pub(crate) fn defer_pdb_index(path: &Path, name: &str, key: &str) {
 /// process that calls [`write_pdb_index`], so the next run maps the index without this one
 /// waiting for the whole conversion.
 pub fn deferred_pdb_indexes() -> Vec<(PathBuf, String, String)> {
-    std::mem::take(&mut *deferred())
+    let mut jobs = std::mem::take(&mut *deferred());
+    jobs.sort();
+    jobs.dedup();
+    jobs
 }
 
 /// Converts the PDB at `path` whole (checking it is `name` with debug id `key`) and writes its

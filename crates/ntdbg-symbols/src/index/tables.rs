@@ -40,6 +40,14 @@ impl Tables {
         }
     }
 
+    /// A lazily loaded PDB's file length (an upper bound of what its readers keep), else 0.
+    pub(crate) fn lazy_bytes(&self) -> usize {
+        match self {
+            Tables::Lazy(l) => l.file_len(),
+            Tables::Parsed(_) | Tables::Indexed(_) => 0,
+        }
+    }
+
     /// The `MODULE` line's debug id.
     pub(crate) fn module_id(&self) -> &str {
         match self {

@@ -81,6 +81,8 @@ pub(crate) struct LazyPdb {
     code: Option<(String, String)>,
     /// A file with only the `MODULE` line: the answer when nothing can be read.
     empty: SymbolFile,
+    /// The PDB's length in bytes.
+    file_len: usize,
 }
 
 impl LazyPdb {
@@ -123,8 +125,14 @@ impl LazyPdb {
             want: want.clone(),
             code: code.cloned(),
             empty,
+            file_len: std::fs::metadata(path).map_or(0, |m| m.len() as usize),
         };
         Ok((lazy, data))
+    }
+
+    /// The PDB's length in bytes.
+    pub(crate) fn file_len(&self) -> usize {
+        self.file_len
     }
 
     /// The `MODULE` line's debug id.
