@@ -6,9 +6,12 @@
 # ntdbg (the hidden `ntdbg symbolize-image EXE`: loads the module's symbols as a session
 # does, then looks the addresses up) and with `llvm-symbolizer --obj=big.exe -f -i`.
 # Prints the PDB's size, each tool's wall time and peak RSS (median of RUNS fresh processes,
-# run alternately) and whether both give the same frames.
+# run alternately) and whether both give the same frames. ntdbg is timed cold (an empty
+# symbol cache each run: the first symbolization) and warm (the cache holding the index the
+# cold run left, written by the run itself or by the helper it started).
 #
 # Usage: bash bench/bigpdb/run.sh [FUNCTIONS=20000] [RUNS=5]
+# NTDBG=/path/to/ntdbg times that binary instead of building this checkout's release one.
 # The build is kept in ${BIGPDB_DIR:-/tmp/ntdbg-bigpdb-FUNCTIONS} for later runs; delete it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -60,13 +63,20 @@ PY
 fi
 echo "addresses: $(wc -l < "$dir/addresses.txt") (in inlined code, one per function)"
 
-(cd "$here" && cargo build --release -q -p ntdbg-cli)
-ntdbg=("$target/release/ntdbg" symbolize-image "$dir/big.exe")
+if [ -z "${NTDBG:-}" ]; then
+    (cd "$here" && cargo build --release -q -p ntdbg-cli)
+fi
+ntdbg=("${NTDBG:-$target/release/ntdbg}" symbolize-image "$dir/big.exe")
 llvm=(llvm-symbolizer --obj="$dir/big.exe" -f -i)
 
 # Same frames? Names compared without parameter lists (ntdbg prints `f(int)` for every
 # function; llvm-symbolizer only for the outermost), paths and lines as printed.
-"${ntdbg[@]}" < "$dir/addresses.txt" > "$WORK/ntdbg.txt"
+NTDBG_SYMBOL_CACHE="$WORK/warm" "${ntdbg[@]}" < "$dir/addresses.txt" > "$WORK/ntdbg.txt"
+# The warm index: written before exit, or by a detached helper (waited for, up to two
+# minutes, also after each cold run: its CPU time must not land on the next measurement).
+helpers() { for _ in $(seq 240); do pgrep -f "__symbol-index pdb $dir/big.pdb" > /dev/null || break; sleep 0.5; done; }
+helpers
+ls "$WORK"/warm/index/*.idx > /dev/null 2>&1 || echo "no warm index was written"
 "${llvm[@]}" < "$dir/addresses.txt" > "$WORK/llvm.txt"
 strip() { sed -E 's/\(.*\)$//; s/:([0-9]+):[0-9]+$/:\1/' "$1"; }
 if diff <(strip "$WORK/ntdbg.txt") <(strip "$WORK/llvm.txt") > "$WORK/diff"; then
@@ -75,13 +85,17 @@ else
     echo "frames: DIFFER"; head -20 "$WORK/diff"
 fi
 
-: > "$WORK/ntdbg.m"; : > "$WORK/llvm.m"
+: > "$WORK/ntdbg.m"; : > "$WORK/warm.m"; : > "$WORK/llvm.m"
 for ((i = 0; i < runs; i++)); do
-    measure sh -c "exec \"\$@\" < '$dir/addresses.txt'" _ "${ntdbg[@]}" >> "$WORK/ntdbg.m"
+    measure env NTDBG_SYMBOL_CACHE="$WORK/cold-$i" sh -c "exec \"\$@\" < '$dir/addresses.txt'" _ "${ntdbg[@]}" >> "$WORK/ntdbg.m"
+    helpers
+    measure env NTDBG_SYMBOL_CACHE="$WORK/warm" sh -c "exec \"\$@\" < '$dir/addresses.txt'" _ "${ntdbg[@]}" >> "$WORK/warm.m"
     measure sh -c "exec \"\$@\" < '$dir/addresses.txt'" _ "${llvm[@]}" >> "$WORK/llvm.m"
 done
-nt=$(awk '{print $1}' "$WORK/ntdbg.m" | median); lt=$(awk '{print $1}' "$WORK/llvm.m" | median)
-nr=$(awk '{print $2}' "$WORK/ntdbg.m" | median); lr=$(awk '{print $2}' "$WORK/llvm.m" | median)
-printf 'ntdbg:           %.3f s, peak RSS %d MiB\n' "$nt" $((nr / 1024))
+col() { awk -v c="$2" '{print $c}' "$WORK/$1.m" | median; }
+nt=$(col ntdbg 1); wt=$(col warm 1); lt=$(col llvm 1)
+nr=$(col ntdbg 2); wr=$(col warm 2); lr=$(col llvm 2)
+printf 'ntdbg cold:      %.3f s, peak RSS %d MiB\n' "$nt" $((nr / 1024))
+printf 'ntdbg warm:      %.3f s, peak RSS %d MiB\n' "$wt" $((wr / 1024))
 printf 'llvm-symbolizer: %.3f s, peak RSS %d MiB\n' "$lt" $((lr / 1024))
-echo "ratio ntdbg / llvm-symbolizer (median wall): $(echo "$nt / $lt" | bc -l | cut -c1-5)  (load $(cut -d' ' -f1 /proc/loadavg))"
+echo "ratio ntdbg / llvm-symbolizer (median wall): cold $(echo "$nt / $lt" | bc -l | cut -c1-5), warm $(echo "$wt / $lt" | bc -l | cut -c1-5)  (load $(cut -d' ' -f1 /proc/loadavg))"

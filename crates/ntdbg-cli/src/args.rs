@@ -236,13 +236,13 @@ pub enum Command {
         /// The image (.exe/.dll, PE32+).
         exe: PathBuf,
     },
-    /// Write the warm symbol indexes of Breakpad files, parsing each whole (started detached
-    /// by a short-lived ntdbg that read them lazily, so that it need not wait).
+    /// Write the warm symbol indexes of symbol files read lazily, parsing each whole (started
+    /// detached by a short-lived ntdbg that read them lazily, so that it need not wait).
     #[command(hide = true, name = ntdbg_symbols::WRITER_COMMAND)]
     SymbolIndex {
-        /// SOURCE NAME KEY, once per file: the `.sym` or `.sym.xz` file, the PDB name it
-        /// answers for and the debug id it must carry.
-        #[arg(required = true, value_name = "SOURCE NAME KEY")]
+        /// KIND SOURCE NAME KEY, once per file: `breakpad` or `pdb`, the symbol file, the PDB
+        /// name it answers for and the debug id it must carry.
+        #[arg(required = true, value_name = "KIND SOURCE NAME KEY")]
         files: Vec<String>,
     },
     /// Print ntdbg's man page (roff) to stdout; with a subcommand, that subcommand's page.

@@ -34,7 +34,8 @@ fn main() -> ExitCode {
         }
     }
     let result = run(cli);
-    // Symbol indexes written in the background must be complete before the process ends.
+    // Symbol indexes written in the background must be complete before the process ends
+    // (or are handed to the detached writer).
     ntdbg_symbols::finish_index_writes();
     match result {
         Ok(code) => code,
@@ -52,19 +53,19 @@ fn main() -> ExitCode {
     }
 }
 
-/// `ntdbg __symbol-index (SOURCE NAME KEY)…`: writes each file's index in turn; a file that
-/// fails is reported and the others are still written.
+/// `ntdbg __symbol-index (KIND SOURCE NAME KEY)…`: writes each file's index in turn; a file
+/// that fails is reported and the others are still written.
 fn write_symbol_indexes(files: &[String]) -> anyhow::Result<ExitCode> {
-    if !files.len().is_multiple_of(3) {
-        eprintln!("error: expected SOURCE NAME KEY triples");
+    if !files.len().is_multiple_of(4) {
+        eprintln!("error: expected KIND SOURCE NAME KEY quadruples");
         return Ok(ExitCode::from(2));
     }
     let mut code = ExitCode::SUCCESS;
-    for triple in files.chunks(3) {
-        let [source, name, key] = triple else {
+    for job in files.chunks(4) {
+        let [kind, source, name, key] = job else {
             continue;
         };
-        if let Err(e) = ntdbg_symbols::write_breakpad_index(source.as_ref(), name, key) {
+        if let Err(e) = ntdbg_symbols::write_symbol_index(kind, source.as_ref(), name, key) {
             eprintln!("error: {e}");
             code = ExitCode::from(1);
         }

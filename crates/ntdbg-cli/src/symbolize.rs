@@ -7,7 +7,7 @@
 //! pair a frame, innermost first, then an empty line (llvm-symbolizer's shape, `??` for
 //! unknown parts).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context};
@@ -42,7 +42,11 @@ fn headers(bytes: &[u8]) -> Option<ImageHeaders> {
 
 /// Symbolizes the addresses on stdin against `exe`.
 pub fn symbolize_image(exe: &Path) -> anyhow::Result<()> {
-    let bytes = std::fs::read(exe).with_context(|| exe.display().to_string())?;
+    // The headers are in the first page; the symbol store reads the whole image itself.
+    let mut bytes = Vec::with_capacity(4096);
+    std::fs::File::open(exe)
+        .and_then(|f| f.take(4096).read_to_end(&mut bytes))
+        .with_context(|| exe.display().to_string())?;
     let Some(h) = headers(&bytes) else {
         bail!("{}: not a PE32+ image", exe.display());
     };

@@ -133,6 +133,7 @@ fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path
         .env_remove("NTDBG_SYMBOL_INDEX")
         .env_remove("NTDBG_SYMBOL_INDEX_WRITER")
         .env_remove("NTDBG_BREAKPAD_LAZY")
+        .env_remove("NTDBG_PDB_LAZY")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
@@ -301,9 +302,10 @@ const INDEX_COMMANDS: &[&[&str]] = &[
 /// Issue 20: every command's output is byte-identical whether the symbols were read as by
 /// default and indexed (a fresh cache: cold; large Breakpad files read lazily, the index
 /// written on a thread so that it is there when the run ends), read from the index (the same
-/// cache again: warm), parsed whole (index and lazy reading off) or read lazily whatever their
-/// size (index off, `NTDBG_BREAKPAD_LAZY=always`). Dumps whose cold run wrote no index load no
-/// symbol file and are not rerun.
+/// cache again: warm), parsed whole (index and lazy reading off), read lazily whatever their
+/// size (index off, `NTDBG_BREAKPAD_LAZY=always`), or with every PDB converted one procedure
+/// at a time (index off, `NTDBG_PDB_LAZY=always`). Dumps whose cold run wrote no index load
+/// no symbol file and are not rerun.
 #[test]
 fn output_is_identical_cold_warm_and_without_the_symbol_index() {
     let (dumps, _) = dumps();
@@ -331,11 +333,18 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                     ("NTDBG_SYMBOL_CACHE", cache.as_path()),
                     ("NTDBG_SYMBOL_INDEX", off),
                     ("NTDBG_BREAKPAD_LAZY", off),
+                    ("NTDBG_PDB_LAZY", Path::new("never")),
                 ];
                 let lazy = [
                     ("NTDBG_SYMBOL_CACHE", cache.as_path()),
                     ("NTDBG_SYMBOL_INDEX", off),
                     ("NTDBG_BREAKPAD_LAZY", always),
+                ];
+                // Every PDB loaded lazily (only large ones are by default), without the index.
+                let lazy_pdb = [
+                    ("NTDBG_SYMBOL_CACHE", cache.as_path()),
+                    ("NTDBG_SYMBOL_INDEX", off),
+                    ("NTDBG_PDB_LAZY", always),
                 ];
                 let cold: Vec<String> = INDEX_COMMANDS
                     .iter()
@@ -350,10 +359,14 @@ fn output_is_identical_cold_warm_and_without_the_symbol_index() {
                     let warm = replay_with(&binary, dump, command, &with_cache);
                     let plain = replay_with(&binary, dump, command, &without);
                     let lazily = replay_with(&binary, dump, command, &lazy);
+                    let lazy_pdb = replay_with(&binary, dump, command, &lazy_pdb);
                     compared.fetch_add(1, Ordering::Relaxed);
-                    for (mode, text) in
-                        [("warm", &warm), ("parsed whole", &plain), ("lazy", &lazily)]
-                    {
+                    for (mode, text) in [
+                        ("warm", &warm),
+                        ("parsed whole", &plain),
+                        ("lazy Breakpad", &lazily),
+                        ("lazy PDB", &lazy_pdb),
+                    ] {
                         if text != cold {
                             let diff = similar::TextDiff::from_lines(cold.as_str(), text.as_str())
                                 .unified_diff()

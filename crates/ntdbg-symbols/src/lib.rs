@@ -49,6 +49,7 @@ mod locate;
 mod module;
 mod path;
 mod pdb_address;
+mod pdb_lazy;
 mod pdb_sym;
 mod progress;
 mod shared;
@@ -61,16 +62,17 @@ mod unwind_arm64;
 mod variables;
 mod wildcard;
 
-pub use breakpad_lazy::LAZY_ENV;
+pub use breakpad_lazy::LAZY_ENV as BREAKPAD_LAZY_ENV;
 pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
 pub use index::{
-    finish_index_writes, write_indexes_out_of_process, INDEX_ENV, WRITER_COMMAND, WRITER_ENV,
+    finish_index_writes, write_indexes_out_of_process, write_symbol_index, INDEX_ENV,
+    WRITER_COMMAND, WRITER_ENV,
 };
-pub use load::write_breakpad_index;
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
+pub use pdb_lazy::LAZY_ENV as PDB_LAZY_ENV;
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
 pub use shared::{SharedSymbolStats, SharedSymbols, DEFAULT_SYMBOL_MEMORY};
 pub use shared_bytes::{ByteOwner, SharedBytes};

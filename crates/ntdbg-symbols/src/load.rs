@@ -27,6 +27,7 @@ use crate::image::{ImageSource, MappedImage};
 use crate::index::{write_index, IndexJob, IndexSlot, Tables};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
+use crate::pdb_lazy::LazyPdb;
 use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
 use crate::SharedBytes;
@@ -92,7 +93,7 @@ fn c_string(bytes: &[u8]) -> String {
 }
 
 /// Runs a reader that might panic on damaged input; a panic becomes an error.
-fn guarded<T>(
+pub(crate) fn guarded<T>(
     path: &Path,
     what: &'static str,
     f: impl FnOnce() -> Result<T, SymbolError>,
@@ -545,8 +546,8 @@ fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
     if let Some(slot) = slot {
         match &tables {
             Tables::Parsed(sym) => write_index(slot, IndexJob::Parsed(Arc::clone(sym), Vec::new())),
-            Tables::Lazy(lazy) => write_index(slot, IndexJob::BreakpadText(lazy.text())),
-            Tables::Indexed(_) => {}
+            Tables::LazyBreakpad(lazy) => write_index(slot, IndexJob::BreakpadText(lazy.text())),
+            Tables::Indexed(_) | Tables::LazyPdb(_) => {}
         }
     }
     Ok(tables)
@@ -565,28 +566,22 @@ fn check_module_id(path: &Path, found: &str, key: &str) -> Result<(), SymbolErro
     })
 }
 
-/// Writes the warm index of the Breakpad file at `source` for the PDB `name` with debug id
-/// `key`, parsing it whole (what a detached index writer does: `ntdbg __symbol-index`).
-/// Nothing is written when the index is off, already there, the symbol cache folder is gone,
-/// or the file does not parse or
-/// belongs to another build; the error says why for the last two.
-pub fn write_breakpad_index(source: &Path, name: &str, key: &str) -> Result<(), SymbolError> {
-    // (A cache folder deleted since the load that started this writer is not made again.)
-    if !crate::default_cache_dir().is_dir() {
-        return Ok(());
+/// Reads the Breakpad `.sym`/`.sym.xz` at `source` whole, checked to be for debug id `key`
+/// (what a detached index writer parses).
+pub(crate) fn read_breakpad_whole(
+    source: &Path,
+    key: &str,
+) -> Result<Arc<SymbolFile>, SymbolError> {
+    match read_breakpad(source, None)? {
+        Tables::Parsed(sym) => {
+            check_module_id(source, &sym.module_id, key)?;
+            Ok(sym)
+        }
+        _ => Err(SymbolError::Breakpad {
+            path: source.to_path_buf(),
+            message: "was not parsed whole".to_string(),
+        }),
     }
-    let Some(slot) = index_slot("breakpad", source, name, key) else {
-        return Ok(());
-    };
-    if slot.open().is_some() {
-        return Ok(());
-    }
-    let Tables::Parsed(sym) = read_breakpad(source, None)? else {
-        return Ok(());
-    };
-    check_module_id(source, &sym.module_id, key)?;
-    slot.write(&sym, &[]);
-    Ok(())
 }
 
 /// Reads a Breakpad `.sym`, or a `.sym.xz` (through its decompressed copy in the cache):
@@ -621,7 +616,7 @@ fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, Symbol
         };
         let text = match lazy_from.filter(|min| text.len() >= *min) {
             Some(_) => match LazyBreakpad::new(text) {
-                Ok(lazy) => return Ok(Tables::Lazy(lazy)),
+                Ok(lazy) => return Ok(Tables::LazyBreakpad(lazy)),
                 Err((text, why)) => {
                     tracing::debug!(file = %path.display(), line = why.line, reason = why.reason,
                         "Breakpad file parsed whole");
@@ -708,8 +703,9 @@ fn find_pdb(
 }
 
 /// Reads a PDB's symbols: from its warm index when there is a sound one (made from this
-/// very file, once its identity had been checked), else by opening it, checking its identity
-/// and converting it (and then writing the index).
+/// very file, once its identity had been checked), else by opening it and checking its
+/// identity, then converting it one procedure at a time as lookups need them when it is large
+/// ([`crate::pdb_lazy`]), else whole (and then writing the index).
 fn read_pdb(
     path: &Path,
     want: &PdbIdentity,
@@ -720,6 +716,13 @@ fn read_pdb(
         let data = index.data_symbols();
         return Ok((Tables::Indexed(index), data));
     }
+    if crate::pdb_lazy::wanted(path) {
+        let (lazy, data) = LazyPdb::open(path, want, code)?;
+        if let Some(slot) = slot {
+            write_index(slot, IndexJob::PdbFile(want.clone()));
+        }
+        return Ok((Tables::LazyPdb(lazy), data));
+    }
     let (sym, data) = convert_pdb(path, want, code)?;
     let sym = Arc::new(sym);
     if let Some(slot) = slot {
@@ -729,7 +732,7 @@ fn read_pdb(
 }
 
 /// Opens a PDB, checks its identity and converts it.
-fn convert_pdb(
+pub(crate) fn convert_pdb(
     path: &Path,
     want: &PdbIdentity,
     code: Option<&(String, String)>,
@@ -741,25 +744,7 @@ fn convert_pdb(
     };
     guarded(path, "PDB reader", || {
         let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
-        let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
-        let matches = match &want.signature {
-            PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
-            PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
-        };
-        if !matches {
-            let found = match &want.signature {
-                PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
-                PdbSignature::Pdb20 { .. } => {
-                    ntdbg_formats::store::pdb20_key(own.signature, own.age())
-                }
-            };
-            return Err(SymbolError::Mismatch {
-                path: path.to_path_buf(),
-                what: "GUID/age",
-                expected: want.key(),
-                found,
-            });
-        }
+        check_identity(path, &mut pdb, want)?;
         let code = code.map(|(id, file)| (id.as_str(), file.as_str()));
         let converted =
             pdb_sym::convert(&mut pdb, &want.key(), &want.name, code).map_err(pdb_err)?;
@@ -770,6 +755,35 @@ fn convert_pdb(
             }
         })?;
         Ok((sym, converted.data_symbols))
+    })
+}
+
+/// Checks that the opened PDB at `path` is the one `want` names (GUID or signature, and age).
+pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
+    path: &Path,
+    pdb: &mut PDB<'s, S>,
+    want: &PdbIdentity,
+) -> Result<(), SymbolError> {
+    let own = pdb_sym::read_identity(pdb).map_err(|e| SymbolError::Pdb {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })?;
+    let matches = match &want.signature {
+        PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
+        PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
+    };
+    if matches {
+        return Ok(());
+    }
+    let found = match &want.signature {
+        PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
+        PdbSignature::Pdb20 { .. } => ntdbg_formats::store::pdb20_key(own.signature, own.age()),
+    };
+    Err(SymbolError::Mismatch {
+        path: path.to_path_buf(),
+        what: "GUID/age",
+        expected: want.key(),
+        found,
     })
 }
 

@@ -126,8 +126,59 @@ pub(crate) struct Converted {
     pub data_symbols: Vec<(String, u64)>,
 }
 
-/// Everything shared while converting.
-struct Ctx<'a, 's> {
+/// The whole-PDB tables read before any procedure is converted: shared by the whole-file
+/// converter ([`convert`]) and the lazy one ([`crate::pdb_lazy`]).
+pub(crate) struct Prepared<'s> {
+    /// The `MODULE` line's architecture.
+    pub arch: &'static str,
+    /// Whether the PDB is for 32-bit x86 (C names carry calling-convention decoration).
+    pub x86: bool,
+    /// PDB addresses → image RVAs.
+    pub addresses: Addresses<'s>,
+    /// The `/names` stream.
+    pub strings: Option<StringTable<'s>>,
+    /// `STACK WIN` lines, sorted.
+    pub stack_win: Vec<String>,
+    /// Code publics (RVA, undecorated), sorted by RVA, one per RVA.
+    pub code_publics: Vec<(u32, demangle::Undecorated)>,
+    /// Data publics: (undecorated name, RVA).
+    pub data_symbols: Vec<(String, u64)>,
+}
+
+impl<'s> Prepared<'s> {
+    /// Reads the machine, address map, string table, frame data and publics of `pdb`.
+    pub(crate) fn read<S: Source<'s> + 's>(pdb: &mut PDB<'s, S>) -> Result<Self, pdb::Error> {
+        let dbi = pdb.debug_information()?;
+        let machine = dbi.machine_type().unwrap_or(MachineType::Unknown);
+        let x86 = machine == MachineType::X86;
+        let arch = match machine {
+            MachineType::X86 => "x86",
+            MachineType::Amd64 => "x86_64",
+            MachineType::Arm64 => "arm64",
+            MachineType::ArmNT | MachineType::Arm => "arm",
+            _ => "unknown",
+        };
+        let streams = dbi_debug_streams(pdb)?;
+        let addresses = Addresses::read(pdb, &streams)?;
+        let strings = pdb.string_table().ok();
+        let sections = pdb.sections().ok().flatten().unwrap_or_default();
+        let stack_win = read_stack_win(pdb, &streams, &addresses, strings.as_ref());
+        let (code_publics, data_symbols) = read_publics(pdb, &addresses, &sections, x86)?;
+        Ok(Prepared {
+            arch,
+            x86,
+            addresses,
+            strings,
+            stack_win,
+            code_publics,
+            data_symbols,
+        })
+    }
+}
+
+/// Converts one PDB's procedures to Breakpad records: holds what every procedure needs and
+/// numbers the files and inline origins the converted ones name.
+pub(crate) struct Converter<'a, 's> {
     addresses: &'a Addresses<'s>,
     strings: Option<&'a StringTable<'s>>,
     formatter: &'a TypeFormatter<'a, 's>,
@@ -135,6 +186,72 @@ struct Ctx<'a, 's> {
     origins: Interner,
     /// Whether the PDB is for 32-bit x86 (C names carry calling-convention decoration).
     x86: bool,
+}
+
+impl<'a, 's> Converter<'a, 's> {
+    /// A converter over `prepared`'s tables, naming functions with `formatter`.
+    pub(crate) fn new(prepared: &'a Prepared<'s>, formatter: &'a TypeFormatter<'a, 's>) -> Self {
+        Converter {
+            addresses: &prepared.addresses,
+            strings: prepared.strings.as_ref(),
+            formatter,
+            files: Interner::default(),
+            origins: Interner::default(),
+            x86: prepared.x86,
+        }
+    }
+
+    /// Breakpad text holding `funcs` (sorted by RVA; at one RVA the first is kept),
+    /// the `code_publics` no function starts at, and `stack_win`, with the `MODULE`, `INFO`,
+    /// `FILE` and `INLINE_ORIGIN` lines they need.
+    pub(crate) fn text(
+        &self,
+        arch: &str,
+        module: (&str, &str),
+        code: Option<(&str, &str)>,
+        funcs: &[Func],
+        code_publics: &[(u32, demangle::Undecorated)],
+        stack_win: &[String],
+    ) -> String {
+        let (debug_id, debug_file) = module;
+        let mut text = String::new();
+        let _ = writeln!(
+            text,
+            "MODULE windows {arch} {debug_id} {}",
+            clean(debug_file)
+        );
+        if let Some((code_id, code_file)) = code {
+            let _ = writeln!(text, "INFO CODE_ID {code_id} {}", clean(code_file));
+        }
+        for (i, file) in self.files.order.iter().enumerate() {
+            let _ = writeln!(text, "FILE {} {}", i + 1, clean(file));
+        }
+        for (i, origin) in self.origins.order.iter().enumerate() {
+            let _ = writeln!(text, "INLINE_ORIGIN {} {}", i + 1, clean(origin));
+        }
+        let mut func_starts = std::collections::HashSet::new();
+        for f in funcs {
+            // Identical-code folding: several procedures at one address; keep the first name.
+            if func_starts.insert(f.rva) {
+                write_func(&mut text, f);
+            }
+        }
+        for (rva, u) in code_publics {
+            if !func_starts.contains(rva) {
+                let _ = writeln!(
+                    text,
+                    "PUBLIC {rva:x} {:x} {}",
+                    u.parameter_size,
+                    clean(&u.name)
+                );
+            }
+        }
+        for line in stack_win {
+            text.push_str(line);
+            text.push('\n');
+        }
+        text
+    }
 }
 
 /// Assigns stable ids to strings (starting at 1: 0 means "unknown").
@@ -156,10 +273,13 @@ impl Interner {
     }
 }
 
-/// One emitted function.
-struct Func {
-    rva: u32,
-    len: u32,
+/// One emitted function (one piece of a procedure: with OMAP a procedure can land in
+/// several).
+pub(crate) struct Func {
+    /// First RVA.
+    pub rva: u32,
+    /// Length in bytes.
+    pub len: u32,
     name: String,
     /// Innermost line table: start → (end, file, line).
     lines: BTreeMap<u32, (u32, u32, u32)>,
@@ -194,80 +314,34 @@ pub(crate) fn convert<'s, S: Source<'s> + Send + 's>(
     debug_file: &str,
     code: Option<(&str, &str)>,
 ) -> Result<Converted, pdb_addr2line::Error> {
-    let dbi = pdb.debug_information()?;
-    let machine = dbi.machine_type().unwrap_or(MachineType::Unknown);
-    let x86 = machine == MachineType::X86;
-    let arch = match machine {
-        MachineType::X86 => "x86",
-        MachineType::Amd64 => "x86_64",
-        MachineType::Arm64 => "arm64",
-        MachineType::ArmNT | MachineType::Arm => "arm",
-        _ => "unknown",
-    };
-    let streams = dbi_debug_streams(pdb)?;
-    let addresses = Addresses::read(pdb, &streams)?;
-    let string_table = pdb.string_table().ok();
-    let sections = pdb.sections().ok().flatten().unwrap_or_default();
-    let stack_win = read_stack_win(pdb, &streams, &addresses, string_table.as_ref());
-    let (code_publics, data_symbols) = read_publics(pdb, &addresses, &sections, x86)?;
-
+    let prepared = Prepared::read(pdb)?;
     let context_data = ContextPdbData::try_from_pdb_ref(pdb)?;
     let formatter = context_data.make_type_formatter()?;
-    let mut ctx = Ctx {
-        addresses: &addresses,
-        strings: string_table.as_ref(),
-        formatter: &formatter,
-        files: Interner::default(),
-        origins: Interner::default(),
-        x86,
-    };
+    let mut ctx = Converter::new(&prepared, &formatter);
     let mut funcs = Vec::new();
     for (index, module) in formatter.modules().iter().enumerate() {
         // A module whose stream is damaged loses its functions, not the whole PDB.
         let Ok(Some(info)) = context_data.get_module_info(index, module) else {
             continue;
         };
-        let _ = convert_module(&mut ctx, index, info, &mut funcs);
+        let lines = ModuleLines::read(info);
+        for entry in module_procedures(info) {
+            ctx.convert(index, info, &lines, &entry, &mut funcs);
+        }
     }
     funcs.sort_by_key(|f| f.rva);
-
-    let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "MODULE windows {arch} {debug_id} {}",
-        clean(debug_file)
+    let text = ctx.text(
+        prepared.arch,
+        (debug_id, debug_file),
+        code,
+        &funcs,
+        &prepared.code_publics,
+        &prepared.stack_win,
     );
-    if let Some((code_id, code_file)) = code {
-        let _ = writeln!(text, "INFO CODE_ID {code_id} {}", clean(code_file));
-    }
-    for (i, file) in ctx.files.order.iter().enumerate() {
-        let _ = writeln!(text, "FILE {} {}", i + 1, clean(file));
-    }
-    for (i, origin) in ctx.origins.order.iter().enumerate() {
-        let _ = writeln!(text, "INLINE_ORIGIN {} {}", i + 1, clean(origin));
-    }
-    let mut func_starts = std::collections::HashSet::new();
-    for f in &funcs {
-        // Identical-code folding: several procedures at one address; keep the first name.
-        if func_starts.insert(f.rva) {
-            write_func(&mut text, f);
-        }
-    }
-    for (rva, u) in &code_publics {
-        if !func_starts.contains(rva) {
-            let _ = writeln!(
-                text,
-                "PUBLIC {rva:x} {:x} {}",
-                u.parameter_size,
-                clean(&u.name)
-            );
-        }
-    }
-    for line in &stack_win {
-        text.push_str(line);
-        text.push('\n');
-    }
-    Ok(Converted { text, data_symbols })
+    Ok(Converted {
+        text,
+        data_symbols: prepared.data_symbols,
+    })
 }
 
 /// A name or path made safe for one Breakpad line.
@@ -426,78 +500,140 @@ fn read_fpo(stream: &[u8], addresses: &Addresses<'_>) -> Vec<(u8, u32, String)> 
     out
 }
 
-fn convert_module<'a, 's>(
-    ctx: &mut Ctx<'a, 's>,
-    module_index: usize,
-    info: &'a ModuleInfo<'s>,
-    funcs: &mut Vec<Func>,
-) -> Result<(), pdb::Error> {
-    let program = info.line_program().ok();
-    let inlinees: BTreeMap<IdIndex, Inlinee<'a>> = match info.inlinees() {
-        Ok(iter) => iter
-            .map(|i| Ok((i.index(), i)))
-            .collect()
-            .unwrap_or_default(),
-        Err(_) => BTreeMap::new(),
-    };
+/// Where one procedure (or separated code block) of a module's symbol stream is, found by a
+/// walk over the stream's top-level records that converts nothing.
+#[derive(Clone, Debug)]
+pub(crate) struct ProcedureEntry {
+    /// The `S_*PROC32` or `S_SEPCODE` record.
+    symbol: pdb::SymbolIndex,
+    /// The record its name comes from (the procedure itself, or a block's parent).
+    named_by: pdb::SymbolIndex,
+    /// Whether the compiland is MASM (x86 assembly routines are named differently).
+    masm: bool,
+    /// Its code.
+    pub offset: PdbInternalSectionOffset,
+    /// Its code's length.
+    pub len: u32,
+    end: pdb::SymbolIndex,
+}
+
+/// A module's line program and inlinee table: what converting its procedures reads besides
+/// their symbol records.
+pub(crate) struct ModuleLines<'a> {
+    program: Option<LineProgram<'a>>,
+    inlinees: BTreeMap<IdIndex, Inlinee<'a>>,
+}
+
+impl<'a> ModuleLines<'a> {
+    /// Reads `info`'s line program and inlinee table (either may be missing or damaged: the
+    /// procedures then have no lines or no inline sites).
+    pub(crate) fn read(info: &'a ModuleInfo<'_>) -> Self {
+        let program = info.line_program().ok();
+        let inlinees = match info.inlinees() {
+            Ok(iter) => iter
+                .map(|i| Ok((i.index(), i)))
+                .collect()
+                .unwrap_or_default(),
+            Err(_) => BTreeMap::new(),
+        };
+        ModuleLines { program, inlinees }
+    }
+}
+
+/// The top-level procedures and separated blocks of `info`'s symbol stream, in stream order.
+/// A damaged record ends the walk: the procedures before it are kept (a module whose stream
+/// is damaged loses its later functions, not the PDB).
+pub(crate) fn module_procedures(info: &ModuleInfo<'_>) -> Vec<ProcedureEntry> {
+    let mut procedures = Vec::new();
+    let _ = scan_procedures(info, &mut procedures);
+    procedures
+}
+
+/// Appends the top-level procedures and separated blocks of `info`'s symbol stream.
+fn scan_procedures(info: &ModuleInfo<'_>, out: &mut Vec<ProcedureEntry>) -> Result<(), pdb::Error> {
     let mut iter = info.symbols()?;
     let mut masm = false;
-    // Name of the last procedure by its section offset, for separated code blocks.
-    let mut last_proc: Option<(PdbInternalSectionOffset, String)> = None;
+    // The last procedure by its section offset, for separated code blocks.
+    let mut last_proc: Option<(PdbInternalSectionOffset, pdb::SymbolIndex)> = None;
     while let Some(symbol) = iter.next()? {
         match symbol.parse() {
             Ok(SymbolData::CompileFlags(flags)) => {
                 masm = flags.language == pdb::SourceLanguage::Masm;
             }
             Ok(SymbolData::Procedure(proc)) => {
-                let mut body = info.symbols_at(symbol.index())?;
-                let _ = body.next();
-                let proc_ref = Proc {
-                    module_index,
+                last_proc = Some((proc.offset, symbol.index()));
+                out.push(ProcedureEntry {
+                    symbol: symbol.index(),
+                    named_by: symbol.index(),
+                    masm,
                     offset: proc.offset,
                     len: proc.len,
                     end: proc.end,
-                    name: procedure_name(ctx, module_index, &proc, masm),
-                };
-                last_proc = Some((proc.offset, proc_ref.name.clone()));
-                convert_procedure(
-                    ctx,
-                    &proc_ref,
-                    program.as_ref(),
-                    &inlinees,
-                    &mut body,
-                    funcs,
-                );
+                });
                 iter.skip_to(proc.end)?;
             }
             Ok(SymbolData::SeparatedCode(sep)) => {
                 // Code split off a procedure (e.g. cold blocks): named after its parent.
-                let name = match &last_proc {
-                    Some((offset, name)) if *offset == sep.parent_offset => name.clone(),
+                let parent = match &last_proc {
+                    Some((offset, parent)) if *offset == sep.parent_offset => *parent,
                     _ => continue,
                 };
-                let mut body = info.symbols_at(symbol.index())?;
-                let _ = body.next();
-                let proc_ref = Proc {
-                    module_index,
+                out.push(ProcedureEntry {
+                    symbol: symbol.index(),
+                    named_by: parent,
+                    masm,
                     offset: sep.offset,
                     len: sep.len,
                     end: sep.end,
-                    name,
-                };
-                convert_procedure(
-                    ctx,
-                    &proc_ref,
-                    program.as_ref(),
-                    &inlinees,
-                    &mut body,
-                    funcs,
-                );
+                });
             }
             _ => {}
         }
     }
     Ok(())
+}
+
+impl<'a, 's> Converter<'a, 's> {
+    /// Converts one procedure of module `module_index` (its stream `info` and `lines`) into
+    /// one [`Func`] per piece of its code, appended to `funcs`. A record that does not read
+    /// converts to nothing.
+    pub(crate) fn convert<'m>(
+        &mut self,
+        module_index: usize,
+        info: &'m ModuleInfo<'_>,
+        lines: &ModuleLines<'m>,
+        entry: &ProcedureEntry,
+        funcs: &mut Vec<Func>,
+    ) {
+        let name = match info.symbols_at(entry.named_by).and_then(|mut i| i.next()) {
+            Ok(Some(symbol)) => match symbol.parse() {
+                Ok(SymbolData::Procedure(proc)) => {
+                    procedure_name(self, module_index, &proc, entry.masm)
+                }
+                _ => return,
+            },
+            _ => return,
+        };
+        let Ok(mut body) = info.symbols_at(entry.symbol) else {
+            return;
+        };
+        let _ = body.next();
+        let proc_ref = Proc {
+            module_index,
+            offset: entry.offset,
+            len: entry.len,
+            end: entry.end,
+            name,
+        };
+        convert_procedure(
+            self,
+            &proc_ref,
+            lines.program.as_ref(),
+            &lines.inlinees,
+            &mut body,
+            funcs,
+        );
+    }
 }
 
 /// A procedure (or separated block) to convert.
@@ -510,7 +646,7 @@ struct Proc {
 }
 
 fn procedure_name(
-    ctx: &Ctx<'_, '_>,
+    ctx: &Converter<'_, '_>,
     module_index: usize,
     proc: &pdb::ProcedureSymbol<'_>,
     masm: bool,
@@ -537,7 +673,7 @@ fn procedure_name(
 }
 
 fn convert_procedure<'a>(
-    ctx: &mut Ctx<'a, '_>,
+    ctx: &mut Converter<'_, '_>,
     proc: &Proc,
     program: Option<&LineProgram<'a>>,
     inlinees: &BTreeMap<IdIndex, Inlinee<'a>>,
@@ -656,7 +792,7 @@ fn clip_lines(
 
 /// The line records of the code at `offset` (a procedure or separated block), as RVA ranges.
 fn code_lines(
-    ctx: &mut Ctx<'_, '_>,
+    ctx: &mut Converter<'_, '_>,
     program: &LineProgram<'_>,
     offset: PdbInternalSectionOffset,
     len: u32,
@@ -688,7 +824,7 @@ fn code_lines(
     out
 }
 
-fn file_id(ctx: &mut Ctx<'_, '_>, program: &LineProgram<'_>, index: pdb::FileIndex) -> u32 {
+fn file_id(ctx: &mut Converter<'_, '_>, program: &LineProgram<'_>, index: pdb::FileIndex) -> u32 {
     let name = ctx.strings.and_then(|strings| {
         let info = program.get_file_info(index).ok()?;
         info.name
@@ -711,7 +847,7 @@ struct SiteEnv<'p, 'a> {
 
 /// Collects the inline sites below the current symbol up to `end`, depth first.
 fn collect_sites(
-    ctx: &mut Ctx<'_, '_>,
+    ctx: &mut Converter<'_, '_>,
     env: &SiteEnv<'_, '_>,
     iter: &mut SymbolIter<'_>,
     end: pdb::SymbolIndex,

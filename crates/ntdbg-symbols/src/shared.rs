@@ -287,13 +287,14 @@ impl SharedSymbols {
 }
 
 /// About how many bytes a module's parsed symbols take (tables and strings; a mapped index
-/// and the image count by their length).
+/// and the image count by their length, a lazily loaded PDB by its file's: the readers it
+/// keeps hold less).
 fn approximate_size(symbols: &ModuleSymbols) -> u64 {
     let table = symbols.symbols.as_ref().map_or(0, |t| {
         t.parsed()
             .map_or(0, symbol_file_size)
             .max(t.indexed().map_or(0, |i| i.len()))
-            .max(t.lazy().map_or(0, |l| l.len()))
+            .max(t.lazy_bytes())
     });
     let data: usize = symbols
         .data_symbols

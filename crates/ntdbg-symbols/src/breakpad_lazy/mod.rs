@@ -22,7 +22,7 @@ use range_map::RangeMap;
 
 use scan::{Block, Scan, Unsupported};
 
-/// The environment variable that chooses the lazy path: `off` (never), `always` (every
+/// The environment variable that chooses the lazy path: `off` or `never`, `always` (every
 /// Breakpad file, whatever its size; for tests), otherwise files of [`LAZY_MIN_BYTES`] or more.
 pub const LAZY_ENV: &str = "NTDBG_BREAKPAD_LAZY";
 /// Smallest symbol file read lazily by default: smaller ones parse whole in a few milliseconds.
@@ -35,7 +35,7 @@ const MAX_CACHED: usize = 4096;
 pub(crate) fn min_len() -> Option<usize> {
     let value = std::env::var(LAZY_ENV).unwrap_or_default();
     match value.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" | "no" | "false" => None,
+        "off" | "never" | "0" | "no" | "false" => None,
         "always" | "force" => Some(0),
         _ => Some(LAZY_MIN_BYTES),
     }

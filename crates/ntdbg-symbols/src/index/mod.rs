@@ -27,9 +27,12 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
+use ntdbg_formats::store::{parse_debug_id, PdbIdentity, PdbSignature};
+
+use crate::SymbolError;
 
 pub(crate) use read::{ranged, SymbolIndex};
-pub(crate) use tables::Tables;
+pub(crate) use tables::{SymbolsAt, Tables};
 
 /// The cache subfolder that holds the indexes.
 const FOLDER: &str = "index";
@@ -51,8 +54,20 @@ pub(crate) fn enabled() -> bool {
 pub(crate) struct IndexSlot {
     path: PathBuf,
     identity: String,
-    /// For a Breakpad file: (source, module name, debug id), what a detached writer is given.
-    breakpad: Option<(PathBuf, String, String)>,
+    /// The symbol file and the module it answers for: what a detached writer is given.
+    source: SlotSource,
+}
+
+/// A symbol file and the module it answers for.
+struct SlotSource {
+    /// `breakpad` or `pdb`.
+    kind: String,
+    /// The file.
+    path: PathBuf,
+    /// The module's debug file name.
+    name: String,
+    /// Its debug id.
+    key: String,
 }
 
 impl IndexSlot {
@@ -99,8 +114,12 @@ impl IndexSlot {
         Some(IndexSlot {
             path: cache.join(FOLDER).join(file),
             identity,
-            breakpad: (kind == "breakpad")
-                .then(|| (source.to_path_buf(), name.to_string(), key.to_string())),
+            source: SlotSource {
+                kind: kind.to_string(),
+                path: source.to_path_buf(),
+                name: name.to_string(),
+                key: key.to_string(),
+            },
         })
     }
 
@@ -136,6 +155,12 @@ impl IndexSlot {
                     Ok(symbols) => self.write(&symbols, &[]),
                     Err(e) => tracing::debug!("symbol index not written: {e}"),
                 },
+                IndexJob::PdbFile(want) => {
+                    match crate::load::convert_pdb(&self.source.path, &want, None) {
+                        Ok((symbols, data)) => self.write(&symbols, &data),
+                        Err(e) => tracing::debug!("symbol index not written: {e}"),
+                    }
+                }
             });
         match spawned {
             Ok(handle) => lock(&RUNNING).push(handle),
@@ -158,11 +183,20 @@ pub(crate) enum IndexJob {
     Parsed(Arc<SymbolFile>, Vec<(String, u64)>),
     /// A Breakpad text this load read lazily: the writer parses it whole.
     BreakpadText(Arc<Vec<u8>>),
+    /// A PDB (of this identity) this load converts lazily: the writer converts it whole.
+    PdbFile(PdbIdentity),
+}
+
+impl IndexJob {
+    /// Whether the job needs a whole parse this load did not do (what a detached writer is for).
+    fn is_whole_parse(&self) -> bool {
+        matches!(self, IndexJob::BreakpadText(_) | IndexJob::PdbFile(_))
+    }
 }
 
 /// The hidden `ntdbg` subcommand a detached index writer runs:
-/// `ntdbg __symbol-index SOURCE NAME KEY [SOURCE NAME KEY]…` (see
-/// [`crate::write_breakpad_index`]).
+/// `ntdbg __symbol-index KIND SOURCE NAME KEY [KIND SOURCE NAME KEY]…` (see
+/// [`write_symbol_index`]).
 pub const WRITER_COMMAND: &str = "__symbol-index";
 /// The environment variable that keeps index writing on a thread of this process
 /// (`thread`) even where [`write_indexes_out_of_process`] asked for a detached writer.
@@ -171,7 +205,8 @@ pub const WRITER_ENV: &str = "NTDBG_SYMBOL_INDEX_WRITER";
 /// The executable that writes indexes out of process, when this process asked for it.
 static DETACHED_WRITER: OnceLock<PathBuf> = OnceLock::new();
 
-/// Makes this process leave the indexes of lazily read Breakpad files to one detached `exe`
+/// Makes this process leave the indexes of lazily read Breakpad files and lazily converted
+/// PDBs to one detached `exe`
 /// (`exe __symbol-index …`) started by [`finish_index_writes`], so it exits without waiting
 /// for whole parses and its run does not share the CPU with them: for short-lived processes
 /// (one CLI command). Long-lived ones (the MCP server, `triage`) keep the default, a thread of
@@ -180,16 +215,15 @@ pub fn write_indexes_out_of_process(exe: PathBuf) {
     let _ = DETACHED_WRITER.set(exe);
 }
 
-/// Writes `slot`'s index from `job`: the one place that decides how. A lazily read Breakpad
-/// text is left to the detached writer when this process asked for one (and [`WRITER_ENV`]
-/// is not `thread`); everything else is written on a thread of this process now. Either way
-/// the index appears whole or not at all (temporary file and rename).
+/// Writes `slot`'s index from `job`: the one place that decides how. A job that needs a
+/// whole parse (a lazily read Breakpad text, a lazily converted PDB) is left to the detached
+/// writer when this process asked for one (and [`WRITER_ENV`] is not `thread`); everything
+/// else is written on a thread of this process now. Either way the index appears whole or not
+/// at all (temporary file and rename).
 pub(crate) fn write_index(slot: IndexSlot, job: IndexJob) {
     let thread_only =
         std::env::var(WRITER_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("thread"));
-    if let (IndexJob::BreakpadText(_), Some(_), Some(_), false) =
-        (&job, &slot.breakpad, DETACHED_WRITER.get(), thread_only)
-    {
+    if job.is_whole_parse() && DETACHED_WRITER.get().is_some() && !thread_only {
         // The folder exists when the writer starts: it writes only into a cache still there.
         if let Some(folder) = slot.path.parent() {
             let _ = std::fs::create_dir_all(folder);
@@ -229,13 +263,14 @@ pub fn finish_index_writes() {
     }
 }
 
-/// Starts `exe` detached to write the indexes of `jobs`' Breakpad files; false when it could
+/// Starts `exe` detached to write the indexes of `jobs`' symbol files; false when it could
 /// not be started.
 fn start_writer(exe: &Path, jobs: &[(IndexSlot, IndexJob)]) -> bool {
     let mut command = std::process::Command::new(exe);
     command.arg(WRITER_COMMAND);
-    for (source, name, key) in jobs.iter().filter_map(|(slot, _)| slot.breakpad.as_ref()) {
-        command.arg(source).arg(name).arg(key);
+    for (slot, _) in jobs {
+        let s = &slot.source;
+        command.arg(&s.kind).arg(&s.path).arg(&s.name).arg(&s.key);
     }
     command
         .stdin(std::process::Stdio::null())
@@ -251,4 +286,70 @@ fn start_writer(exe: &Path, jobs: &[(IndexSlot, IndexJob)]) -> bool {
             false
         }
     }
+}
+
+/// What a detached writer does for one `KIND SOURCE NAME KEY` of [`WRITER_COMMAND`]: reads
+/// the symbol file at `source` whole (a `breakpad` text or a `pdb`, checked to be the module
+/// `name` with debug id `key`) and writes its warm index into the symbol cache, in the
+/// foreground. Nothing to do when the index is off or already sound, or when the cache folder
+/// was deleted since the run that asked (it is not made again).
+///
+/// # Errors
+/// An unknown kind; the file cannot be read, or is not that build.
+pub fn write_symbol_index(
+    kind: &str,
+    source: &Path,
+    name: &str,
+    key: &str,
+) -> Result<(), SymbolError> {
+    if !crate::default_cache_dir().is_dir() {
+        return Ok(());
+    }
+    let Some(slot) = IndexSlot::new(&crate::default_cache_dir(), kind, source, name, key) else {
+        return Ok(());
+    };
+    if slot.open().is_some() {
+        return Ok(());
+    }
+    match kind {
+        "breakpad" => {
+            let symbols = crate::load::read_breakpad_whole(source, key)?;
+            slot.write(&symbols, &[]);
+        }
+        "pdb" => {
+            let want = pdb_identity(name, key).ok_or_else(|| SymbolError::Mismatch {
+                path: source.to_path_buf(),
+                what: "debug id",
+                expected: "a PDB debug id".to_string(),
+                found: key.to_string(),
+            })?;
+            let (symbols, data) = crate::load::convert_pdb(source, &want, None)?;
+            slot.write(&symbols, &data);
+        }
+        other => {
+            return Err(SymbolError::Mismatch {
+                path: source.to_path_buf(),
+                what: "symbol file kind",
+                expected: "breakpad or pdb".to_string(),
+                found: other.to_string(),
+            })
+        }
+    }
+    Ok(())
+}
+
+/// The PDB identity a debug id names: a PDB 7.0 key (GUID and age), else a PDB 2.0 one
+/// (8 hex digits of signature and the age).
+fn pdb_identity(name: &str, key: &str) -> Option<PdbIdentity> {
+    let signature = match parse_debug_id(key) {
+        Ok((guid, age)) => PdbSignature::Pdb70 { guid, age },
+        Err(_) => {
+            let (signature, age) = (key.get(..8)?, key.get(8..)?);
+            PdbSignature::Pdb20 {
+                signature: u32::from_str_radix(signature, 16).ok()?,
+                age: u32::from_str_radix(age, 16).ok()?,
+            }
+        }
+    };
+    Some(PdbIdentity::new(name, signature))
 }

@@ -1,5 +1,5 @@
-//! A module's Breakpad tables: parsed in memory, answered from a mapped index, or read lazily
-//! from the text.
+//! A module's Breakpad tables: parsed in memory, answered from a mapped index, read lazily
+//! from a Breakpad text, or converted lazily from a large PDB.
 
 use std::ops::Deref;
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use breakpad_symbols::SymbolFile;
 
 use super::SymbolIndex;
 use crate::breakpad_lazy::LazyBreakpad;
+use crate::pdb_lazy::LazyPdb;
 
 /// The symbols [`Tables::at`] gives for one address.
 pub(crate) enum SymbolsAt<'a> {
@@ -27,7 +28,7 @@ impl Deref for SymbolsAt<'_> {
     }
 }
 
-/// A module's symbol tables, from either backend; both answer every lookup identically.
+/// A module's symbol tables, from any backend; all answer every lookup identically.
 // (One per loaded module: the variants' sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Tables {
@@ -37,23 +38,19 @@ pub(crate) enum Tables {
     /// Mapped from the warm index.
     Indexed(SymbolIndex),
     /// A Breakpad text scanned for its records and parsed where asked.
-    Lazy(LazyBreakpad),
+    LazyBreakpad(LazyBreakpad),
+    /// A large PDB converted one procedure at a time, as lookups need them.
+    LazyPdb(LazyPdb),
 }
 
 impl Tables {
-    /// The parsed tables, when this load parsed them.
+    /// The parsed tables, when this load parsed them (a lazy PDB's, once something needed
+    /// them whole).
     pub(crate) fn parsed(&self) -> Option<&SymbolFile> {
         match self {
             Tables::Parsed(s) => Some(s),
-            Tables::Indexed(_) | Tables::Lazy(_) => None,
-        }
-    }
-
-    /// The lazily read text, when this load read one.
-    pub(crate) fn lazy(&self) -> Option<&LazyBreakpad> {
-        match self {
-            Tables::Lazy(l) => Some(l),
-            _ => None,
+            Tables::Indexed(_) | Tables::LazyBreakpad(_) => None,
+            Tables::LazyPdb(l) => l.whole_if_done(),
         }
     }
 
@@ -61,7 +58,17 @@ impl Tables {
     pub(crate) fn indexed(&self) -> Option<&SymbolIndex> {
         match self {
             Tables::Indexed(i) => Some(i),
-            Tables::Parsed(_) | Tables::Lazy(_) => None,
+            Tables::Parsed(_) | Tables::LazyBreakpad(_) | Tables::LazyPdb(_) => None,
+        }
+    }
+
+    /// Approximately how many bytes the lazy readers keep: a lazy Breakpad text's length, a
+    /// lazy PDB's file length (an upper bound of what its readers keep); else 0.
+    pub(crate) fn lazy_bytes(&self) -> usize {
+        match self {
+            Tables::LazyBreakpad(l) => l.len(),
+            Tables::LazyPdb(l) => l.file_len(),
+            Tables::Parsed(_) | Tables::Indexed(_) => 0,
         }
     }
 
@@ -70,17 +77,20 @@ impl Tables {
         match self {
             Tables::Parsed(s) => &s.module_id,
             Tables::Indexed(i) => i.module_id(),
-            Tables::Lazy(l) => l.module_id(),
+            Tables::LazyBreakpad(l) => l.module_id(),
+            Tables::LazyPdb(l) => l.module_id(),
         }
     }
 
     /// A `SymbolFile` that answers Breakpad's `fill_symbol` and `walk_frame` at `rva` as the
-    /// whole file does: the whole file, or one built for this address from the index or the lazily read text.
+    /// whole file does: the whole file, or one built for this address (from the index, the
+    /// lazily read text or the lazily converted PDB).
     pub(crate) fn at(&self, rva: u64) -> SymbolsAt<'_> {
         match self {
             Tables::Parsed(s) => SymbolsAt::Borrowed(s.as_ref()),
             Tables::Indexed(i) => SymbolsAt::Shared(Arc::new(i.symbols_at(rva))),
-            Tables::Lazy(l) => SymbolsAt::Shared(l.symbols_at(rva)),
+            Tables::LazyBreakpad(l) => SymbolsAt::Shared(l.symbols_at(rva)),
+            Tables::LazyPdb(l) => l.at(rva),
         }
     }
 
@@ -89,41 +99,60 @@ impl Tables {
         match self {
             Tables::Parsed(s) => s.functions.get(rva).map(|f| (f.address, f.size)),
             Tables::Indexed(i) => i.function_at(rva),
-            Tables::Lazy(l) => l.function_at(rva),
+            Tables::LazyBreakpad(l) => l.function_at(rva),
+            Tables::LazyPdb(l) => l.at(rva).functions.get(rva).map(|f| (f.address, f.size)),
         }
     }
 
-    /// Every function: (name, address, size), by address.
+    /// Every function: (name, address, size), by address. (A lazy PDB converts whole.)
     pub(crate) fn functions(&self) -> Box<dyn Iterator<Item = (&str, u64, u32)> + '_> {
-        match self {
-            Tables::Parsed(s) => Box::new(
+        match self.whole() {
+            Whole::Parsed(s) => Box::new(
                 s.functions
                     .ranges_values()
                     .map(|(_, f)| (f.name.as_str(), f.address, f.size)),
             ),
-            Tables::Indexed(i) => Box::new(i.functions()),
-            Tables::Lazy(l) => Box::new(l.functions()),
+            Whole::Indexed(i) => Box::new(i.functions()),
+            Whole::LazyBreakpad(l) => Box::new(l.functions()),
         }
     }
 
-    /// Every public symbol: (name, address), sorted.
+    /// Every public symbol: (name, address), sorted. (A lazy PDB converts whole.)
     pub(crate) fn publics(&self) -> Box<dyn Iterator<Item = (&str, u64)> + '_> {
-        match self {
-            Tables::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
-            Tables::Indexed(i) => Box::new(i.publics()),
-            Tables::Lazy(l) => Box::new(l.publics()),
+        match self.whole() {
+            Whole::Parsed(s) => Box::new(s.publics.iter().map(|p| (p.name.as_str(), p.address))),
+            Whole::Indexed(i) => Box::new(i.publics()),
+            Whole::LazyBreakpad(l) => Box::new(l.publics()),
         }
     }
 
-    /// How many functions and public symbols there are.
+    /// How many functions and public symbols there are. (A lazy PDB converts whole.)
     pub(crate) fn counts(&self) -> (usize, usize) {
-        match self {
-            Tables::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
-            Tables::Indexed(i) => (
+        match self.whole() {
+            Whole::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
+            Whole::Indexed(i) => (
                 i.count(super::format::Section::Functions),
                 i.count(super::format::Section::Publics),
             ),
-            Tables::Lazy(l) => l.counts(),
+            Whole::LazyBreakpad(l) => l.counts(),
         }
     }
+
+    /// The tables with every record at hand (a lazy PDB's whole conversion; a lazy Breakpad
+    /// text enumerates its records from the scan).
+    fn whole(&self) -> Whole<'_> {
+        match self {
+            Tables::Parsed(s) => Whole::Parsed(s),
+            Tables::Indexed(i) => Whole::Indexed(i),
+            Tables::LazyBreakpad(l) => Whole::LazyBreakpad(l),
+            Tables::LazyPdb(l) => Whole::Parsed(l.whole()),
+        }
+    }
+}
+
+/// Tables that can list every record.
+enum Whole<'a> {
+    Parsed(&'a SymbolFile),
+    Indexed(&'a SymbolIndex),
+    LazyBreakpad(&'a LazyBreakpad),
 }
