@@ -1,7 +1,8 @@
 //! Compressed Breakpad symbols give the same stacks as plain ones: every thread of the Firefox
 //! dumps (`~*k`, text and JSON) with the `.sym.xz` files, the first time (decompressed) and the
 //! second (the decompressed copy in the symbol cache), byte for byte against the plain `.sym`;
-//! a first run leaves the warm index of the files it read lazily to detached writers.
+//! a first run leaves the warm index of the files it read lazily (Breakpad texts, PDBs) to the
+//! detached writer.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -135,6 +136,42 @@ fn a_first_run_leaves_the_index_to_detached_writers_and_the_next_run_maps_it() {
         "{written} indexes written by detached writers"
     );
     let warm = ntdbg(&cache);
+    assert!(warm == first, "the warm run differs from the first");
+    assert_eq!(settled_indexes(&cache), written, "nothing rewritten");
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+#[test]
+fn a_lazily_converted_pdb_gets_its_index_from_the_detached_writer() {
+    let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let dump = testdata.join("crashy-x64-null.dmp");
+    let scratch = std::env::temp_dir().join(format!("ntdbg-pdb-detached-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let cache = scratch.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let ntdbg = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+            .args(["run", &dump.display().to_string(), "-c", "kn; ln @$scopeip"])
+            .arg("--offline")
+            .env_remove("_NT_SYMBOL_PATH")
+            .env_remove("NTDBG_SYMBOL_INDEX_WRITER")
+            .env_remove("NTDBG_SYMBOL_INDEX")
+            // crashy.pdb is small: converted lazily only when asked.
+            .env("NTDBG_PDB_LAZY", "always")
+            .env("NTDBG_SYMBOL_CACHE", &cache)
+            .output()
+            .expect("ntdbg runs");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    };
+    let first = ntdbg();
+    assert!(first.contains("crashy!write_null"), "{first}");
+    let written = settled_indexes(&cache);
+    assert!(
+        written >= 1,
+        "{written} indexes written by the detached writer"
+    );
+    let warm = ntdbg();
     assert!(warm == first, "the warm run differs from the first");
     assert_eq!(settled_indexes(&cache), written, "nothing rewritten");
     std::fs::remove_dir_all(&scratch).unwrap();

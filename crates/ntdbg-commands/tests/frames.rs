@@ -114,3 +114,19 @@ fn values_from_the_source_in_the_text() {
         assert!(dv1.contains(line), "{line} in {dv1}");
     }
 }
+
+/// `$scopeip` is the selected frame's instruction pointer: `$ip` in frame 0, the frame's own
+/// after `.frame N` (as `ln $scopeip` names that frame's function).
+#[test]
+fn scopeip_follows_the_selected_frame() {
+    let mut s = open("x64-O2");
+    run(&mut s, ".ecxr");
+    assert_eq!(s.evaluate("$scopeip").ok(), s.evaluate("@$ip").ok());
+    let frame_1 = s.stack().expect("stack").frames[1].instruction;
+    run(&mut s, ".frame 1");
+    assert_eq!(s.evaluate("@$scopeip").ok(), Some(frame_1));
+    let named = run(&mut s, "ln @$scopeip");
+    let caller = run(&mut s, &format!("ln {frame_1:#x}"));
+    assert_eq!(named, caller);
+    assert!(!named.starts_with("ERROR"), "{named}");
+}

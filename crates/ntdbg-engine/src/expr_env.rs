@@ -11,6 +11,7 @@ impl ExprEnv for Session {
         let name = name.trim_start_matches('@');
         match name {
             "$ip" => self.instruction_pointer(),
+            "$scopeip" => self.scope_instruction_pointer(),
             "$csp" => self.register(registers::sp_name(self.arch())),
             "$ra" => self.stack().ok()?.frames.get(1).map(|f| f.instruction),
             "$exentry" | "$exr" => self.target().event().map(|e| e.address),
@@ -43,6 +44,15 @@ impl ExprEnv for Session {
 }
 
 impl Session {
+    /// `$scopeip`: the instruction pointer of the selected frame (`.frame N`), the current
+    /// one in frame 0.
+    pub fn scope_instruction_pointer(&self) -> Option<u64> {
+        match self.selected_frame() {
+            0 => self.instruction_pointer(),
+            n => self.stack().ok()?.frames.get(n).map(|f| f.instruction),
+        }
+    }
+
     /// Evaluates a MASM expression in this session (`? EXPR`).
     pub fn evaluate(&self, text: &str) -> Result<u64, ExprError> {
         expr::evaluate(text, self)
