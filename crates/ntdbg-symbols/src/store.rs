@@ -24,9 +24,13 @@ pub type ReadImage<'a> = &'a (dyn Fn(u64, usize) -> Option<SharedBytes> + Sync);
 /// then stop between files and between chunks, leaving no partial file in the cache.
 pub type CancelCheck = Arc<dyn Fn() -> bool + Send + Sync>;
 
-/// Cache key: a module is its base, size and name (one dump never reuses a base for a
-/// different module; the extra fields guard against mixing dumps).
-type Key = (u64, u32, String);
+/// A module's cache cell.
+type Cell = Arc<OnceLock<Arc<ModuleSymbols>>>;
+
+/// The cache: a module is its base, size and name (one dump never reuses a base for a
+/// different module; the extra fields guard against mixing dumps). Looked up by (base, size)
+/// then name, so that the lookup on every stack-walk step allocates nothing.
+type Cache = HashMap<(u64, u32), Vec<(String, Cell)>>;
 
 /// Finds and caches symbols for the modules of a target.
 ///
@@ -47,7 +51,7 @@ type Key = (u64, u32, String);
 #[derive(Debug)]
 pub struct SymbolStore {
     path: RwLock<SymbolPath>,
-    cache: Mutex<HashMap<Key, Arc<OnceLock<Arc<ModuleSymbols>>>>>,
+    cache: Mutex<Cache>,
     codeview_paths: AtomicBool,
     offline: AtomicBool,
     timeout_ms: AtomicU64,
@@ -62,15 +66,6 @@ impl Default for SymbolStore {
     fn default() -> SymbolStore {
         SymbolStore::new(SymbolPath::default())
     }
-}
-
-/// The cache key of a module.
-fn key(module: &MinidumpModule) -> Key {
-    (
-        module.base_address(),
-        module.raw.size_of_image,
-        module.code_file().into_owned(),
-    )
 }
 
 /// Whether `NTDBG_OFFLINE` asks for offline mode (`1`, `true`, `yes`, `on`).
@@ -179,10 +174,11 @@ impl SymbolStore {
     /// short), so that the next use loads it again.
     fn forget_if_cancelled(&self, module: &MinidumpModule) {
         if self.downloads.cancelled() {
-            self.cache
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .remove(&key(module));
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            let place = (module.base_address(), module.raw.size_of_image);
+            if let Some(named) = cache.get_mut(&place) {
+                named.retain(|(name, _)| *name != *module.code_file());
+            }
         }
     }
 
@@ -219,9 +215,18 @@ impl SymbolStore {
     }
 
     /// The cache cell of a module (created empty on first sight).
-    fn cell(&self, module: &MinidumpModule) -> Arc<OnceLock<Arc<ModuleSymbols>>> {
+    fn cell(&self, module: &MinidumpModule) -> Cell {
+        let name = module.code_file();
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.entry(key(module)).or_default().clone()
+        let named = cache
+            .entry((module.base_address(), module.raw.size_of_image))
+            .or_default();
+        if let Some((_, cell)) = named.iter().find(|(n, _)| *n == *name) {
+            return Arc::clone(cell);
+        }
+        let cell = Cell::default();
+        named.push((name.into_owned(), Arc::clone(&cell)));
+        cell
     }
 
     /// Takes module symbols from `shared` (or, with `None`, only from this store) from now on,
@@ -302,8 +307,9 @@ impl SymbolStore {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .iter()
-            .find(|((b, _, _), _)| *b == base)
-            .and_then(|(_, cell)| cell.get().cloned())
+            .filter(|((b, _), _)| *b == base)
+            .flat_map(|(_, named)| named)
+            .find_map(|(_, cell)| cell.get().cloned())
     }
 
     /// The current symbol path (a copy: the path can change concurrently).
