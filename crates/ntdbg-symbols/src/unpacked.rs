@@ -324,18 +324,36 @@ impl Drop for CopyWriter {
     }
 }
 
-/// Deletes the least recently used files of `dir` until it holds at most `cap` bytes.
+/// A temporary file (`.tmp-PID-N`) older than this was left by a writer that died mid-write.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Deletes the least recently used files of `dir` until it holds at most `cap` bytes, and the
+/// temporary files writers that died left behind ([`STALE_TEMP`]); a temporary file being
+/// written now is left alone.
 pub(crate) fn evict(dir: &Path, cap: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let meta = e.metadata().ok().filter(|m| m.is_file())?;
-            Some((meta.modified().ok()?, meta.len(), e.path()))
-        })
-        .collect();
+    let now = SystemTime::now();
+    let mut files: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+    for entry in entries.flatten() {
+        let Some(meta) = entry.metadata().ok().filter(|m| m.is_file()) else {
+            continue;
+        };
+        let Ok(modified) = meta.modified() else {
+            continue;
+        };
+        if entry.file_name().to_string_lossy().starts_with(".tmp-") {
+            if now
+                .duration_since(modified)
+                .is_ok_and(|age| age > STALE_TEMP)
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            continue;
+        }
+        files.push((modified, meta.len(), entry.path()));
+    }
     let mut total: u64 = files.iter().map(|f| f.1).sum();
     files.sort();
     for (_, len, path) in files {
@@ -503,6 +521,28 @@ mod tests {
         evict(&dir, 200);
         assert!(!dir.join("old").exists());
         assert!(dir.join("mid").exists() && dir.join("new").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn eviction_deletes_what_dead_writers_left_and_not_a_write_in_progress() {
+        let dir = scratch("temps");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (dead, live) = (dir.join(".tmp-1-0"), dir.join(".tmp-2-0"));
+        for path in [&dead, &live] {
+            std::fs::write(path, [0u8; 100]).unwrap();
+        }
+        File::options()
+            .write(true)
+            .open(&dead)
+            .unwrap()
+            .set_modified(SystemTime::now() - STALE_TEMP * 2)
+            .unwrap();
+        // Under the cap: only the dead writer's file goes; a tight cap spares the live one.
+        evict(&dir, 1 << 20);
+        assert!(!dead.exists() && live.exists());
+        evict(&dir, 0);
+        assert!(live.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
