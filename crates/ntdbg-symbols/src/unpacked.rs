@@ -70,6 +70,39 @@ impl Header {
     }
 }
 
+/// The `.xz` bytes' length and CRC-32, and where under `cache` their decompressed copy lives.
+fn copy_for(xz: &[u8], cache: Option<&Path>) -> (u64, u32, Option<PathBuf>) {
+    let xz_len = xz.len() as u64;
+    let xz_crc = crc32fast::hash(xz);
+    let copy = cache.map(|c| c.join(FOLDER).join(format!("{xz_crc:08x}-{xz_len:x}.sym")));
+    (xz_len, xz_crc, copy)
+}
+
+/// What `read` makes of the copy at `copy`, when there is a sound one; a damaged one is
+/// deleted (the caller decompresses and writes it again).
+fn from_copy<T>(copy: Option<&Path>, read: impl FnOnce(&Path) -> Option<T>) -> Option<T> {
+    let copy = copy?;
+    let found = read(copy);
+    if found.is_none() && copy.exists() {
+        tracing::debug!(copy = %copy.display(), "damaged decompressed copy dropped");
+        let _ = std::fs::remove_file(copy);
+    }
+    found
+}
+
+/// The copy at `path` opened after its header, when the header says it was made from this
+/// `.xz` and its text is at most `max_text` bytes.
+fn open_copy(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<(File, Header)> {
+    let mut file = File::open(path).ok()?;
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact(&mut head).ok()?;
+    let header = Header::parse(&head)?;
+    if header.xz_len != xz_len || header.xz_crc != xz_crc || header.text_len > max_text {
+        return None;
+    }
+    Some((file, header))
+}
+
 /// Parses the Breakpad symbols in the `.xz` bytes `xz`, at most `max_text` bytes of text:
 /// from the decompressed copy under `cache` when a sound one is there, else by decompressing
 /// (and then keeping a copy there, when `cache` is given and writable). Errors are messages
@@ -79,18 +112,9 @@ pub(crate) fn parse_xz(
     cache: Option<&Path>,
     max_text: u64,
 ) -> Result<(SymbolFile, Source), String> {
-    let xz_len = xz.len() as u64;
-    let xz_crc = crc32fast::hash(xz);
-    let copy = cache.map(|c| c.join(FOLDER).join(format!("{xz_crc:08x}-{xz_len:x}.sym")));
-    if let Some(copy) = &copy {
-        match read_copy(copy, xz_len, xz_crc, max_text) {
-            Some(sym) => return Ok((sym, Source::CachedCopy)),
-            None if copy.exists() => {
-                tracing::debug!(copy = %copy.display(), "damaged decompressed copy dropped");
-                let _ = std::fs::remove_file(copy);
-            }
-            None => {}
-        }
+    let (xz_len, xz_crc, copy) = copy_for(xz, cache);
+    if let Some(sym) = from_copy(copy.as_deref(), |c| read_copy(c, xz_len, xz_crc, max_text)) {
+        return Ok((sym, Source::CachedCopy));
     }
     let sym = decompress(xz, xz_len, xz_crc, copy.as_deref(), max_text)?;
     Ok((sym, Source::Decompressed))
@@ -105,18 +129,12 @@ pub(crate) fn text_of_xz(
     cache: Option<&Path>,
     max_text: u64,
 ) -> Result<(Vec<u8>, Source), String> {
-    let xz_len = xz.len() as u64;
-    let xz_crc = crc32fast::hash(xz);
-    let copy = cache.map(|c| c.join(FOLDER).join(format!("{xz_crc:08x}-{xz_len:x}.sym")));
-    if let Some(copy) = &copy {
-        match read_copy_text(copy, xz_len, xz_crc, max_text) {
-            Some(text) => return Ok((text, Source::CachedCopy)),
-            None if copy.exists() => {
-                tracing::debug!(copy = %copy.display(), "damaged decompressed copy dropped");
-                let _ = std::fs::remove_file(copy);
-            }
-            None => {}
-        }
+    let (xz_len, xz_crc, copy) = copy_for(xz, cache);
+    let cached = from_copy(copy.as_deref(), |c| {
+        read_copy_text(c, xz_len, xz_crc, max_text)
+    });
+    if let Some(text) = cached {
+        return Ok((text, Source::CachedCopy));
     }
     let mut text = Vec::new();
     xz_reader(xz)
@@ -145,13 +163,7 @@ pub(crate) fn text_of_xz(
 /// The text of the copy at `path`, if it is there, was made from this `.xz` and is whole
 /// (length and checksum).
 fn read_copy_text(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<Vec<u8>> {
-    let mut file = File::open(path).ok()?;
-    let mut head = [0u8; HEADER_LEN];
-    file.read_exact(&mut head).ok()?;
-    let header = Header::parse(&head)?;
-    if header.xz_len != xz_len || header.xz_crc != xz_crc || header.text_len > max_text {
-        return None;
-    }
+    let (mut file, header) = open_copy(path, xz_len, xz_crc, max_text)?;
     let mut text = Vec::with_capacity(usize::try_from(header.text_len).ok()?);
     (&mut file)
         .take(header.text_len + 1)
@@ -168,13 +180,7 @@ fn read_copy_text(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Optio
 /// The symbols from the copy at `path`, if it is there, was made from this `.xz` and its text
 /// is whole (length and checksum) — checked while parsing, so the text is read once.
 fn read_copy(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<SymbolFile> {
-    let mut file = File::open(path).ok()?;
-    let mut head = [0u8; HEADER_LEN];
-    file.read_exact(&mut head).ok()?;
-    let header = Header::parse(&head)?;
-    if header.xz_len != xz_len || header.xz_crc != xz_crc || header.text_len > max_text {
-        return None;
-    }
+    let (mut file, header) = open_copy(path, xz_len, xz_crc, max_text)?;
     let mut crc = crc32fast::Hasher::new();
     let mut seen = 0u64;
     let sym = SymbolFile::parse((&mut file).take(header.text_len), |chunk| {
