@@ -138,6 +138,25 @@ impl PdbSignature {
             PdbSignature::Pdb70 { age, .. } | PdbSignature::Pdb20 { age, .. } => age,
         }
     }
+
+    /// The signature a symbol-store key names ([`PdbSignature::key`] read back): a PDB 7.0
+    /// key (GUID and age), else a PDB 2.0 one (8 hex digits of signature, then the age).
+    ///
+    /// ```
+    /// use ntdbg_formats::store::PdbSignature;
+    /// let old = PdbSignature::Pdb20 { signature: 1, age: 2 };
+    /// assert_eq!(PdbSignature::from_key(&old.key()), Some(old));
+    /// ```
+    pub fn from_key(key: &str) -> Option<PdbSignature> {
+        if let Ok((guid, age)) = parse_debug_id(key) {
+            return Some(PdbSignature::Pdb70 { guid, age });
+        }
+        let (signature, age) = (key.get(..8)?, key.get(8..)?);
+        Some(PdbSignature::Pdb20 {
+            signature: u32::from_str_radix(signature, 16).ok()?,
+            age: u32::from_str_radix(age, 16).ok()?,
+        })
+    }
 }
 
 /// A PDB's identity: the file name and its signature.

@@ -27,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use breakpad_symbols::SymbolFile;
-use ntdbg_formats::store::{parse_debug_id, PdbIdentity, PdbSignature};
+use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
 use crate::SymbolError;
 
@@ -317,12 +317,14 @@ pub fn write_symbol_index(
             slot.write(&symbols, &[]);
         }
         "pdb" => {
-            let want = pdb_identity(name, key).ok_or_else(|| SymbolError::Mismatch {
-                path: source.to_path_buf(),
-                what: "debug id",
-                expected: "a PDB debug id".to_string(),
-                found: key.to_string(),
-            })?;
+            let want = PdbSignature::from_key(key)
+                .map(|signature| PdbIdentity::new(name, signature))
+                .ok_or_else(|| SymbolError::Mismatch {
+                    path: source.to_path_buf(),
+                    what: "debug id",
+                    expected: "a PDB debug id".to_string(),
+                    found: key.to_string(),
+                })?;
             let (symbols, data) = crate::load::convert_pdb(source, &want, None)?;
             slot.write(&symbols, &data);
         }
@@ -336,20 +338,4 @@ pub fn write_symbol_index(
         }
     }
     Ok(())
-}
-
-/// The PDB identity a debug id names: a PDB 7.0 key (GUID and age), else a PDB 2.0 one
-/// (8 hex digits of signature and the age).
-fn pdb_identity(name: &str, key: &str) -> Option<PdbIdentity> {
-    let signature = match parse_debug_id(key) {
-        Ok((guid, age)) => PdbSignature::Pdb70 { guid, age },
-        Err(_) => {
-            let (signature, age) = (key.get(..8)?, key.get(8..)?);
-            PdbSignature::Pdb20 {
-                signature: u32::from_str_radix(signature, 16).ok()?,
-                age: u32::from_str_radix(age, 16).ok()?,
-            }
-        }
-    };
-    Some(PdbIdentity::new(name, signature))
 }
