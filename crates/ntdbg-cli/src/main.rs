@@ -34,8 +34,6 @@ fn main() -> ExitCode {
         }
     }
     let result = run(cli);
-    // Files still being decoded ahead are not needed any more.
-    ntdbg_symbols::stop_decoding_ahead();
     // Symbol indexes written in the background must be complete before the process ends
     // (or are handed to the detached writer).
     ntdbg_symbols::finish_index_writes();

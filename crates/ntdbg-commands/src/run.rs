@@ -324,10 +324,6 @@ fn execute(
         return crate::render::threads::list(session, Some(&threads));
     }
     let headers = matches!(selector, ThreadSelector::All);
-    if headers && line.name.starts_with(['k', 'K']) {
-        // Every thread's stack: their modules' compressed symbols are decoded meanwhile.
-        session.decode_ahead_thread_symbols();
-    }
     on_each_thread(session, &threads, headers, &invocation)
 }
 

@@ -45,31 +45,6 @@ impl Session {
     }
 }
 
-impl Session {
-    /// Before walking every thread (`~*k`) with local symbols: starts decoding, in the
-    /// background, the compressed symbol files of the modules holding any thread's
-    /// instruction pointer or a value on its stack ([`ntdbg_symbols::SymbolStore::decode_ahead`]),
-    /// so that the walk, which loads one module at a time, finds them decoded. Modules stay
-    /// deferred until a walk uses them. The last modules first: the walk itself starts with
-    /// the first ones, and the two meet in the middle instead of asking for the same file.
-    pub fn decode_ahead_thread_symbols(&self) {
-        if self.symbols().may_download() {
-            return;
-        }
-        let target = self.target();
-        let mut modules: Vec<&MinidumpModule> = Vec::new();
-        for context in target.threads().iter().filter_map(|t| t.context.as_ref()) {
-            for m in stack_modules(target, context) {
-                if !modules.iter().any(|o| o.base_address() == m.base_address()) {
-                    modules.push(m);
-                }
-            }
-        }
-        modules.reverse();
-        self.symbols().decode_ahead(&modules);
-    }
-}
-
 /// The modules holding the instruction pointer or a value read from the stack, each once, in
 /// the order first seen.
 fn stack_modules<'a>(target: &'a dyn Target, context: &MinidumpContext) -> Vec<&'a MinidumpModule> {

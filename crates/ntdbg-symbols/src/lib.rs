@@ -39,7 +39,6 @@
 
 mod breakpad_lazy;
 mod compressed;
-mod decode_ahead;
 mod demangle;
 mod download;
 mod error;
@@ -64,7 +63,6 @@ mod variables;
 mod wildcard;
 
 pub use breakpad_lazy::LAZY_ENV as BREAKPAD_LAZY_ENV;
-pub use decode_ahead::stop_decoding_ahead;
 pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;

@@ -35,7 +35,7 @@ use crate::{SymbolError, SymbolPath};
 use ntdbg_formats::pe::{Machine, PeLayout};
 
 /// Largest `.sym.xz` decompressed size accepted.
-pub(crate) const MAX_SYM_SIZE: u64 = 1 << 30;
+const MAX_SYM_SIZE: u64 = 1 << 30;
 
 /// What the dump says about a module.
 struct Identity {
@@ -499,77 +499,34 @@ fn find_breakpad(
 ) -> Option<(PathBuf, Tables)> {
     let key = pdb.key();
     let sym = breakpad_sym_name(&pdb.name);
-    for candidate in breakpad_candidates(pdb, dirs) {
-        match candidate {
-            Ok(found) => match read_sym(&found, &pdb.name, &key) {
+    let xz = format!("{sym}.xz");
+    for dir in dirs {
+        for (layout, name) in [
+            (Layout::Store, &sym),
+            (Layout::Store, &xz),
+            (Layout::Plain, &sym),
+            (Layout::Plain, &xz),
+        ] {
+            let components: Vec<&str> = match layout {
+                Layout::Store => vec![pdb.name.as_str(), key.as_str(), name.as_str()],
+                Layout::Plain => vec![name.as_str()],
+            };
+            let Some(found) = crate::locate::path_ci(dir, &components).filter(|p| p.is_file())
+            else {
+                let mut shown = dir.clone();
+                components.iter().for_each(|c| shown.push(c));
+                tried.push(format!("{}: not found", shown.display()));
+                continue;
+            };
+            match read_sym(&found, &pdb.name, &key) {
                 Ok(sym) => return Some((found, sym)),
                 Err(e) => tried.push(e.to_string()),
-            },
-            Err(missing) => tried.push(missing),
+            }
         }
     }
     let fetched = downloads.fetch(&pdb.name, &key, &sym, tried)?;
     let path = fetched.path.clone();
     verified(fetched, tried, |p| read_sym(p, &pdb.name, &key)).map(|sym| (path, sym))
-}
-
-/// Where a Breakpad file for the PDB may be, in the order they are tried: in each directory
-/// the `.sym` then the `.sym.xz`, in store layout then plain. Each is the file found, or the
-/// note that it is not there.
-fn breakpad_candidates<'a>(
-    pdb: &'a PdbIdentity,
-    dirs: &'a [PathBuf],
-) -> impl Iterator<Item = Result<PathBuf, String>> + 'a {
-    let key = pdb.key();
-    let sym = breakpad_sym_name(&pdb.name);
-    let xz = format!("{sym}.xz");
-    dirs.iter().flat_map(move |dir| {
-        let key = key.clone();
-        [
-            (Layout::Store, sym.clone()),
-            (Layout::Store, xz.clone()),
-            (Layout::Plain, sym.clone()),
-            (Layout::Plain, xz.clone()),
-        ]
-        .into_iter()
-        .map(move |(layout, name)| {
-            let components: Vec<&str> = match layout {
-                Layout::Store => vec![pdb.name.as_str(), key.as_str(), name.as_str()],
-                Layout::Plain => vec![name.as_str()],
-            };
-            crate::locate::path_ci(dir, &components)
-                .filter(|p| p.is_file())
-                .ok_or_else(|| {
-                    let mut shown = dir.clone();
-                    components.iter().for_each(|c| shown.push(c));
-                    format!("{}: not found", shown.display())
-                })
-        })
-    })
-}
-
-/// The `.sym.xz` a load of `module` from the directories `dirs` would most likely read: the
-/// first Breakpad file found for the dump's CodeView record, when it is compressed and no PDB
-/// is there to be tried first (a guess for decoding ahead, see [`crate::decode_ahead`]: it
-/// does not follow `file.ptr`, CAB files, the image's folder or downloads).
-pub(crate) fn compressed_breakpad_file(
-    module: &MinidumpModule,
-    dirs: &[PathBuf],
-) -> Option<PathBuf> {
-    let pdb = Identity::of(module).pdb?;
-    let key = pdb.key();
-    let has_pdb = dirs.iter().any(|dir| {
-        matches!(look(dir, Layout::Store, &pdb.name, &key), Lookup::Found(_))
-            || matches!(look(dir, Layout::Plain, &pdb.name, ""), Lookup::Found(_))
-    });
-    if has_pdb {
-        return None;
-    }
-    let first = breakpad_candidates(&pdb, dirs).find_map(Result::ok)?;
-    first
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("xz"))
-        .then_some(first)
 }
 
 /// The warm-index slot for a symbol file in the symbol cache (`None` when the index is off).

@@ -209,28 +209,6 @@ impl SymbolStore {
         });
     }
 
-    /// Starts decoding, on a background thread, the `.sym.xz` files that loads of `modules`
-    /// would most likely read (see `decode_ahead.rs`), in this order; returns at once. Nothing is
-    /// loaded (modules not asked for stay deferred): a later load finds the decoded copy in
-    /// the symbol cache, or waits for the decode under way. Modules this store has loaded are
-    /// skipped.
-    pub fn decode_ahead(&self, modules: &[&MinidumpModule]) {
-        let dirs: Vec<_> = self
-            .path()
-            .local_dirs()
-            .into_iter()
-            .filter(|d| d.is_dir())
-            .collect();
-        let files: Vec<_> = modules
-            .iter()
-            .filter(|m| self.loaded(m.base_address()).is_none())
-            .filter_map(|m| crate::load::compressed_breakpad_file(m, &dirs))
-            .collect();
-        if !files.is_empty() {
-            crate::decode_ahead::start(files, &crate::default_cache_dir());
-        }
-    }
-
     /// Tells `observer` (or, with `None`, nobody) how loading and downloading advance.
     pub fn set_download_observer(&self, observer: Option<Arc<dyn DownloadObserver>>) {
         self.downloads.progress.set_observer(observer);

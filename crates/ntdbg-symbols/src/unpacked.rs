@@ -113,8 +113,6 @@ pub(crate) fn parse_xz(
     max_text: u64,
 ) -> Result<(SymbolFile, Source), String> {
     let (xz_len, xz_crc, copy) = copy_for(xz, cache);
-    // A copy decoded ahead right now is waited for, not decoded twice.
-    let _claim = copy.as_deref().map(crate::decode_ahead::claim);
     if let Some(sym) = from_copy(copy.as_deref(), |c| read_copy(c, xz_len, xz_crc, max_text)) {
         return Ok((sym, Source::CachedCopy));
     }
@@ -132,92 +130,34 @@ pub(crate) fn text_of_xz(
     max_text: u64,
 ) -> Result<(Vec<u8>, Source), String> {
     let (xz_len, xz_crc, copy) = copy_for(xz, cache);
-    // A copy decoded ahead right now is waited for, not decoded twice.
-    let _claim = copy.as_deref().map(crate::decode_ahead::claim);
     let cached = from_copy(copy.as_deref(), |c| {
         read_copy_text(c, xz_len, xz_crc, max_text)
     });
     if let Some(text) = cached {
         return Ok((text, Source::CachedCopy));
     }
-    let text = decode_text(xz, max_text, &|| false)?;
-    if let Some(copy) = &copy {
-        keep_copy(&text, xz_len, xz_crc, copy);
-    }
-    Ok((text, Source::Decompressed))
-}
-
-/// Decodes the `.xz` bytes `xz` into their copy under the symbol cache `cache` (for
-/// [`crate::decode_ahead`]), at most `max_text` bytes, unless a copy is there or another
-/// thread decodes it now; `cancelled` is asked between chunks of the decoder and drops the
-/// work. Whether a copy was written.
-pub(crate) fn decode_ahead(
-    xz: &[u8],
-    cache: &Path,
-    max_text: u64,
-    cancelled: &dyn Fn() -> bool,
-) -> bool {
-    let (xz_len, xz_crc, copy) = copy_for(xz, Some(cache));
-    let Some(copy) = copy else {
-        return false;
-    };
-    let Some(_claim) = crate::decode_ahead::try_claim(&copy) else {
-        return false;
-    };
-    if copy.exists() {
-        return false;
-    }
-    match decode_text(xz, max_text, cancelled) {
-        Ok(text) => {
-            keep_copy(&text, xz_len, xz_crc, &copy);
-            true
-        }
-        Err(_) => false,
-    }
-}
-
-/// The text in the `.xz` bytes `xz`, at most `max_text` bytes; `cancelled` is asked before
-/// every [`CHUNK`] of text.
-fn decode_text(xz: &[u8], max_text: u64, cancelled: &dyn Fn() -> bool) -> Result<Vec<u8>, String> {
     let mut text = Vec::new();
-    let mut reader = xz_reader(xz)
+    xz_reader(xz)
         .map_err(|e| format!("xz: {e}"))?
-        .take(max_text + 1);
-    loop {
-        if cancelled() {
-            return Err("cancelled".to_string());
-        }
-        // Straight into `text`, a chunk at a time.
-        let n = (&mut reader)
-            .take(CHUNK)
-            .read_to_end(&mut text)
-            .map_err(|e| format!("xz: {e}"))?;
-        if n == 0 {
-            break;
-        }
-    }
+        .take(max_text + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("xz: {e}"))?;
     if text.len() as u64 > max_text {
         return Err("decompressed file too large".to_string());
     }
-    Ok(text)
-}
-
-/// How much text [`decode_text`] decodes between two checks for cancellation.
-const CHUNK: u64 = 256 << 10;
-
-/// Writes `text` as the copy at `copy` of the `.xz` with that length and CRC-32 (nothing when
-/// it cannot be written: the symbols themselves are not affected).
-fn keep_copy(text: &[u8], xz_len: u64, xz_crc: u32, copy: &Path) {
-    if let Some(mut w) = CopyWriter::create(copy) {
-        w.write(text);
-        let header = Header {
-            xz_len,
-            xz_crc,
-            text_len: text.len() as u64,
-            text_crc: crc32fast::hash(text),
-        };
-        w.finish(&header, copy);
+    if let Some(copy) = &copy {
+        if let Some(mut w) = CopyWriter::create(copy) {
+            w.write(&text);
+            let header = Header {
+                xz_len,
+                xz_crc,
+                text_len: text.len() as u64,
+                text_crc: crc32fast::hash(&text),
+            };
+            w.finish(&header, copy);
+        }
     }
+    Ok((text, Source::Decompressed))
 }
 
 /// The text of the copy at `path`, if it is there, was made from this `.xz` and is whole
@@ -560,65 +500,6 @@ mod tests {
         assert_eq!(left, 0);
         let e = parse_xz(&packed, Some(&cache), 16).unwrap_err();
         assert_eq!(e, "decompressed file too large");
-        let _ = std::fs::remove_dir_all(&cache);
-    }
-
-    #[test]
-    fn a_copy_decoded_ahead_is_what_the_load_reads_and_a_cancelled_one_leaves_nothing() {
-        let cache = scratch("ahead");
-        let packed = xz(TEXT.as_bytes());
-        assert!(!decode_ahead(&packed, &cache, 1 << 20, &|| true));
-        assert!(
-            !cache.join(FOLDER).exists()
-                || std::fs::read_dir(cache.join(FOLDER)).unwrap().count() == 0,
-            "a cancelled decode writes nothing, not even a temporary file"
-        );
-        assert!(!decode_ahead(&packed, &cache, 16, &|| false), "too large");
-        assert!(decode_ahead(&packed, &cache, 1 << 20, &|| false));
-        assert!(
-            !decode_ahead(&packed, &cache, 1 << 20, &|| false),
-            "already there"
-        );
-        let copy = the_copy(&cache);
-        assert!(!crate::decode_ahead::in_flight(&copy));
-        let (text, how) = text_of_xz(&packed, Some(&cache), 1 << 20).unwrap();
-        assert_eq!(
-            (text.as_slice(), how),
-            (TEXT.as_bytes(), Source::CachedCopy)
-        );
-        let _ = std::fs::remove_dir_all(&cache);
-    }
-
-    #[test]
-    fn a_load_waits_for_the_decode_under_way_and_then_reads_its_copy() {
-        let cache = scratch("wait");
-        let packed = xz(TEXT.as_bytes());
-        let (_, _, copy) = copy_for(&packed, Some(&cache));
-        let copy = copy.unwrap();
-        // Another thread holds the copy, as the decoding-ahead thread does while it decodes.
-        let held = crate::decode_ahead::claim(&copy);
-        assert!(
-            !decode_ahead(&packed, &cache, 1 << 20, &|| false),
-            "skipped"
-        );
-        let load = std::thread::spawn({
-            let (packed, cache) = (packed.clone(), cache.clone());
-            move || text_of_xz(&packed, Some(&cache), 1 << 20).unwrap()
-        });
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        assert!(!load.is_finished(), "the load waits");
-        keep_copy(
-            TEXT.as_bytes(),
-            packed.len() as u64,
-            crc32fast::hash(&packed),
-            &copy,
-        );
-        drop(held);
-        let (text, how) = load.join().unwrap();
-        assert_eq!(
-            (text.as_slice(), how),
-            (TEXT.as_bytes(), Source::CachedCopy)
-        );
         let _ = std::fs::remove_dir_all(&cache);
     }
 

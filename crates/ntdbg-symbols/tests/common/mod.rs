@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: scratch directories, modules with or without a
 //! CodeView record, and a frame walker over a real dump's stack.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code)]
 
 pub mod http;
 
