@@ -8,6 +8,7 @@ mod batch;
 mod hints;
 mod progress;
 mod repl;
+mod run_json;
 mod shell_docs;
 mod stackwalk;
 mod store_cli;
@@ -345,6 +346,10 @@ fn offline_if(session: Session, offline: bool) -> Session {
     session
 }
 
+/// Bytes `ntdbg run` gathers before each write to stdout: `~*k --json` of a 100-thread dump is
+/// megabytes, which the default 8 KiB buffer sends in hundreds of `write` calls.
+const OUTPUT_BUFFER: usize = 64 * 1024;
+
 /// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a
 /// command failed.
 fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
@@ -354,27 +359,11 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
     let results = results?;
     // Buffered: one write per block, not one per line (stdout is line-buffered); flushed
     // before anything goes to stderr so the two stay in order.
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
     let mut failed = false;
     if json {
-        let values: Vec<_> = results
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "index": r.index,
-                    "command": r.command,
-                    "status": r.status.name(),
-                    "output": r.output,
-                    "result": r.typed,
-                    "error": r.error.as_ref().map(|e| serde_json::json!({
-                        "code": e.code, "message": e.message, "hint": e.hint,
-                    })),
-                })
-            })
-            .collect();
         failed = results.iter().any(|r| r.status == Status::Failed);
-        serde_json::to_writer_pretty(&mut out, &values)?;
-        writeln!(out)?;
+        run_json::write(&mut out, &results)?;
     } else {
         for r in &results {
             // The prompt each command was given at, as cdb shows it.

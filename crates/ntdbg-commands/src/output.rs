@@ -2,7 +2,8 @@
 
 use ntdbg_engine::stack::Stack;
 use ntdbg_engine::Symbolized;
-use serde::Serialize;
+use serde::ser::{Error as _, SerializeStruct as _};
+use serde::{Serialize, Serializer};
 
 /// The output of one command.
 #[derive(Debug, Clone, Default)]
@@ -204,6 +205,46 @@ pub enum TypedResult {
         /// The filters listed or set.
         filters: Vec<crate::commands::event_filters::EventFilterRow>,
     },
+}
+
+impl TypedResult {
+    /// The result as JSON whose objects have their keys in sorted order: the bytes of
+    /// `serde_json::to_value(self)` serialized, which is how `ntdbg run --json` has always
+    /// printed results. Stacks (the frames of `~*k`, most of a large dump's output) are written
+    /// straight to the serializer, their types declaring their fields in name order; other
+    /// kinds go through a `Value`.
+    pub fn sorted_json(&self) -> SortedJson<'_> {
+        SortedJson(self)
+    }
+}
+
+/// A [`TypedResult`] serialized with sorted keys ([`TypedResult::sorted_json`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SortedJson<'a>(&'a TypedResult);
+
+impl Serialize for SortedJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            // The derive would write the `kind` tag first; sorted, it falls after `frames`.
+            TypedResult::Stack(stack) => {
+                let mut object = s.serialize_struct("Stack", 4)?;
+                object.serialize_field("frames", &stack.frames)?;
+                object.serialize_field("kind", "stack")?;
+                object.serialize_field("note", &stack.note)?;
+                object.serialize_field("thread_id", &stack.thread_id)?;
+                object.end()
+            }
+            TypedResult::Stacks { stacks } => {
+                let mut object = s.serialize_struct("Stacks", 2)?;
+                object.serialize_field("kind", "stacks")?;
+                object.serialize_field("stacks", stacks)?;
+                object.end()
+            }
+            other => serde_json::to_value(other)
+                .map_err(S::Error::custom)?
+                .serialize(s),
+        }
+    }
 }
 
 /// One region of `!address` (addresses and sizes as `0x` hex strings).

@@ -6,6 +6,7 @@ use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::{no_address, unreadable_address};
 use ntdbg_engine::Session;
 use ntdbg_symbols::strip_parameters;
+use std::fmt::Write as _;
 
 /// Which columns a `k` variant shows.
 #[derive(Debug, Clone, Copy)]
@@ -86,7 +87,7 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
                 "Child-SP", "RetAddr", "Args to Child"
             ),
         };
-        out.push_str(&format!("{num}{header}Call Site\n"));
+        let _ = writeln!(out, "{num}{header}Call Site");
     } else {
         out.push_str("Call Site\n");
     }
@@ -102,11 +103,11 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
             continue;
         }
         if style.numbers {
-            out.push_str(&format!("{:02x} ", f.index));
+            let _ = write!(out, "{:02x} ", f.index);
         }
         if f.inline {
             let dashes = no_address(ptr);
-            out.push_str(&format!("(Inline Function) {dashes}"));
+            let _ = write!(out, "(Inline Function) {dashes}");
             if style.args {
                 out.push_str(if x86 { " " } else { " : " });
                 out.push_str(&vec![dashes; if x86 { 3 } else { 4 }].join(" "));
@@ -120,11 +121,8 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
             } else {
                 f.stack_pointer
             };
-            let ret = f
-                .return_address
-                .map(|r| addr(session, r))
-                .unwrap_or_else(|| addr(session, 0));
-            out.push_str(&format!("{} {ret}", addr(session, child)));
+            let ret = f.return_address.unwrap_or(0);
+            let _ = write!(out, "{} {}", addr(session, child), addr(session, ret));
             if style.args {
                 let words: Vec<String> = (0..if x86 { 3 } else { 4 })
                     .map(|i| match f.args.get(i) {
@@ -143,12 +141,12 @@ pub(crate) fn render_stack(session: &Session, stack: &Stack, style: Style) -> St
         }
         out.push_str(&call_site(session, stack, f, style.params));
         if let (Some(file), Some(line)) = (&f.source_file, f.source_line) {
-            out.push_str(&format!(" [{file} @ {line}]"));
+            let _ = write!(out, " [{file} @ {line}]");
         }
         out.push('\n');
     }
     if let Some(note) = &stack.note {
-        out.push_str(&format!("WARNING: {note}\n"));
+        let _ = writeln!(out, "WARNING: {note}");
     }
     out
 }

@@ -86,49 +86,11 @@ impl Trust {
 }
 
 /// One frame of a call stack. Inlined calls appear as their own frames, as in WinDbg.
+///
+/// Fields are declared in name order: JSON writers stream a frame in declaration order and must
+/// give the sorted keys a `serde_json::Value` gives (`ntdbg run --json` prints both ways).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Frame {
-    /// Frame number, as `kn` prints it (inline frames count).
-    pub index: usize,
-    /// The instruction address: the exact IP for frame 0, the return address for callers
-    /// (symbols were looked up at the call instruction, one byte before it).
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "crate::hex_json::Hex")]
-    pub instruction: u64,
-    /// The stack pointer in this frame (WinDbg's Child-SP).
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "crate::hex_json::Hex")]
-    pub stack_pointer: u64,
-    /// The frame pointer register (ebp/rbp/fp) in this frame, when known.
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "Option<crate::hex_json::Hex>")]
-    pub frame_pointer: Option<u64>,
-    /// Where this frame returns to (the next frame's instruction), when known.
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "Option<crate::hex_json::Hex>")]
-    pub return_address: Option<u64>,
-    /// The module name (WinDbg style: file name without extension).
-    pub module: Option<String>,
-    /// The module's base address.
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "Option<crate::hex_json::Hex>")]
-    pub module_base: Option<u64>,
-    /// The function (with its parameter list when the symbols give one).
-    pub function: Option<String>,
-    /// Offset from the function start.
-    #[serde(serialize_with = "crate::hex_json::serialize")]
-    #[schemars(with = "Option<crate::hex_json::Hex>")]
-    pub function_offset: Option<u64>,
-    /// Source file.
-    pub source_file: Option<String>,
-    /// Source line.
-    pub source_line: Option<u32>,
-    /// How the frame was found.
-    pub found_by: FoundBy,
-    /// How far its address was validated.
-    pub trust: Trust,
-    /// Whether this is an inlined call (no stack frame of its own).
-    pub inline: bool,
     /// The first stack words above the return address ("Args to Child" in `kb`).
     #[serde(serialize_with = "crate::hex_json::serialize")]
     #[schemars(with = "Vec<crate::hex_json::Hex>")]
@@ -137,6 +99,47 @@ pub struct Frame {
     /// physical frame); `context.valid` says which are known.
     #[serde(skip)]
     pub context: MinidumpContext,
+    /// How the frame was found.
+    pub found_by: FoundBy,
+    /// The frame pointer register (ebp/rbp/fp) in this frame, when known.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
+    pub frame_pointer: Option<u64>,
+    /// The function (with its parameter list when the symbols give one).
+    pub function: Option<String>,
+    /// Offset from the function start.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
+    pub function_offset: Option<u64>,
+    /// Frame number, as `kn` prints it (inline frames count).
+    pub index: usize,
+    /// Whether this is an inlined call (no stack frame of its own).
+    pub inline: bool,
+    /// The instruction address: the exact IP for frame 0, the return address for callers
+    /// (symbols were looked up at the call instruction, one byte before it).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
+    pub instruction: u64,
+    /// The module name (WinDbg style: file name without extension).
+    pub module: Option<String>,
+    /// The module's base address.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
+    pub module_base: Option<u64>,
+    /// Where this frame returns to (the next frame's instruction), when known.
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "Option<crate::hex_json::Hex>")]
+    pub return_address: Option<u64>,
+    /// Source file.
+    pub source_file: Option<String>,
+    /// Source line.
+    pub source_line: Option<u32>,
+    /// The stack pointer in this frame (WinDbg's Child-SP).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
+    pub stack_pointer: u64,
+    /// How far its address was validated.
+    pub trust: Trust,
 }
 
 impl Frame {
@@ -190,10 +193,10 @@ impl Frame {
 }
 
 /// A walked call stack.
+///
+/// Fields are declared in name order, as [`Frame`]'s are.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Stack {
-    /// The thread the stack belongs to.
-    pub thread_id: u32,
     /// Frames, innermost first.
     pub frames: Vec<Frame>,
     /// What the walk had to say, when it did: why it could not start or stopped early, and
@@ -202,6 +205,8 @@ pub struct Stack {
     /// The notes behind [`Stack::note`], each with the frame it concerns, if any.
     #[serde(skip)]
     pub notes: Vec<StackNote>,
+    /// The thread the stack belongs to.
+    pub thread_id: u32,
 }
 
 /// One thing the walk had to say.
@@ -298,15 +303,16 @@ pub fn walk(
             vec![walker::context_frame(target, symbols, context.clone())]
         }
     };
-    let frames = convert_frames(target, &walked);
     // The walker numbers physical frames; `kn` counts inlined calls too.
-    let first_row = |physical: usize| -> usize {
-        walked
-            .iter()
-            .take(physical)
-            .map(|w| w.frame.inlines.len() + 1)
-            .sum()
-    };
+    let rows_before: Vec<usize> = std::iter::once(0)
+        .chain(walked.iter().scan(0, |rows, w| {
+            *rows += w.frame.inlines.len() + 1;
+            Some(*rows)
+        }))
+        .collect();
+    let first_row = |physical: usize| rows_before[physical.min(rows_before.len() - 1)];
+    let capped = walked.len() >= MAX_FRAMES;
+    let frames = convert_frames(target, walked);
     notes.extend(walker_notes.into_iter().map(|(physical, text)| {
         let row = first_row(physical);
         StackNote {
@@ -314,7 +320,7 @@ pub fn walk(
             text: format!("frame {row:02x}: {text}"),
         }
     }));
-    if walked.len() >= MAX_FRAMES {
+    if capped {
         notes.push(StackNote {
             frame: Some(frames.len()),
             text: format!("stopped after {MAX_FRAMES} frames"),
@@ -324,17 +330,19 @@ pub fn walk(
 }
 
 /// Turns the walker's frames into ours: inline frames split out, return addresses and
-/// "args to child" filled in from the next frame.
-fn convert_frames(target: &dyn Target, walked: &[walker::Walked]) -> Vec<Frame> {
+/// "args to child" filled in from the next frame. Each frame's register context moves into
+/// the physical frame (inlined calls get copies).
+fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>) -> Vec<Frame> {
     let arch = target.arch();
     let ptr = arch.pointer_size();
-    let mut out = Vec::new();
-    for (i, w) in walked.iter().enumerate() {
-        let f = &w.frame;
+    let mut out = Vec::with_capacity(walked.len());
+    let mut walked = walked.into_iter().peekable();
+    while let Some(w) = walked.next() {
+        let f = w.frame;
         let module = f.module.as_ref();
         let module_name = module.map(|m| module_name(&m.name));
         let module_base = module.map(|m| m.raw.base_of_image);
-        let caller = walked.get(i + 1).map(|c| &c.frame);
+        let caller = walked.peek().map(|c| &c.frame);
         let caller_sp = caller.map(|c| c.context.get_stack_pointer());
         let return_address = caller.map(|c| c.resume_address);
         let args = caller_sp
@@ -380,15 +388,15 @@ fn convert_frames(target: &dyn Target, walked: &[walker::Walked]) -> Vec<Frame> 
             return_address,
             module: module_name,
             module_base,
-            function: f.function_name.clone(),
             function_offset: f.function_base.map(|b| f.resume_address.wrapping_sub(b)),
-            source_file: f.source_file_name.clone(),
+            function: f.function_name,
+            source_file: f.source_file_name,
             source_line: f.source_line,
             found_by: w.found_by,
             trust: w.trust,
             inline: false,
             args,
-            context: f.context.clone(),
+            context: f.context,
         });
     }
     out
