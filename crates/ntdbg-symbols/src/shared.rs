@@ -301,7 +301,7 @@ fn approximate_size(symbols: &ModuleSymbols) -> u64 {
         .iter()
         .map(|(name, _)| size_of::<(String, u64)>() + name.len())
         .sum();
-    let image = symbols.image.as_ref().map_or(0, |i| i.bytes.len());
+    let image = symbols.image.as_ref().map_or(0, |i| i.resident_bytes());
     (table + data + image + size_of::<ModuleSymbols>()) as u64
 }
 
