@@ -164,9 +164,7 @@ impl MappedImage {
     /// Bytes really read (from dump memory; a file image: all of it).
     pub fn bytes_read(&self) -> u64 {
         match &self.content {
-            Content::Memory { valid, .. } => {
-                valid.iter().map(|r| u64::from(r.end - r.start)).sum()
-            }
+            Content::Memory { valid, .. } => valid.iter().map(|r| u64::from(r.end - r.start)).sum(),
             Content::File(file) => u64::from(file.size()),
         }
     }
@@ -232,11 +230,13 @@ impl MappedImage {
         match &self.content {
             Content::Memory { bytes, .. } => self.info.exports(bytes, PeLayout::Mapped),
             Content::File(file) => {
-                let whole = file.read(0, file.size() as usize).ok_or(FormatError::Malformed {
-                    what: "image file",
-                    offset: 0,
-                    reason: "unreadable: the file changed or an I/O error occurred",
-                })?;
+                let whole = file
+                    .read(0, file.size() as usize)
+                    .ok_or(FormatError::Malformed {
+                        what: "image file",
+                        offset: 0,
+                        reason: "unreadable: the file changed or an I/O error occurred",
+                    })?;
                 self.info.exports(&whole, PeLayout::Mapped)
             }
         }
@@ -308,7 +308,11 @@ mod tests {
             // Reads of every length across page edges, cached and not, and the whole image.
             for (rva, len) in [(0, 0x40), (0xff8, 16), (0x1ffc, 0x2010), (size - 3, 3)] {
                 let got = image.read(rva, len).unwrap();
-                assert_eq!(&got[..], &whole[rva as usize..rva as usize + len], "{rva:#x}");
+                assert_eq!(
+                    &got[..],
+                    &whole[rva as usize..rva as usize + len],
+                    "{rva:#x}"
+                );
             }
             assert_eq!(&image.read(0, size as usize).unwrap()[..], &whole[..]);
             assert!(image.read(size - 3, 4).is_none());

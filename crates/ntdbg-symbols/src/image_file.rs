@@ -182,7 +182,11 @@ impl FileImage {
                     rva: reloc.virtual_address,
                     width,
                 };
-                if fixup.rva.checked_add(u32::from(width)).is_none_or(|end| end > self.size) {
+                if fixup
+                    .rva
+                    .checked_add(u32::from(width))
+                    .is_none_or(|end| end > self.size)
+                {
                     complete = false;
                     break 'blocks;
                 }

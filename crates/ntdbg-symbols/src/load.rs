@@ -287,9 +287,7 @@ fn export_symbols(
         }
         Some(_) => {}
     }
-    let exports = match catch_unwind(AssertUnwindSafe(|| {
-        img.exports()
-    })) {
+    let exports = match catch_unwind(AssertUnwindSafe(|| img.exports())) {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
             tried.push(format!("{source}: export table not readable: {e}"));

@@ -13,9 +13,9 @@ use crate::image::{ImageSource, MappedImage};
 use crate::index::Tables;
 use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
-use crate::SharedBytes;
 use crate::variables::VariableTable;
 use crate::wildcard::wildcard_match;
+use crate::SharedBytes;
 
 /// What kind of symbols a module has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -213,11 +213,15 @@ fn damaged_image_files_never_panic() {
     let file = std::fs::read(testdata("winelab/x64/crashy.exe")).unwrap();
     let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
     let dir = pe.exception_directory.unwrap();
-    let pdata = pe
-        .rva_to_offset(dir.rva, dir.size, PeLayout::File)
-        .unwrap();
+    let pdata = pe.rva_to_offset(dir.rva, dir.size, PeLayout::File).unwrap();
     let mut variants = random_flips(&file, 20, 48);
-    for cut in [0x100, 0x400, pdata, pdata + dir.size as usize / 2, file.len() - 1] {
+    for cut in [
+        0x100,
+        0x400,
+        pdata,
+        pdata + dir.size as usize / 2,
+        file.len() - 1,
+    ] {
         variants.push(Variant {
             label: format!("cut{cut}"),
             edit: Edit::Truncate(cut),
@@ -279,7 +283,10 @@ fn arm64_glue_matches_the_formats_unwinder() {
     let beside = Scratch::new("arm64-file");
     beside.put(path, "test.exe");
     let from_file = symbols(&beside.path_text(), &module);
-    assert!(matches!(from_file.unwind_source(), Some(ImageSource::File(_))));
+    assert!(matches!(
+        from_file.unwind_source(),
+        Some(ImageSource::File(_))
+    ));
 
     let dir = pe.exception_directory.unwrap();
     let pdata = &image[dir.rva as usize..(dir.rva + dir.size) as usize];

@@ -39,8 +39,8 @@ use object::pe as raw;
 use std::borrow::Cow;
 
 use crate::bytes::{u16_at, u32_at, u64_at};
-use source::{read_u16, read_u32};
 use crate::FormatError;
+use source::{read_u16, read_u32};
 
 /// How the image bytes are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
