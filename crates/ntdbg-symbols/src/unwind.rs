@@ -17,7 +17,7 @@
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use breakpad_symbols::FrameWalker;
 use framehop::x86_64::{CacheX86_64, Reg, UnwindRegsX86_64, UnwinderX86_64};
@@ -63,7 +63,6 @@ enum Arch {
         functions: Vec<RuntimeFunctionX64>,
         /// The cleaned `.pdata` table framehop searches.
         pdata: SharedBytes,
-        cache: Mutex<CacheX86_64>,
     },
     Arm64 {
         functions: Vec<RuntimeFunctionArm64>,
@@ -153,7 +152,6 @@ impl PeUnwinder {
                 Arch::X64 {
                     pdata: clean_pdata_x64(pdata, &functions),
                     functions,
-                    cache: Mutex::new(CacheX86_64::new()),
                 }
             }
             Machine::Arm64 => {
@@ -199,11 +197,7 @@ impl PeUnwinder {
     /// Unwinds one frame of the module loaded at `base`.
     pub fn walk(&self, base: u64, walker: &mut dyn FrameWalker) -> Option<()> {
         match &self.arch {
-            Arch::X64 {
-                functions,
-                pdata,
-                cache,
-            } => self.walk_x64(base, functions, pdata, cache, walker),
+            Arch::X64 { functions, pdata } => self.walk_x64(base, functions, pdata, walker),
             Arch::Arm64 { functions } => {
                 crate::unwind_arm64::walk(&self.image, functions, base, walker)
             }
@@ -215,7 +209,6 @@ impl PeUnwinder {
         base: u64,
         functions: &[RuntimeFunctionX64],
         pdata: &SharedBytes,
-        cache: &Mutex<CacheX86_64>,
         walker: &mut dyn FrameWalker,
     ) -> Option<()> {
         let ip = walker.get_instruction();
@@ -272,7 +265,10 @@ impl PeUnwinder {
         let result = {
             let reader: &dyn FrameWalker = walker;
             let mut read = |addr: u64| reader.get_register_at_address(addr).ok_or(());
-            let mut cache = cache.lock().ok()?;
+            // A fresh rule cache: framehop keys its entries by a global module generation
+            // that every per-frame unwinder renews, so a shared one would never hit, or hit
+            // a stale rule once the 16-bit generation wraps.
+            let mut cache = CacheX86_64::new();
             catch_unwind(AssertUnwindSafe(|| {
                 unwinder.unwind_frame(address, &mut regs, &mut cache, &mut read)
             }))
