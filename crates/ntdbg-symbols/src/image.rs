@@ -298,26 +298,46 @@ mod tests {
         ntdbg_testutil::require_testdata!();
         let (path, file) = crashy();
         let info = PeInfo::parse(&file, PeLayout::File).unwrap();
-        for base in [info.image_base, 0x7ff6_1234_0000] {
-            let mut whole = map_file_image(&file, &info).unwrap();
-            let relocated = apply_base_relocations(&mut whole, &info, base).is_ok();
-            let image = open(&path, base);
-            assert_eq!(image.info, info);
-            assert_eq!(image.at_load_address, relocated);
-            let size = whole.len() as u32;
-            // Reads of every length across page edges, cached and not, and the whole image.
-            for (rva, len) in [(0, 0x40), (0xff8, 16), (0x1ffc, 0x2010), (size - 3, 3)] {
-                let got = image.read(rva, len).unwrap();
-                assert_eq!(
-                    &got[..],
-                    &whole[rva as usize..rva as usize + len],
-                    "{rva:#x}"
-                );
+        // Damaged relocation tables too: the fix-ups before a bad entry are applied, as
+        // apply_base_relocations leaves them, and the image is not at its load address.
+        let relocs = info.data_directory(5).unwrap();
+        let at = info
+            .rva_to_offset(relocs.rva, relocs.size, PeLayout::File)
+            .unwrap();
+        let mut bad_type = file.clone();
+        let entry = at + 8 + 2 * 3;
+        let kept = u16::from_le_bytes([file[entry], file[entry + 1]]) & 0xfff;
+        bad_type[entry..entry + 2].copy_from_slice(&((5 << 12) | kept).to_le_bytes());
+        let mut outside = file.clone();
+        outside[at..at + 4].copy_from_slice(&0xffff_f000u32.to_le_bytes());
+        let dir = ntdbg_testutil::corrupt::TempDir::new("image-relocs");
+        let copies = [
+            (path, file),
+            (dir.write("bad-type.exe", &bad_type), bad_type),
+            (dir.write("outside.exe", &outside), outside),
+        ];
+        for (path, file) in &copies {
+            for base in [info.image_base, 0x7ff6_1234_0000] {
+                let mut whole = map_file_image(file, &info).unwrap();
+                let relocated = apply_base_relocations(&mut whole, &info, base).is_ok();
+                let image = open(path, base);
+                assert_eq!(image.info, info);
+                assert_eq!(image.at_load_address, relocated);
+                let size = whole.len() as u32;
+                // Reads across page edges, cached and not, and the whole image.
+                for (rva, len) in [(0, 0x40), (0xff8, 16), (0x1ffc, 0x2010), (size - 3, 3)] {
+                    let got = image.read(rva, len).unwrap();
+                    assert_eq!(
+                        &got[..],
+                        &whole[rva as usize..rva as usize + len],
+                        "{rva:#x}"
+                    );
+                }
+                assert_eq!(&image.read(0, size as usize).unwrap()[..], &whole[..]);
+                assert!(image.read(size - 3, 4).is_none());
+                assert!(image.read(u32::MAX, 2).is_none());
+                assert_eq!(image.read_up_to(size - 2, 100).unwrap().len(), 2);
             }
-            assert_eq!(&image.read(0, size as usize).unwrap()[..], &whole[..]);
-            assert!(image.read(size - 3, 4).is_none());
-            assert!(image.read(u32::MAX, 2).is_none());
-            assert_eq!(image.read_up_to(size - 2, 100).unwrap().len(), 2);
         }
     }
 
