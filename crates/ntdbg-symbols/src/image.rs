@@ -153,11 +153,11 @@ impl MappedImage {
         }
     }
 
-    /// Bytes of the image held in memory (a file image: its page cache).
+    /// Bytes of the image held in memory (a file image: its page cache and relocations).
     pub fn resident_bytes(&self) -> usize {
         match &self.content {
             Content::Memory { bytes, .. } => bytes.len(),
-            Content::File(file) => file.cached_bytes(),
+            Content::File(file) => file.held_bytes(),
         }
     }
 

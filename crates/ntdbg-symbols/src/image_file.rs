@@ -231,11 +231,16 @@ impl FileImage {
         Some(out)
     }
 
-    /// Bytes the cache holds (for the symbol cache's size accounting).
-    pub fn cached_bytes(&self) -> usize {
-        self.pages
+    /// Bytes held in memory: the page cache, the relocations and the layout (for the symbol
+    /// cache's size accounting).
+    pub fn held_bytes(&self) -> usize {
+        let pages: usize = self
+            .pages
             .lock()
-            .map_or(0, |p| p.iter().map(|(_, b)| b.len()).sum())
+            .map_or(0, |p| p.iter().map(|(_, b)| b.len()).sum());
+        pages
+            + self.fixups.len() * std::mem::size_of::<Fixup>()
+            + self.pieces.len() * std::mem::size_of::<Piece>()
     }
 
     /// Page `page` (mapped, relocated), from the cache or the file.

@@ -28,7 +28,7 @@ use ntdbg_formats::pe::pdata::{
 };
 use ntdbg_formats::pe::Machine;
 
-use crate::image::MappedImage;
+use crate::image::{ImageSource, MappedImage};
 use crate::SharedBytes;
 
 /// Longest `UNWIND_INFO` chain followed.
@@ -186,6 +186,23 @@ impl PeUnwinder {
             Arch::Arm64 { functions } => u32::try_from(rva).ok().is_some_and(|r| {
                 crate::unwind_arm64::entry_for(&self.image, functions, r).is_some()
             }),
+        }
+    }
+
+    /// Bytes the tables hold: the entries and, on x64, the `.pdata` framehop searches when
+    /// it was read from a file (from dump memory it is usually a slice of the image).
+    pub fn held_bytes(&self) -> usize {
+        match &self.arch {
+            Arch::X64 { functions, pdata } => {
+                let read = match self.image.source {
+                    ImageSource::File(_) => pdata.len(),
+                    ImageSource::DumpMemory => 0,
+                };
+                functions.len() * std::mem::size_of::<RuntimeFunctionX64>() + read
+            }
+            Arch::Arm64 { functions } => {
+                functions.len() * std::mem::size_of::<RuntimeFunctionArm64>()
+            }
         }
     }
 
