@@ -42,7 +42,7 @@ fn headers(bytes: &[u8]) -> Option<ImageHeaders> {
 
 /// Symbolizes the addresses on stdin against `exe`.
 pub fn symbolize_image(exe: &Path) -> anyhow::Result<()> {
-    // The headers are in the first page; the symbol store reads the whole image itself.
+    // The headers are in the first page; the symbol store reads what it needs of the image.
     let mut bytes = Vec::with_capacity(4096);
     std::fs::File::open(exe)
         .and_then(|f| f.take(4096).read_to_end(&mut bytes))

@@ -50,6 +50,20 @@ impl XdataHeader {
     /// Parses the header at the start of an `.xdata` record and checks that the epilogue
     /// scopes and unwind codes it announces are present.
     pub fn parse(xdata: &[u8]) -> Result<XdataHeader, FormatError> {
+        let header = XdataHeader::parse_fixed(xdata)?;
+        slice(
+            xdata,
+            header.codes_at,
+            header.code_words as usize * 4,
+            ".xdata unwind codes",
+        )?;
+        Ok(header)
+    }
+
+    /// Parses the header words at the start of an `.xdata` record (4 or 8 bytes) without
+    /// checking that the scopes and codes follow: enough to learn [`XdataHeader::len`] before
+    /// reading the rest.
+    pub fn parse_fixed(xdata: &[u8]) -> Result<XdataHeader, FormatError> {
         let what = ".xdata header";
         let w = u32_at(xdata, 0, what)?;
         let version = (w >> 18) & 3;
@@ -75,12 +89,6 @@ impl XdataHeader {
         } else {
             at + epilog_count as usize * 4
         };
-        slice(
-            xdata,
-            codes_at,
-            code_words as usize * 4,
-            ".xdata unwind codes",
-        )?;
         Ok(XdataHeader {
             function_length: (w & 0x3ffff) * 4,
             has_handler: w & (1 << 20) != 0,

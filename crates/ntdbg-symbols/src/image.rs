@@ -1,18 +1,19 @@
-//! A module's image as mapped memory, from a file on the symbol path or from dump memory.
+//! A module's image in mapped layout, from a file on the symbol path or from dump memory.
 //!
 //! Unwinding x64 and ARM64 code needs the image's `.pdata` and the unwind data it points to.
-//! An image read from a file is laid out as the loader would map it; one read from dump
-//! memory may have holes (pages the dump does not hold), so the byte ranges really read are
-//! kept and checked before any unwind data is trusted.
+//! An image file is read on demand ([`crate::image_file`]): only the ranges asked for, laid
+//! out as the loader would map them. One read from dump memory may have holes (pages the
+//! dump does not hold), so the byte ranges really read are kept and checked before any
+//! unwind data is trusted.
 
+use std::fs::File;
 use std::ops::Range;
 use std::path::PathBuf;
 
-use ntdbg_formats::pe::{
-    apply_base_relocations, map_file_image, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE,
-};
+use ntdbg_formats::pe::{Export, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE};
 use ntdbg_formats::FormatError;
 
+use crate::image_file::FileImage;
 use crate::SharedBytes;
 
 /// Where an image's bytes came from.
@@ -24,13 +25,9 @@ pub enum ImageSource {
     DumpMemory,
 }
 
-/// An image in mapped layout with the ranges backed by real data.
+/// An image in mapped layout (offset = RVA).
 #[derive(Debug)]
 pub(crate) struct MappedImage {
-    /// The bytes, offset = RVA. Unread pages are zero and not in `valid`.
-    pub bytes: SharedBytes,
-    /// Sorted, disjoint RVA ranges that hold real data.
-    pub valid: Vec<Range<u32>>,
     /// The parsed headers.
     pub info: PeInfo,
     /// Where it came from.
@@ -39,27 +36,39 @@ pub(crate) struct MappedImage {
     /// relocations could not be applied (the image still serves unwinding, whose tables hold
     /// RVAs, but not memory display).
     pub at_load_address: bool,
+    content: Content,
+}
+
+/// Where the bytes are.
+#[derive(Debug)]
+enum Content {
+    /// Read from dump memory: unread pages are zero and not in `valid` (sorted, disjoint RVA
+    /// ranges that hold real data).
+    Memory {
+        bytes: SharedBytes,
+        valid: Vec<Range<u32>>,
+    },
+    /// A file read on demand; all of `0..SizeOfImage` is real (the loader zero-fills what
+    /// the file does not hold).
+    File(FileImage),
 }
 
 impl MappedImage {
-    /// Maps a file image as the loader would at `load_base`: sections at their RVAs, base
-    /// relocations applied when `load_base` is not the image's preferred base.
+    /// Opens an image file (`len` bytes) as the loader would map it at `load_base`: sections
+    /// at their RVAs, base relocations applied when `load_base` is not the image's preferred
+    /// base. Only the headers are read now; the rest when asked for.
     pub fn from_file(
-        file: &[u8],
+        file: File,
+        len: u64,
         path: PathBuf,
         load_base: u64,
     ) -> Result<MappedImage, FormatError> {
-        let info = PeInfo::parse(file, PeLayout::File)?;
-        let mut bytes = map_file_image(file, &info)?;
-        let at_load_address = apply_base_relocations(&mut bytes, &info, load_base).is_ok();
-        let len = bytes.len() as u32;
+        let (info, image, at_load_address) = FileImage::open(file, len, load_base)?;
         Ok(MappedImage {
-            bytes: bytes.into(),
-            // The loader zero-fills what the file does not hold, so all of it is real.
-            valid: vec![Range { start: 0, end: len }],
             info,
             source: ImageSource::File(path),
             at_load_address,
+            content: Content::File(image),
         })
     }
 
@@ -76,16 +85,14 @@ impl MappedImage {
         }
         if let Some(bytes) = read(base, size as usize).filter(|b| b.len() == size as usize) {
             let info = PeInfo::parse(&bytes, PeLayout::Mapped)?;
-            return Ok(Some(MappedImage {
+            return Ok(Some(MappedImage::in_memory(
+                info,
                 bytes,
-                valid: vec![Range {
+                vec![Range {
                     start: 0,
                     end: size,
                 }],
-                info,
-                source: ImageSource::DumpMemory,
-                at_load_address: true,
-            }));
+            )));
         }
         let header_len = size.min(0x1000);
         let Some(header) =
@@ -126,13 +133,40 @@ impl MappedImage {
         }
         valid.sort_by_key(|r| r.start);
         let info = PeInfo::parse(&bytes, PeLayout::Mapped).unwrap_or(headers);
-        Ok(Some(MappedImage {
-            bytes: bytes.into(),
-            valid,
+        Ok(Some(MappedImage::in_memory(info, bytes.into(), valid)))
+    }
+
+    fn in_memory(info: PeInfo, bytes: SharedBytes, valid: Vec<Range<u32>>) -> MappedImage {
+        MappedImage {
             info,
             source: ImageSource::DumpMemory,
             at_load_address: true,
-        }))
+            content: Content::Memory { bytes, valid },
+        }
+    }
+
+    /// The image's length in mapped layout.
+    fn len(&self) -> u32 {
+        match &self.content {
+            Content::Memory { bytes, .. } => u32::try_from(bytes.len()).unwrap_or(u32::MAX),
+            Content::File(file) => file.size(),
+        }
+    }
+
+    /// Bytes of the image held in memory (a file image: its page cache and relocations).
+    pub fn resident_bytes(&self) -> usize {
+        match &self.content {
+            Content::Memory { bytes, .. } => bytes.len(),
+            Content::File(file) => file.held_bytes(),
+        }
+    }
+
+    /// Bytes really read (from dump memory; a file image: all of it).
+    pub fn bytes_read(&self) -> u64 {
+        match &self.content {
+            Content::Memory { valid, .. } => valid.iter().map(|r| u64::from(r.end - r.start)).sum(),
+            Content::File(file) => u64::from(file.size()),
+        }
     }
 
     /// Whether `len` bytes at `rva` were really read.
@@ -141,11 +175,15 @@ impl MappedImage {
             return false;
         };
         if len == 0 {
-            return (rva as usize) <= self.bytes.len();
+            return rva <= self.len();
         }
+        let valid = match &self.content {
+            Content::Memory { valid, .. } => valid,
+            Content::File(file) => return end <= file.size(),
+        };
         // Ranges may touch; walk them from the one holding `rva`.
         let mut at = rva;
-        for r in self.valid.iter().skip_while(|r| r.end <= rva) {
+        for r in valid.iter().skip_while(|r| r.end <= rva) {
             if r.start > at {
                 return false;
             }
@@ -157,6 +195,53 @@ impl MappedImage {
         false
     }
 
+    /// `len` bytes at `rva` if all of them were really read.
+    pub fn read(&self, rva: u32, len: usize) -> Option<SharedBytes> {
+        if !self.is_valid(rva, u32::try_from(len).ok()?) {
+            return None;
+        }
+        self.read_laid_out(rva, len)
+    }
+
+    /// `len` bytes at `rva` as laid out, inside the image; an image read from dump memory
+    /// gives zero for the pages it lacks.
+    pub fn read_laid_out(&self, rva: u32, len: usize) -> Option<SharedBytes> {
+        match &self.content {
+            Content::Memory { bytes, .. } => {
+                let start = rva as usize;
+                bytes.slice(start..start.checked_add(len)?)
+            }
+            Content::File(file) => file.read(rva, len).map(SharedBytes::from),
+        }
+    }
+
+    /// Up to `len` bytes at `rva`, as far as the really read range holding `rva` goes.
+    pub fn read_up_to(&self, rva: u32, len: usize) -> Option<SharedBytes> {
+        let range_end = match &self.content {
+            Content::Memory { valid, .. } => valid.iter().find(|r| r.contains(&rva))?.end,
+            Content::File(file) => (rva < file.size()).then_some(file.size())?,
+        };
+        let end = (range_end as usize).min((rva as usize).saturating_add(len));
+        self.read_laid_out(rva, end - rva as usize)
+    }
+
+    /// The export table, when the directory is all there.
+    pub fn exports(&self) -> Result<Vec<Export>, FormatError> {
+        match &self.content {
+            Content::Memory { bytes, .. } => self.info.exports(bytes, PeLayout::Mapped),
+            Content::File(file) => {
+                let whole = file
+                    .read(0, file.size() as usize)
+                    .ok_or(FormatError::Malformed {
+                        what: "image file",
+                        offset: 0,
+                        reason: "unreadable: the file changed or an I/O error occurred",
+                    })?;
+                self.info.exports(&whole, PeLayout::Mapped)
+            }
+        }
+    }
+
     /// The RVA ranges the loader maps from the file unchanged at run time: a file image's
     /// headers and read-only sections (code, constants), sorted. Writable sections (`.data`:
     /// the process may have changed them) and gaps between sections are left out, and an
@@ -166,7 +251,7 @@ impl MappedImage {
         if self.source == ImageSource::DumpMemory || !self.at_load_address {
             return Vec::new();
         }
-        let len = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
+        let len = self.len();
         let mut ranges = Vec::with_capacity(self.info.sections.len() + 1);
         ranges.push(0..self.info.size_of_headers.min(len));
         for s in self.info.sections.iter().filter(|s| !s.is_writable()) {
@@ -181,31 +266,108 @@ impl MappedImage {
     }
 
     /// Up to `len` bytes at `rva` inside one of [`MappedImage::read_only_ranges`].
-    pub fn read_only_bytes(&self, rva: u32, len: usize) -> Option<&[u8]> {
+    pub fn read_only_bytes(&self, rva: u32, len: usize) -> Option<SharedBytes> {
         let range = self
             .read_only_ranges()
             .into_iter()
             .find(|r| r.contains(&rva))?;
-        let end = (range.end as usize).min(rva as usize + len);
-        self.bytes.get(rva as usize..end)
-    }
-
-    /// The bytes at `rva` to the end of the image, if `rva` is inside it.
-    pub fn at(&self, rva: u32) -> Option<&[u8]> {
-        self.bytes.get(rva as usize..)
+        let end = (range.end as usize).min((rva as usize).saturating_add(len));
+        self.read_laid_out(rva, end - rva as usize)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ntdbg_formats::pe::{apply_base_relocations, map_file_image};
+
+    fn crashy() -> (PathBuf, Vec<u8>) {
+        let path = ntdbg_testutil::testdata("winelab/x64/crashy.exe");
+        let bytes = std::fs::read(&path).unwrap();
+        (path, bytes)
+    }
+
+    fn open(path: &std::path::Path, base: u64) -> MappedImage {
+        let file = File::open(path).unwrap();
+        let len = file.metadata().unwrap().len();
+        MappedImage::from_file(file, len, path.to_path_buf(), base).unwrap()
+    }
+
+    #[test]
+    fn file_images_read_on_demand_match_the_whole_mapping() {
+        ntdbg_testutil::require_testdata!();
+        let (path, file) = crashy();
+        let info = PeInfo::parse(&file, PeLayout::File).unwrap();
+        // Damaged relocation tables too: the fix-ups before a bad entry are applied, as
+        // apply_base_relocations leaves them, and the image is not at its load address.
+        let relocs = info.data_directory(5).unwrap();
+        let at = info
+            .rva_to_offset(relocs.rva, relocs.size, PeLayout::File)
+            .unwrap();
+        let mut bad_type = file.clone();
+        let entry = at + 8 + 2 * 3;
+        let kept = u16::from_le_bytes([file[entry], file[entry + 1]]) & 0xfff;
+        bad_type[entry..entry + 2].copy_from_slice(&((5 << 12) | kept).to_le_bytes());
+        let mut outside = file.clone();
+        outside[at..at + 4].copy_from_slice(&0xffff_f000u32.to_le_bytes());
+        let dir = ntdbg_testutil::corrupt::TempDir::new("image-relocs");
+        let copies = [
+            (path, file),
+            (dir.write("bad-type.exe", &bad_type), bad_type),
+            (dir.write("outside.exe", &outside), outside),
+        ];
+        for (path, file) in &copies {
+            for base in [info.image_base, 0x7ff6_1234_0000] {
+                let mut whole = map_file_image(file, &info).unwrap();
+                let relocated = apply_base_relocations(&mut whole, &info, base).is_ok();
+                let image = open(path, base);
+                assert_eq!(image.info, info);
+                assert_eq!(image.at_load_address, relocated);
+                let size = whole.len() as u32;
+                // Reads across page edges, cached and not, and the whole image.
+                for (rva, len) in [(0, 0x40), (0xff8, 16), (0x1ffc, 0x2010), (size - 3, 3)] {
+                    let got = image.read(rva, len).unwrap();
+                    assert_eq!(
+                        &got[..],
+                        &whole[rva as usize..rva as usize + len],
+                        "{rva:#x}"
+                    );
+                }
+                assert_eq!(&image.read(0, size as usize).unwrap()[..], &whole[..]);
+                assert!(image.read(size - 3, 4).is_none());
+                assert!(image.read(u32::MAX, 2).is_none());
+                assert_eq!(image.read_up_to(size - 2, 100).unwrap().len(), 2);
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_image_files_fail_cleanly() {
+        ntdbg_testutil::require_testdata!();
+        let (_, file) = crashy();
+        let dir = ntdbg_testutil::corrupt::TempDir::new("image-file");
+        // Cut inside the headers: a clear error, no image.
+        for cut in [0, 2, 0x40, 0x100, 0x200] {
+            let path = dir.write(&format!("cut{cut}.exe"), &file[..cut]);
+            let f = File::open(&path).unwrap();
+            assert!(MappedImage::from_file(f, cut as u64, path.clone(), 0).is_err());
+        }
+        // Truncated after opening (a file replaced in place under a server): reads fail,
+        // nothing panics.
+        let path = dir.write("later.exe", &file);
+        let image = open(&path, 0x1_4000_0000);
+        std::fs::write(&path, &file[..0x400]).unwrap();
+        let pdata = image.info.exception_directory.unwrap();
+        assert!(image.read(pdata.rva, pdata.size as usize).is_none());
+        assert!(image.exports().is_err());
+    }
 
     #[test]
     fn sparse_memory_images_track_their_holes() {
         ntdbg_testutil::require_testdata!();
-        let file = std::fs::read(ntdbg_testutil::testdata("winelab/x64/crashy.exe")).unwrap();
+        let (path, _) = crashy();
         let base = 0x1_4000_0000u64;
-        let full = MappedImage::from_file(&file, PathBuf::from("crashy.exe"), base).unwrap();
+        let full = open(&path, base);
         let text = full
             .info
             .sections
@@ -214,7 +376,7 @@ mod tests {
             .unwrap()
             .clone();
         // A dump that holds everything except .text.
-        let bytes = full.bytes.clone();
+        let bytes = full.read(0, full.info.size_of_image as usize).unwrap();
         let read = move |addr: u64, len: usize| -> Option<SharedBytes> {
             let rva = addr.checked_sub(base)? as usize;
             let text_range =
@@ -236,9 +398,14 @@ mod tests {
             .find(|s| s.name == ".text")
             .unwrap();
         assert!(!image.is_valid(t.virtual_address, 1));
+        assert!(image.read(t.virtual_address, 1).is_none());
         assert!(image.is_valid(0, 0x40));
         let pdata = full.info.exception_directory.unwrap();
         assert!(image.is_valid(pdata.rva, pdata.size));
+        assert_eq!(
+            image.read(pdata.rva, pdata.size as usize).unwrap().to_vec(),
+            full.read(pdata.rva, pdata.size as usize).unwrap().to_vec()
+        );
         assert!(!image.is_valid(u32::MAX, 2));
         // Nothing readable: no image.
         let nothing = |_: u64, _: usize| -> Option<SharedBytes> { None };

@@ -43,6 +43,7 @@ mod demangle;
 mod download;
 mod error;
 mod image;
+mod image_file;
 mod index;
 mod load;
 mod locate;

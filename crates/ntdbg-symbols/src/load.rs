@@ -32,7 +32,7 @@ use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
 use crate::SharedBytes;
 use crate::{SymbolError, SymbolPath};
-use ntdbg_formats::pe::{Machine, PeLayout};
+use ntdbg_formats::pe::Machine;
 
 /// Largest `.sym.xz` decompressed size accepted.
 const MAX_SYM_SIZE: u64 = 1 << 30;
@@ -251,7 +251,7 @@ pub(crate) fn load_module(
         out.image_info = Some(img.info.clone());
         out.image_source = Some(img.source.clone());
         let img = Arc::new(img);
-        out.unwinder = PeUnwinder::new(img.clone(), ident.base);
+        out.unwinder = PeUnwinder::new(img.clone());
         out.image = Some(img);
     }
     tracing::debug!(
@@ -287,9 +287,7 @@ fn export_symbols(
         }
         Some(_) => {}
     }
-    let exports = match catch_unwind(AssertUnwindSafe(|| {
-        img.info.exports(&img.bytes, PeLayout::Mapped)
-    })) {
+    let exports = match catch_unwind(AssertUnwindSafe(|| img.exports())) {
         Ok(Ok(e)) => e,
         Ok(Err(e)) => {
             tried.push(format!("{source}: export table not readable: {e}"));
@@ -430,9 +428,10 @@ fn verified<T>(
 }
 
 fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
-    let bytes = std::fs::read(path).map_err(|e| io(path, e))?;
+    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
+    let len = file.metadata().map_err(|e| io(path, e))?.len();
     let img = guarded(path, "PE reader", || {
-        MappedImage::from_file(&bytes, path.to_path_buf(), ident.base).map_err(|source| {
+        MappedImage::from_file(file, len, path.to_path_buf(), ident.base).map_err(|source| {
             SymbolError::Pe {
                 path: path.to_path_buf(),
                 source,
@@ -464,7 +463,7 @@ fn image_from_memory(
     }));
     match result {
         Ok(Ok(Some(img))) => {
-            let read: u64 = img.valid.iter().map(|r| u64::from(r.end - r.start)).sum();
+            let read = img.bytes_read();
             if read == u64::from(ident.size_of_image) {
                 tried.push(format!("{what}: complete"));
             } else {

@@ -15,6 +15,7 @@ use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
 use crate::variables::VariableTable;
 use crate::wildcard::wildcard_match;
+use crate::SharedBytes;
 
 /// What kind of symbols a module has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -267,12 +268,10 @@ impl ModuleSymbols {
     /// Up to `len` bytes of the module's image at `rva`, as the loader maps it, from the image
     /// found for this module (file or dump memory): only bytes the image really holds, so a
     /// debugger can show code the dump itself did not capture. `None` without an image.
-    pub fn image_bytes(&self, rva: u64, len: usize) -> Option<&[u8]> {
-        let image = self.image.as_ref()?;
-        let start = u32::try_from(rva).ok()?;
-        let range = image.valid.iter().find(|r| r.contains(&start))?;
-        let end = (range.end as usize).min(start as usize + len);
-        image.bytes.get(start as usize..end)
+    pub fn image_bytes(&self, rva: u64, len: usize) -> Option<SharedBytes> {
+        self.image
+            .as_ref()?
+            .read_up_to(u32::try_from(rva).ok()?, len)
     }
 
     /// Up to `len` bytes at `rva` from the image file found on the symbol path (relocated to
@@ -280,7 +279,7 @@ impl ModuleSymbols {
     /// read-only sections. Writable sections (`.data`) and images read from dump memory give
     /// `None`, so a caller filling holes in dump memory never shows bytes the process may
     /// have changed.
-    pub fn image_file_bytes(&self, rva: u64, len: usize) -> Option<&[u8]> {
+    pub fn image_file_bytes(&self, rva: u64, len: usize) -> Option<SharedBytes> {
         self.image
             .as_ref()?
             .read_only_bytes(u32::try_from(rva).ok()?, len)

@@ -301,8 +301,9 @@ fn approximate_size(symbols: &ModuleSymbols) -> u64 {
         .iter()
         .map(|(name, _)| size_of::<(String, u64)>() + name.len())
         .sum();
-    let image = symbols.image.as_ref().map_or(0, |i| i.bytes.len());
-    (table + data + image + size_of::<ModuleSymbols>()) as u64
+    let image = symbols.image.as_ref().map_or(0, |i| i.resident_bytes());
+    let unwind = symbols.unwinder.as_ref().map_or(0, |u| u.held_bytes());
+    (table + data + image + unwind + size_of::<ModuleSymbols>()) as u64
 }
 
 /// Bytes of the elements behind a slice iterator (the element type need not be nameable).

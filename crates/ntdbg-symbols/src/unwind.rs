@@ -1,8 +1,10 @@
 //! Unwinding with the image's own unwind tables (`.pdata`/`.xdata`), for modules whose symbol
 //! file has no `STACK CFI`/`STACK WIN` record at the address.
 //!
-//! - x64: framehop's PE unwinder, fed the mapped image, for addresses an entry covers (leaf
-//!   functions, which have none, are the stack walker's: it validates their return address).
+//! - x64: framehop's PE unwinder for addresses an entry covers (leaf functions, which have
+//!   none, are the stack walker's: it validates their return address), fed per frame only
+//!   what it reads: the `.pdata` table (read once), the `UNWIND_INFO` chain and, for the
+//!   innermost frame, the code from the address to the function's end (epilogue detection).
 //!   Before framehop runs, the
 //!   `RUNTIME_FUNCTION` covering the address and its whole `UNWIND_INFO` chain are checked to be
 //!   present in the image; when they are not (a dump with holes), no answer is given, so the
@@ -15,7 +17,7 @@
 
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use breakpad_symbols::FrameWalker;
 use framehop::x86_64::{CacheX86_64, Reg, UnwindRegsX86_64, UnwinderX86_64};
@@ -26,7 +28,7 @@ use ntdbg_formats::pe::pdata::{
 };
 use ntdbg_formats::pe::Machine;
 
-use crate::image::MappedImage;
+use crate::image::{ImageSource, MappedImage};
 use crate::SharedBytes;
 
 /// Longest `UNWIND_INFO` chain followed.
@@ -59,8 +61,8 @@ pub(crate) struct PeUnwinder {
 enum Arch {
     X64 {
         functions: Vec<RuntimeFunctionX64>,
-        unwinder: Box<UnwinderX86_64<SharedBytes>>,
-        cache: Mutex<CacheX86_64>,
+        /// The cleaned `.pdata` table framehop searches.
+        pdata: SharedBytes,
     },
     Arm64 {
         functions: Vec<RuntimeFunctionArm64>,
@@ -81,49 +83,47 @@ impl std::fmt::Debug for PeUnwinder {
     }
 }
 
-/// framehop's view of the image: `.pdata` is the cleaned entry list, and both the unwind data
-/// and the code are the whole image (RVA = offset; base SVMA 0).
-struct Sections {
+/// framehop's view of the image for one frame: `.pdata` is the cleaned entry list, `.rdata`
+/// the bytes of one `UNWIND_INFO` chain and `.text` the code from the frame's address to its
+/// function's end (innermost frame only), each at its RVA (base SVMA 0).
+struct FrameSections {
     pdata: SharedBytes,
-    image: SharedBytes,
+    unwind_info: (Range<u32>, SharedBytes),
+    code: Option<(Range<u32>, SharedBytes)>,
 }
 
-impl ModuleSectionInfo<SharedBytes> for Sections {
+impl ModuleSectionInfo<SharedBytes> for FrameSections {
     fn base_svma(&self) -> u64 {
         0
     }
     fn section_svma_range(&mut self, name: &[u8]) -> Option<Range<u64>> {
-        match name {
-            b".pdata" => Some(0..self.pdata.len() as u64),
-            b".rdata" | b".text" => Some(0..self.image.len() as u64),
-            _ => None,
-        }
+        let range = match name {
+            b".pdata" => return Some(0..self.pdata.len() as u64),
+            b".rdata" => &self.unwind_info.0,
+            b".text" => &self.code.as_ref()?.0,
+            _ => return None,
+        };
+        Some(u64::from(range.start)..u64::from(range.end))
     }
     fn section_data(&mut self, name: &[u8]) -> Option<SharedBytes> {
         match name {
             b".pdata" => Some(self.pdata.clone()),
-            b".rdata" | b".text" => Some(self.image.clone()),
+            b".rdata" => Some(self.unwind_info.1.clone()),
+            b".text" => Some(self.code.as_ref()?.1.clone()),
             _ => None,
         }
     }
 }
 
 /// The exception directory as framehop needs it: entries valid and sorted. A clean directory
-/// (the usual case) is lent from the image as it is; otherwise `functions`, the entries kept
-/// and sorted, are written out again.
-fn clean_pdata_x64(
-    image: &SharedBytes,
-    rva: usize,
-    pdata: &[u8],
-    functions: &[RuntimeFunctionX64],
-) -> SharedBytes {
+/// (the usual case) is kept as read; otherwise `functions`, the entries kept and sorted, are
+/// written out again.
+fn clean_pdata_x64(pdata: SharedBytes, functions: &[RuntimeFunctionX64]) -> SharedBytes {
     let begins = pdata
         .chunks_exact(12)
         .map(|e| u32::from_le_bytes([e[0], e[1], e[2], e[3]]));
     if functions.len() * 12 == pdata.len() && begins.is_sorted() {
-        if let Some(lent) = image.slice(rva..rva + pdata.len()) {
-            return lent;
-        }
+        return pdata;
     }
     let cleaned: Vec<u8> = functions
         .iter()
@@ -139,42 +139,23 @@ fn clean_pdata_x64(
 impl PeUnwinder {
     /// Unwind tables for an image loaded at `base`; `None` when the image has no usable
     /// exception directory or is not x64/ARM64.
-    pub fn new(image: Arc<MappedImage>, base: u64) -> Option<PeUnwinder> {
+    pub fn new(image: Arc<MappedImage>) -> Option<PeUnwinder> {
         let dir = image.info.exception_directory?;
-        if !image.is_valid(dir.rva, dir.size) {
-            return None;
-        }
-        let pdata = image
-            .bytes
-            .get(dir.rva as usize..)?
-            .get(..dir.size as usize)?;
-        let size = image.info.size_of_image.min(image.bytes.len() as u32);
+        let pdata = image.read(dir.rva, dir.size as usize)?;
+        let size = image.info.size_of_image;
         let arch = match image.info.machine {
             Machine::X64 => {
-                let functions = read_runtime_functions_x64(pdata, size);
+                let functions = read_runtime_functions_x64(&pdata, size);
                 if functions.is_empty() {
                     return None;
                 }
-                let mut unwinder = UnwinderX86_64::new();
-                let sections = Sections {
-                    pdata: clean_pdata_x64(&image.bytes, dir.rva as usize, pdata, &functions),
-                    image: image.bytes.clone(),
-                };
-                let end = base.checked_add(u64::from(size))?;
-                unwinder.add_module(framehop::Module::new(
-                    String::new(),
-                    base..end,
-                    base,
-                    sections,
-                ));
                 Arch::X64 {
+                    pdata: clean_pdata_x64(pdata, &functions),
                     functions,
-                    unwinder: Box::new(unwinder),
-                    cache: Mutex::new(CacheX86_64::new()),
                 }
             }
             Machine::Arm64 => {
-                let functions = read_runtime_functions_arm64(pdata, size);
+                let functions = read_runtime_functions_arm64(&pdata, size);
                 if functions.is_empty() {
                     return None;
                 }
@@ -208,6 +189,23 @@ impl PeUnwinder {
         }
     }
 
+    /// Bytes the tables hold: the entries and, on x64, the `.pdata` framehop searches when
+    /// it was read from a file (from dump memory it is usually a slice of the image).
+    pub fn held_bytes(&self) -> usize {
+        match &self.arch {
+            Arch::X64 { functions, pdata } => {
+                let read = match self.image.source {
+                    ImageSource::File(_) => pdata.len(),
+                    ImageSource::DumpMemory => 0,
+                };
+                functions.len() * std::mem::size_of::<RuntimeFunctionX64>() + read
+            }
+            Arch::Arm64 { functions } => {
+                functions.len() * std::mem::size_of::<RuntimeFunctionArm64>()
+            }
+        }
+    }
+
     /// Where the unwind tables came from.
     pub fn image(&self) -> &MappedImage {
         &self.image
@@ -216,11 +214,7 @@ impl PeUnwinder {
     /// Unwinds one frame of the module loaded at `base`.
     pub fn walk(&self, base: u64, walker: &mut dyn FrameWalker) -> Option<()> {
         match &self.arch {
-            Arch::X64 {
-                functions,
-                unwinder,
-                cache,
-            } => self.walk_x64(base, functions, unwinder, cache, walker),
+            Arch::X64 { functions, pdata } => self.walk_x64(base, functions, pdata, walker),
             Arch::Arm64 { functions } => {
                 crate::unwind_arm64::walk(&self.image, functions, base, walker)
             }
@@ -231,8 +225,7 @@ impl PeUnwinder {
         &self,
         base: u64,
         functions: &[RuntimeFunctionX64],
-        unwinder: &UnwinderX86_64<SharedBytes>,
-        cache: &Mutex<CacheX86_64>,
+        pdata: &SharedBytes,
         walker: &mut dyn FrameWalker,
     ) -> Option<()> {
         let ip = walker.get_instruction();
@@ -240,7 +233,8 @@ impl PeUnwinder {
         let first = !walker.has_grand_callee();
         // No entry: a leaf function, which the stack walker unwinds itself (the return
         // address at `[rsp]` must follow a call), or not code at all.
-        let frame_register = self.check_chain_x64(lookup_x64(functions, rva)?)?;
+        let function = lookup_x64(functions, rva)?;
+        let (frame_register, unwind_info) = self.check_chain_x64(function)?;
         if frame_register != 0
             && walker
                 .get_callee_register(X64_BY_NUMBER[usize::from(frame_register & 15)])
@@ -264,10 +258,34 @@ impl PeUnwinder {
         } else {
             FrameAddress::from_return_address(ip.checked_add(1)?)?
         };
+        let code = if first {
+            let len = function.end.checked_sub(rva)? as usize;
+            Some((rva..function.end, self.image.read_laid_out(rva, len)?))
+        } else {
+            None
+        };
+        let unwind_bytes = self
+            .image
+            .read_laid_out(unwind_info.start, unwind_info.len())?;
+        let end = base.checked_add(u64::from(self.image.info.size_of_image))?;
+        let mut unwinder = UnwinderX86_64::new();
+        unwinder.add_module(framehop::Module::new(
+            String::new(),
+            base..end,
+            base,
+            FrameSections {
+                pdata: pdata.clone(),
+                unwind_info: (unwind_info, unwind_bytes),
+                code,
+            },
+        ));
         let result = {
             let reader: &dyn FrameWalker = walker;
             let mut read = |addr: u64| reader.get_register_at_address(addr).ok_or(());
-            let mut cache = cache.lock().ok()?;
+            // A fresh rule cache: framehop keys its entries by a global module generation
+            // that every per-frame unwinder renews, so a shared one would never hit, or hit
+            // a stale rule once the 16-bit generation wraps.
+            let mut cache = CacheX86_64::new();
             catch_unwind(AssertUnwindSafe(|| {
                 unwinder.unwind_frame(address, &mut regs, &mut cache, &mut read)
             }))
@@ -285,21 +303,34 @@ impl PeUnwinder {
     }
 
     /// Checks that `f`'s `UNWIND_INFO` and every chained one are really in the image;
-    /// returns the frame register of the first.
-    fn check_chain_x64(&self, f: &RuntimeFunctionX64) -> Option<u8> {
+    /// returns the frame register of the first and the RVA range the chain spans.
+    fn check_chain_x64(&self, f: &RuntimeFunctionX64) -> Option<(u8, Range<u32>)> {
         let mut at = f.unwind_info;
         let mut frame_register = None;
+        let mut span = at..at;
         for _ in 0..MAX_CHAIN {
-            let info = UnwindInfoX64::parse(self.image.at(at)?).ok()?;
-            if !self.image.is_valid(at, info.len as u32) {
+            let info = UnwindInfoX64::parse(&self.read_unwind_info_head(at)?).ok()?;
+            let len = u32::try_from(info.len).ok()?;
+            if !self.image.is_valid(at, len) {
                 return None;
             }
+            span = span.start.min(at)..span.end.max(at.checked_add(len)?);
             frame_register.get_or_insert(info.frame_register);
             match info.chained {
                 Some(next) => at = next.unwind_info,
-                None => return frame_register,
+                None => return Some((frame_register?, span)),
             }
         }
         None
+    }
+
+    /// The bytes at `at` an `UNWIND_INFO` can occupy (its header, at most 255 code slots
+    /// and a chain entry), clipped to the image's end.
+    fn read_unwind_info_head(&self, at: u32) -> Option<SharedBytes> {
+        const LONGEST_UNWIND_INFO: u32 = 4 + 128 * 4 + 12;
+        let end = at
+            .checked_add(LONGEST_UNWIND_INFO)?
+            .min(self.image.info.size_of_image);
+        self.image.read_laid_out(at, end.checked_sub(at)? as usize)
     }
 }

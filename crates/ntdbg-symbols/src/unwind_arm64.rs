@@ -2,9 +2,10 @@
 
 use breakpad_symbols::FrameWalker;
 use ntdbg_formats::pe::pdata::RuntimeFunctionArm64;
-use ntdbg_formats::unwind_arm64::{function_length, unwind, Arm64Regs};
+use ntdbg_formats::unwind_arm64::{function_length, unwind, Arm64Regs, XdataHeader};
 
 use crate::image::MappedImage;
+use crate::SharedBytes;
 
 /// Registers the walker knows by these names, with their `x` index.
 const NAMED: [(&str, usize); 12] = [
@@ -22,29 +23,28 @@ const NAMED: [(&str, usize); 12] = [
     ("lr", 30),
 ];
 
-/// The entry covering `rva`, with its `.xdata` when it has one.
-pub(crate) fn entry_for<'i>(
-    image: &'i MappedImage,
-    functions: &'i [RuntimeFunctionArm64],
+/// The entry covering `rva`, with its `.xdata` record when it has one.
+pub(crate) fn entry_for<'f>(
+    image: &MappedImage,
+    functions: &'f [RuntimeFunctionArm64],
     rva: u32,
-) -> Option<(&'i RuntimeFunctionArm64, Option<&'i [u8]>)> {
+) -> Option<(&'f RuntimeFunctionArm64, Option<SharedBytes>)> {
     let i = functions
         .partition_point(|f| f.begin <= rva)
         .checked_sub(1)?;
     let entry = functions.get(i)?;
     let xdata = if entry.flag() == 0 {
         let at = entry.unwind_data;
-        let bytes = image.at(at)?;
-        let header = ntdbg_formats::unwind_arm64::XdataHeader::parse(bytes).ok()?;
-        // Unwind data from a dump with holes must really be there.
-        if !image.is_valid(at, header.len() as u32) {
-            return None;
-        }
-        Some(bytes)
+        // The header words (4 or 8 bytes, clipped to the image) say how long the record is;
+        // from a dump with holes, all of it must really be there.
+        let head_end = at.checked_add(8)?.min(image.info.size_of_image);
+        let head = image.read_laid_out(at, head_end.checked_sub(at)? as usize)?;
+        let len = XdataHeader::parse_fixed(&head).ok()?.len();
+        Some(image.read(at, len)?)
     } else {
         None
     };
-    let len = function_length(entry, xdata).ok()?;
+    let len = function_length(entry, xdata.as_deref()).ok()?;
     (rva < entry.begin.checked_add(len)?).then_some((entry, xdata))
 }
 
@@ -71,7 +71,7 @@ pub(crate) fn walk(
     let (entry, xdata) = entry_for(image, functions, rva)?;
     let offset = rva - entry.begin;
     let mut read = |addr: u64| walker.get_register_at_address(addr);
-    unwind(entry, xdata, offset, &mut regs, &mut read).ok()?;
+    unwind(entry, xdata.as_deref(), offset, &mut regs, &mut read).ok()?;
     walker.set_cfa(regs.sp)?;
     walker.set_ra(regs.pc)?;
     for (name, i) in NAMED {

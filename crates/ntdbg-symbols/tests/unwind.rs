@@ -202,13 +202,69 @@ fn x64_leaf_without_pdata_entry() {
     assert_eq!(m.is_code(0x10), Some(false));
 }
 
+/// Damaged copies of crashy.exe on the symbol path (random flips, cuts, `.pdata` entries
+/// and directories pointing outside the file): loading, unwinding and reading code give
+/// answers or none, never a panic.
+#[test]
+fn damaged_image_files_never_panic() {
+    ntdbg_testutil::require_testdata!();
+    use ntdbg_testutil::corrupt::{random_flips, Edit, Variant};
+    let (w0, module) = crash_state("winelab/x64/null.inproc.dmp", 8);
+    let file = std::fs::read(testdata("winelab/x64/crashy.exe")).unwrap();
+    let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
+    let dir = pe.exception_directory.unwrap();
+    let pdata = pe.rva_to_offset(dir.rva, dir.size, PeLayout::File).unwrap();
+    let mut variants = random_flips(&file, 20, 48);
+    for cut in [
+        0x100,
+        0x400,
+        pdata,
+        pdata + dir.size as usize / 2,
+        file.len() - 1,
+    ] {
+        variants.push(Variant {
+            label: format!("cut{cut}"),
+            edit: Edit::Truncate(cut),
+        });
+    }
+    let smashes = [
+        (pdata + 4, u32::MAX),
+        (pdata + 8, 0xffff_fff0),
+        (pdata + 8, pe.size_of_image - 2),
+        (pdata + 12 * 5 + 8, 0),
+    ];
+    for (at, value) in smashes {
+        variants.push(Variant {
+            label: format!("put{at}"),
+            edit: Edit::PutU32(vec![(at, value)]),
+        });
+    }
+    for v in variants {
+        let scratch = Scratch::new("damaged-image");
+        scratch.write("crashy.exe", &v.apply(&file));
+        let m = symbols(&scratch.path_text(), &module);
+        let mut w = caller_of_state(&w0);
+        for _ in 0..4 {
+            if m.walk_frame(&module, &mut w).is_none() || w.ra.is_none() || w.cfa.is_none() {
+                break;
+            }
+            w = caller_of(&w, "rip", "rsp", 1);
+        }
+        for rva in [0, 0x1000, 0x2134, u64::from(pe.size_of_image) - 1, u64::MAX] {
+            let _ = m.image_bytes(rva, 64);
+            let _ = m.image_file_bytes(rva, 64);
+        }
+        let _ = m.unwind_entry_covers(0x2134);
+    }
+}
+
 #[test]
 fn arm64_glue_matches_the_formats_unwinder() {
     ntdbg_testutil::require_testdata!();
     use ntdbg_formats::pe::pdata::read_runtime_functions_arm64;
     use ntdbg_formats::unwind_arm64::{function_length, unwind, Arm64Regs};
 
-    let path = testdata("getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe");
+    let path = &testdata("getsentry-symbolic/symbolic-testutils/fixtures/windows/arm64/test.exe");
     let file = std::fs::read(path).unwrap();
     let pe = PeInfo::parse(&file, PeLayout::File).unwrap();
     let image = map_file_image(&file, &pe).unwrap();
@@ -221,8 +277,16 @@ fn arm64_glue_matches_the_formats_unwinder() {
     let module = minidump::MinidumpModule::new(base, pe.size_of_image, r"C:\test.exe");
     let empty = Scratch::new("arm64");
     let store = SymbolStore::new(SymbolPath::parse(&empty.path_text()).unwrap());
-    let m = store.module(&module, &read);
-    assert_eq!(m.unwind_source(), Some(&ImageSource::DumpMemory));
+    let from_memory = store.module(&module, &read);
+    assert_eq!(from_memory.unwind_source(), Some(&ImageSource::DumpMemory));
+    // The same file on the symbol path, read on demand.
+    let beside = Scratch::new("arm64-file");
+    beside.put(path, "test.exe");
+    let from_file = symbols(&beside.path_text(), &module);
+    assert!(matches!(
+        from_file.unwind_source(),
+        Some(ImageSource::File(_))
+    ));
 
     let dir = pe.exception_directory.unwrap();
     let pdata = &image[dir.rva as usize..(dir.rva + dir.size) as usize];
@@ -248,25 +312,27 @@ fn arm64_glue_matches_the_formats_unwinder() {
         if unwind(e, xdata, offset, &mut expected, &mut read_stack).is_err() {
             continue;
         }
-        let mut w = TestWalker::new(
-            base + u64::from(e.begin + offset),
-            &[
-                ("sp", sp),
-                ("fp", fp),
-                ("lr", lr),
-                ("pc", base + u64::from(e.begin + offset)),
-            ],
-            8,
-        );
-        w.any = Some(value);
-        m.walk_frame(&module, &mut w).unwrap();
-        assert_eq!(
-            (w.cfa, w.ra),
-            (Some(expected.sp), Some(expected.pc)),
-            "{:#x}",
-            e.begin
-        );
-        assert_eq!(w.caller.get("fp").copied(), expected.x[29]);
+        for m in [&from_memory, &from_file] {
+            let mut w = TestWalker::new(
+                base + u64::from(e.begin + offset),
+                &[
+                    ("sp", sp),
+                    ("fp", fp),
+                    ("lr", lr),
+                    ("pc", base + u64::from(e.begin + offset)),
+                ],
+                8,
+            );
+            w.any = Some(value);
+            m.walk_frame(&module, &mut w).unwrap();
+            assert_eq!(
+                (w.cfa, w.ra),
+                (Some(expected.sp), Some(expected.pc)),
+                "{:#x}",
+                e.begin
+            );
+            assert_eq!(w.caller.get("fp").copied(), expected.x[29]);
+        }
         checked += 1;
     }
     assert!(checked > 10, "{checked}");

@@ -23,6 +23,7 @@ mod headers;
 mod image;
 pub mod pdata;
 mod relocs;
+mod source;
 mod version;
 
 pub use codeview::CodeViewRecord;
@@ -30,12 +31,16 @@ pub use exports::Export;
 pub use headers::{FileHeader, OptionalHeader, PeHeaders, SectionTableEntry};
 pub use image::{map_file_image, MAX_MAPPED_IMAGE_SIZE};
 pub use relocs::apply_base_relocations;
+pub use source::PeBytes;
 pub use version::VersionInfo;
 
 use object::pe as raw;
 
-use crate::bytes::{slice, u16_at, u32_at, u64_at};
+use std::borrow::Cow;
+
+use crate::bytes::{u16_at, u32_at, u64_at};
 use crate::FormatError;
+use source::{read_u16, read_u32};
 
 /// How the image bytes are laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +195,12 @@ impl PeInfo {
     /// Fails (never panics) when the DOS, NT, optional or section headers are missing,
     /// truncated or of an unknown kind.
     pub fn parse(bytes: &[u8], layout: PeLayout) -> Result<PeInfo, FormatError> {
+        PeInfo::parse_from(&bytes, layout)
+    }
+
+    /// [`PeInfo::parse`] reading only the ranges it needs from `bytes` (e.g. a file read by
+    /// position): the headers, the debug directory and CodeView record, the resource tree.
+    pub fn parse_from(bytes: &dyn PeBytes, layout: PeLayout) -> Result<PeInfo, FormatError> {
         let mut info = parse_headers(bytes)?;
         info.read_optional_parts(bytes, layout);
         Ok(info)
@@ -247,18 +258,39 @@ impl PeInfo {
         len: u32,
         what: &'static str,
     ) -> Result<&'a [u8], FormatError> {
-        let out_of_range = FormatError::RvaOutOfRange {
-            what,
-            rva: u64::from(rva),
-            size: u64::from(len),
-        };
-        let offset = self
-            .rva_to_offset(rva, len, layout)
-            .ok_or(out_of_range.clone())?;
-        slice(bytes, offset, len as usize, what).map_err(|_| out_of_range)
+        let offset = self.offset_of(rva, len, layout, what)?;
+        crate::bytes::slice(bytes, offset, len as usize, what)
+            .map_err(|_| out_of_range(rva, len, what))
     }
 
-    fn read_optional_parts(&mut self, bytes: &[u8], layout: PeLayout) {
+    /// [`PeInfo::data_at_rva`] from bytes read by position.
+    pub(crate) fn read_at_rva<'a>(
+        &self,
+        bytes: &'a dyn PeBytes,
+        layout: PeLayout,
+        rva: u32,
+        len: u32,
+        what: &'static str,
+    ) -> Result<Cow<'a, [u8]>, FormatError> {
+        let offset = self.offset_of(rva, len, layout, what)?;
+        bytes
+            .bytes_at(offset, len as usize, what)
+            .map_err(|_| out_of_range(rva, len, what))
+    }
+
+    /// [`PeInfo::rva_to_offset`], failing with the error [`PeInfo::data_at_rva`] gives.
+    fn offset_of(
+        &self,
+        rva: u32,
+        len: u32,
+        layout: PeLayout,
+        what: &'static str,
+    ) -> Result<usize, FormatError> {
+        self.rva_to_offset(rva, len, layout)
+            .ok_or_else(|| out_of_range(rva, len, what))
+    }
+
+    fn read_optional_parts(&mut self, bytes: &dyn PeBytes, layout: PeLayout) {
         self.exception_directory = self.data_directory(raw::IMAGE_DIRECTORY_ENTRY_EXCEPTION);
         match self.read_codeview(bytes, layout) {
             Ok(cv) => self.codeview = cv,
@@ -274,14 +306,14 @@ impl PeInfo {
 
     fn read_codeview(
         &self,
-        bytes: &[u8],
+        bytes: &dyn PeBytes,
         layout: PeLayout,
     ) -> Result<Option<CodeViewRecord>, FormatError> {
         let Some(dir) = self.data_directory(raw::IMAGE_DIRECTORY_ENTRY_DEBUG) else {
             return Ok(None);
         };
         let count = (dir.size as usize / DEBUG_ENTRY_SIZE).min(MAX_DEBUG_ENTRIES);
-        let table = self.data_at_rva(
+        let table = self.read_at_rva(
             bytes,
             layout,
             dir.rva,
@@ -290,33 +322,42 @@ impl PeInfo {
         )?;
         for i in 0..count {
             let at = i * DEBUG_ENTRY_SIZE;
-            let kind = u32_at(table, at + 12, "debug directory entry")?;
+            let kind = u32_at(&table, at + 12, "debug directory entry")?;
             if kind != raw::IMAGE_DEBUG_TYPE_CODEVIEW {
                 continue;
             }
-            let size = u32_at(table, at + 16, "debug directory entry")?;
-            let address = u32_at(table, at + 20, "debug directory entry")?;
-            let pointer = u32_at(table, at + 24, "debug directory entry")?;
+            let size = u32_at(&table, at + 16, "debug directory entry")?;
+            let address = u32_at(&table, at + 20, "debug directory entry")?;
+            let pointer = u32_at(&table, at + 24, "debug directory entry")?;
             let data = match layout {
                 PeLayout::Mapped if address != 0 => {
-                    self.data_at_rva(bytes, layout, address, size, "CodeView record")?
+                    self.read_at_rva(bytes, layout, address, size, "CodeView record")?
                 }
                 PeLayout::Mapped => continue,
                 PeLayout::File if pointer != 0 => {
-                    slice(bytes, pointer as usize, size as usize, "CodeView record")?
+                    bytes.bytes_at(pointer as usize, size as usize, "CodeView record")?
                 }
                 PeLayout::File => {
-                    self.data_at_rva(bytes, layout, address, size, "CodeView record")?
+                    self.read_at_rva(bytes, layout, address, size, "CodeView record")?
                 }
             };
-            return codeview::parse_codeview(data, u64::from(address)).map(Some);
+            return codeview::parse_codeview(&data, u64::from(address)).map(Some);
         }
         Ok(None)
     }
 }
 
-fn parse_headers(bytes: &[u8]) -> Result<PeInfo, FormatError> {
-    let mz = u16_at(bytes, 0, "DOS header")?;
+/// `len` bytes at `rva` are not all backed by the image.
+fn out_of_range(rva: u32, len: u32, what: &'static str) -> FormatError {
+    FormatError::RvaOutOfRange {
+        what,
+        rva: u64::from(rva),
+        size: u64::from(len),
+    }
+}
+
+fn parse_headers(bytes: &dyn PeBytes) -> Result<PeInfo, FormatError> {
+    let mz = read_u16(bytes, 0, "DOS header")?;
     if mz != raw::IMAGE_DOS_SIGNATURE {
         return Err(FormatError::BadMagic {
             what: "DOS header",
@@ -324,8 +365,8 @@ fn parse_headers(bytes: &[u8]) -> Result<PeInfo, FormatError> {
             found: u64::from(mz),
         });
     }
-    let nt = u32_at(bytes, 0x3c, "DOS header")? as usize;
-    let sig = u32_at(bytes, nt, "NT headers")?;
+    let nt = read_u32(bytes, 0x3c, "DOS header")? as usize;
+    let sig = read_u32(bytes, nt, "NT headers")?;
     if sig != raw::IMAGE_NT_SIGNATURE {
         return Err(FormatError::BadMagic {
             what: "NT headers",
@@ -334,12 +375,13 @@ fn parse_headers(bytes: &[u8]) -> Result<PeInfo, FormatError> {
         });
     }
     let coff = nt + 4;
-    let machine = u16_at(bytes, coff, "COFF header")?;
-    let section_count = u16_at(bytes, coff + 2, "COFF header")? as usize;
-    let time_date_stamp = u32_at(bytes, coff + 4, "COFF header")?;
-    let optional_size = u16_at(bytes, coff + 16, "COFF header")? as usize;
+    let machine = read_u16(bytes, coff, "COFF header")?;
+    let section_count = read_u16(bytes, coff + 2, "COFF header")? as usize;
+    let time_date_stamp = read_u32(bytes, coff + 4, "COFF header")?;
+    let optional_size = read_u16(bytes, coff + 16, "COFF header")? as usize;
     let opt = coff + 20;
-    let optional = slice(bytes, opt, optional_size, "optional header")?;
+    let optional = bytes.bytes_at(opt, optional_size, "optional header")?;
+    let optional = &optional[..];
     let magic = u16_at(optional, 0, "optional header")?;
     let pe32_plus = match magic {
         raw::IMAGE_NT_OPTIONAL_HDR32_MAGIC => false,
@@ -381,8 +423,7 @@ fn parse_headers(bytes: &[u8]) -> Result<PeInfo, FormatError> {
         });
     }
     let table_at = opt + optional_size;
-    let table = slice(
-        bytes,
+    let table = bytes.bytes_at(
         table_at,
         section_count * SECTION_HEADER_SIZE,
         "section table",

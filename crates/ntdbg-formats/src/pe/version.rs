@@ -2,7 +2,7 @@
 
 use object::pe as raw;
 
-use super::{DataDirectory, PeInfo, PeLayout};
+use super::{DataDirectory, PeBytes, PeInfo, PeLayout};
 use crate::bytes::{align4, slice, u16_at, u32_at, utf16_z};
 use crate::FormatError;
 
@@ -63,11 +63,12 @@ fn join_version(v: &[u16; 4]) -> String {
 /// has no version resource.
 pub(crate) fn read_version(
     info: &PeInfo,
-    bytes: &[u8],
+    bytes: &dyn PeBytes,
     layout: PeLayout,
     dir: DataDirectory,
 ) -> Result<Option<VersionInfo>, FormatError> {
-    let rsrc = info.data_at_rva(bytes, layout, dir.rva, dir.size, "resource directory")?;
+    let rsrc = info.read_at_rva(bytes, layout, dir.rva, dir.size, "resource directory")?;
+    let rsrc = &rsrc[..];
     let Some(by_type) = find_entry(rsrc, 0, Some(u32::from(raw::RT_VERSION)))? else {
         return Ok(None);
     };
@@ -85,8 +86,8 @@ pub(crate) fn read_version(
     let entry = slice(rsrc, leaf as usize, 16, "resource data entry")?;
     let data_rva = u32_at(entry, 0, "resource data entry")?;
     let size = u32_at(entry, 4, "resource data entry")?;
-    let data = info.data_at_rva(bytes, layout, data_rva, size, "version resource")?;
-    parse_version_info(data, data_rva).map(Some)
+    let data = info.read_at_rva(bytes, layout, data_rva, size, "version resource")?;
+    parse_version_info(&data, data_rva).map(Some)
 }
 
 fn malformed(at: u32, reason: &'static str) -> FormatError {
