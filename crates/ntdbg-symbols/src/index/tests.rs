@@ -247,6 +247,10 @@ fn an_unwritable_cache_means_no_index_and_no_error() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Serializes the tests that wait for index writes: [`finish_index_writes`] joins every
+/// writer of the process, and a writer joined by another test's call is not yet done.
+static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A real index damaged in each of its blocks in turn: it is refused on open (and deleted), or
 /// its lookups answer as the symbol file does (from the symbol file, once a damaged block is
 /// read) and it is rebuilt. Returns (blocks damaged mid-session, blocks).
@@ -256,6 +260,7 @@ fn damage_every_block(
     read_source: impl Fn() -> ReadSource,
     addresses: &[u64],
 ) -> (usize, usize) {
+    let _writes = WRITES.lock().unwrap_or_else(|e| e.into_inner());
     let good = std::fs::read(&slot.path).unwrap();
     let body_len = u64::from_le_bytes(good[16..24].try_into().unwrap()) as usize;
     let blocks = body_len.div_ceil(BLOCK_LEN as usize);
@@ -360,8 +365,10 @@ fn a_pdb_index_damaged_in_any_block_answers_as_its_pdb() {
             crate::load::read_pdb_file(&pdb, &want, None, Some(slot)).map(|(tables, _)| tables)
         })
     };
-    // Its index is two blocks: the directory's and the identity's, both checked on open.
-    let (_, blocks) = damage_every_block(&slot, &full, read_source, &addresses_of(&full, 3));
-    assert!(blocks >= 2);
+    let (answered, blocks) = damage_every_block(&slot, &full, read_source, &addresses_of(&full, 3));
+    assert!(
+        answered > 0,
+        "{answered} of {blocks} blocks damaged mid-session"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
