@@ -141,8 +141,13 @@ impl SymbolIndex {
     }
 
     /// How many records a section holds.
-    pub(crate) fn count(&self, s: Section) -> usize {
+    fn count(&self, s: Section) -> usize {
         self.sections[s as usize].len() / s.record_len()
+    }
+
+    /// How many functions and public symbols the index holds (from its directory).
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.count(Section::Functions), self.count(Section::Publics))
     }
 
     /// Record `i` of a section (empty when out of range).

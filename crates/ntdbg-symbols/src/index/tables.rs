@@ -134,14 +134,15 @@ impl Tables {
         }
     }
 
-    /// How many functions and public symbols there are. (A lazy PDB converts whole.)
+    /// How many functions and public symbols there are. (A lazy PDB converts whole; an index
+    /// answers from its directory, checked on open, without reading its records.)
     pub(crate) fn counts(&self) -> (usize, usize) {
+        if let Tables::Indexed(i) = self {
+            return i.index().counts();
+        }
         match self.whole() {
             Whole::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
-            Whole::Indexed(i) => (
-                i.count(super::format::Section::Functions),
-                i.count(super::format::Section::Publics),
-            ),
+            Whole::Indexed(i) => i.counts(),
             Whole::LazyBreakpad(l) => l.counts(),
         }
     }
