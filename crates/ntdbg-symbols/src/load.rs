@@ -24,7 +24,9 @@ use crate::breakpad_lazy::{self, LazyBreakpad};
 use crate::demangle;
 use crate::download::{Downloads, Fetched};
 use crate::image::{ImageSource, MappedImage};
-use crate::index::{write_index, IndexJob, IndexSlot, Tables};
+use crate::index::{
+    write_index, IndexJob, IndexSlot, IndexedTables, ReadSource, SymbolIndex, Tables,
+};
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
 use crate::pdb_lazy::LazyPdb;
@@ -534,13 +536,31 @@ fn index_slot(kind: &str, path: &Path, name: &str, key: &str) -> Option<IndexSlo
 }
 
 /// Reads a Breakpad `.sym`/`.sym.xz` for the PDB `name` with debug id `key`: from its warm
-/// index when there is a sound one, else from its text (and then writes the index).
+/// index when there is a sound one (falling back to the text if a block of it turns out
+/// damaged), else from its text (and then writes the index).
 fn read_sym(path: &Path, name: &str, key: &str) -> Result<Tables, SymbolError> {
     let slot = index_slot("breakpad", path, name, key);
-    let tables = match slot.as_ref().and_then(IndexSlot::open) {
-        Some(index) => Tables::Indexed(index),
-        None => read_breakpad(path, breakpad_lazy::min_len())?,
-    };
+    if let Some(slot) = &slot {
+        if let Some(index) = slot.open() {
+            check_module_id(path, index.module_id(), key)?;
+            let (path, key) = (path.to_path_buf(), key.to_string());
+            let read_source: ReadSource =
+                Box::new(move |slot| read_sym_text(&path, &key, Some(slot)));
+            let tables = IndexedTables::new(index, slot.clone(), read_source);
+            return Ok(Tables::Indexed(tables));
+        }
+    }
+    read_sym_text(path, key, slot)
+}
+
+/// Reads a Breakpad `.sym`/`.sym.xz` from its text, checked to be for debug id `key`, and
+/// writes its index into `slot`.
+pub(crate) fn read_sym_text(
+    path: &Path,
+    key: &str,
+    slot: Option<IndexSlot>,
+) -> Result<Tables, SymbolError> {
+    let tables = read_breakpad(path, breakpad_lazy::min_len())?;
     check_module_id(path, tables.module_id(), key)?;
     if let Some(slot) = slot {
         match &tables {
@@ -702,19 +722,41 @@ fn find_pdb(
 }
 
 /// Reads a PDB's symbols: from its warm index when there is a sound one (made from this
-/// very file, once its identity had been checked), else by opening it and checking its
-/// identity, then converting it one procedure at a time as lookups need them when it is large
-/// ([`crate::pdb_lazy`]), else whole (and then writing the index).
+/// very file, once its identity had been checked; falling back to the PDB if a block of it
+/// turns out damaged), else from the PDB ([`read_pdb_file`]).
 fn read_pdb(
     path: &Path,
     want: &PdbIdentity,
     code: Option<&(String, String)>,
 ) -> Result<(Tables, Vec<(String, u64)>), SymbolError> {
     let slot = index_slot("pdb", path, &want.name, &want.key());
-    if let Some(index) = slot.as_ref().and_then(IndexSlot::open) {
-        let data = index.data_symbols();
-        return Ok((Tables::Indexed(index), data));
+    if let Some(slot) = &slot {
+        if let Some(index) = slot.open() {
+            match index.checked(SymbolIndex::data_symbols) {
+                Some(data) => {
+                    let (path, want, code) = (path.to_path_buf(), want.clone(), code.cloned());
+                    let read_source: ReadSource = Box::new(move |slot| {
+                        read_pdb_file(&path, &want, code.as_ref(), Some(slot)).map(|(t, _)| t)
+                    });
+                    let tables = IndexedTables::new(index, slot.clone(), read_source);
+                    return Ok((Tables::Indexed(tables), data));
+                }
+                None => slot.discard(),
+            }
+        }
     }
+    read_pdb_file(path, want, code, slot)
+}
+
+/// Reads a PDB's symbols from the file: opens it and checks its identity, then converts it one
+/// procedure at a time as lookups need them when it is large ([`crate::pdb_lazy`]), else
+/// whole; and writes its index into `slot`.
+pub(crate) fn read_pdb_file(
+    path: &Path,
+    want: &PdbIdentity,
+    code: Option<&(String, String)>,
+    slot: Option<IndexSlot>,
+) -> Result<(Tables, Vec<(String, u64)>), SymbolError> {
     if crate::pdb_lazy::wanted(path) {
         let (lazy, data) = LazyPdb::open(path, want, code)?;
         if let Some(slot) = slot {

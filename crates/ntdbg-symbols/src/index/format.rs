@@ -1,22 +1,29 @@
-//! The index file's layout: a header, a section directory, then sections of fixed-size
-//! little-endian records and one string blob.
+//! The index file's layout: a header, a body (a section directory, then sections of
+//! fixed-size little-endian records and one string blob), then the body's block checksums.
 //!
 //! ```text
 //! header      magic "NTDBGIX\0", version u32, section count u32, body length u64,
-//!             body CRC-32 u32, reserved u32                                  (32 bytes)
+//!             block table CRC-32 u32, block length u32                        (32 bytes)
 //! directory   per section: offset u64 (from the file's start), length u64    (16 bytes each)
 //! sections    Meta, Functions, Lines, Inlinees, Files, Origins, Publics, Cfi, CfiAdd,
 //!             WinFrameData, WinFpo, Data, Strings
+//! block table one CRC-32 u32 per block of the body (the last block may be short)
 //! ```
 //!
-//! The body (everything after the header) is covered by the CRC-32. Strings are `(offset,
-//! length)` pairs into the `Strings` section, which is UTF-8 as a whole. Ranges are those of
-//! the parsed `SymbolFile`'s range maps (after the parser's overlap repairs), inclusive ends.
+//! The body is cut into blocks of the header's block length; each block is checked against
+//! its CRC-32 the first time a read touches it, and the block table itself is checked on
+//! open. Strings are `(offset, length)` pairs into the `Strings` section, which is UTF-8 as a
+//! whole. Ranges are those of the parsed `SymbolFile`'s range maps (after the parser's
+//! overlap repairs), inclusive ends.
 
 /// The first bytes of an index.
 pub(crate) const MAGIC: &[u8; 8] = b"NTDBGIX\0";
 /// The format version; any other is rebuilt.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
+/// The block length the writer uses (see BENCHMARKS.md, "h20g", for how it was chosen).
+pub(crate) const BLOCK_LEN: u32 = 8 << 10;
+/// The block lengths a reader accepts: powers of two in this range.
+pub(crate) const BLOCK_LENS: std::ops::RangeInclusive<u32> = 512..=(16 << 20);
 /// Bytes before the section directory.
 pub(crate) const HEADER_LEN: usize = 32;
 /// Bytes of one directory entry.

@@ -6,14 +6,19 @@
 //! An index is named after the module (debug file, debug id) and the symbol file it was made
 //! from (path, length, modification time), and holds that whole identity in its strings: a
 //! replaced symbol file gets a new index, never a stale one. It starts with a header holding a
-//! magic, the format version and the CRC-32 of everything after it; any mismatch, truncation
-//! or damage means it is dropped and rebuilt, and every read inside it is bounds-checked. It
+//! magic, the format version and the CRC-32 of a table of per-block CRC-32s; each block is
+//! checked the first time a read touches it ([`blocks`]). Any mismatch or truncation found on
+//! open means the index is dropped and rebuilt; a block found damaged later drops it for that
+//! module, which is answered from its symbol file from then on, and rebuilds it
+//! ([`indexed`]). Every read inside an index is bounds-checked. It
 //! is written to a temporary file and renamed into place; the folder is kept under
 //! [`MAX_INDEX_BYTES`] by deleting the least recently used. `NTDBG_SYMBOL_INDEX=off` turns
 //! the index off (neither read nor written); a cache folder that cannot be written only means
 //! no index.
 
+mod blocks;
 mod format;
+mod indexed;
 mod read;
 mod tables;
 mod write;
@@ -31,6 +36,7 @@ use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
 use crate::SymbolError;
 
+pub(crate) use indexed::{IndexedTables, ReadSource};
 pub(crate) use read::{ranged, SymbolIndex};
 pub(crate) use tables::{SymbolsAt, Tables};
 
@@ -51,6 +57,7 @@ pub(crate) fn enabled() -> bool {
 }
 
 /// Where one symbol file's index lives and the identity it must have been made for.
+#[derive(Clone)]
 pub(crate) struct IndexSlot {
     path: PathBuf,
     identity: String,
@@ -59,6 +66,7 @@ pub(crate) struct IndexSlot {
 }
 
 /// A symbol file and the module it answers for.
+#[derive(Clone)]
 struct SlotSource {
     /// `breakpad` or `pdb`.
     kind: String,
@@ -135,12 +143,17 @@ impl IndexSlot {
                 Some(index)
             }
             None => {
-                if self.path.exists() {
-                    tracing::debug!(index = %self.path.display(), "unusable symbol index dropped");
-                    let _ = std::fs::remove_file(&self.path);
-                }
+                self.discard();
                 None
             }
+        }
+    }
+
+    /// Deletes an unusable index (damaged, foreign, of another version), if there is one.
+    pub(crate) fn discard(&self) {
+        if self.path.exists() {
+            tracing::debug!(index = %self.path.display(), "unusable symbol index dropped");
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 

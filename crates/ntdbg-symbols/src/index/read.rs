@@ -9,33 +9,19 @@ use std::path::Path;
 use breakpad_symbols::{CfiRules, SymbolFile};
 use range_map::RangeMap;
 
+use super::blocks::{Bytes, CheckedBytes};
 use super::format::{
-    Get, Section, StrRef, DIRECTORY_ENTRY_LEN, HEADER_LEN, MAGIC, META_LEN, TEMPLATES, VERSION,
-    WIN_BASE_POINTER, WIN_NO_BASE_POINTER, WIN_PROGRAM,
+    Get, Section, StrRef, DIRECTORY_ENTRY_LEN, HEADER_LEN, META_LEN, TEMPLATES, WIN_BASE_POINTER,
+    WIN_NO_BASE_POINTER, WIN_PROGRAM,
 };
 
-/// The bytes of an index: a read-only file mapping, or (tests) a vector.
-enum Bytes {
-    Mapped(memmap2::Mmap),
-    #[cfg(test)]
-    Owned(Vec<u8>),
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Bytes::Mapped(m) => m,
-            #[cfg(test)]
-            Bytes::Owned(v) => v,
-        }
-    }
-}
-
-/// A validated index. Every record and string access is bounds-checked: a damaged file that
-/// passed the checksum can give wrong names, never a read outside the file or a panic.
+/// A validated index. Every record and string access goes through [`CheckedBytes`]: it is
+/// bounds-checked, and its blocks are checked against their CRC-32s on first use. A read of a
+/// block that fails gives nothing (an empty record or string) and marks the index damaged:
+/// [`SymbolIndex::checked`] then refuses the whole lookup. A crafted file whose checksums
+/// match can give wrong names, never a read outside the file or a panic.
 pub(crate) struct SymbolIndex {
-    bytes: Bytes,
+    bytes: CheckedBytes,
     sections: Vec<Range<usize>>,
     /// The `Strings` section's bytes.
     strings: Range<usize>,
@@ -60,11 +46,13 @@ struct FunctionRecord {
 
 impl SymbolIndex {
     /// Maps and validates the index at `path`, made for `identity`; `None` when it is missing,
-    /// foreign, of another version, truncated or damaged.
+    /// foreign, of another version, truncated, or damaged in its header, block table,
+    /// directory or identity (the blocks these lie in are checked now, the others on first
+    /// use).
     pub(crate) fn open(path: &Path, identity: &str) -> Option<SymbolIndex> {
         let file = std::fs::File::open(path).ok()?;
         // SAFETY: index files are only ever replaced by rename, never written in place, so the
-        // mapping does not change under us; its contents are validated before any use.
+        // mapping does not change under us; each block is checked before any of it is used.
         let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
         SymbolIndex::validate(Bytes::Mapped(map), identity)
     }
@@ -76,28 +64,17 @@ impl SymbolIndex {
     }
 
     fn validate(bytes: Bytes, identity: &str) -> Option<SymbolIndex> {
-        let header = bytes.get(..HEADER_LEN)?;
-        let mut get = Get::new(&header[8..]);
-        let (version, count, body_len, crc) = (get.u32(), get.u32(), get.u64(), get.u32());
-        let reserved = get.u32();
-        if &header[..8] != MAGIC
-            || reserved != 0
-            || version != VERSION
-            || count as usize != Section::ALL.len()
-            || body_len != (bytes.len() - HEADER_LEN) as u64
-            || crc32fast::hash(&bytes[HEADER_LEN..]) != crc
-        {
-            return None;
-        }
+        let bytes = CheckedBytes::open(bytes, Section::ALL.len())?;
         let directory =
             bytes.get(HEADER_LEN..HEADER_LEN + Section::ALL.len() * DIRECTORY_ENTRY_LEN)?;
+        let body = bytes.body();
         let mut get = Get::new(directory);
         let mut sections = Vec::with_capacity(Section::ALL.len());
         for s in Section::ALL {
             let start = usize::try_from(get.u64()).ok()?;
             let len = usize::try_from(get.u64()).ok()?;
             let range = start..start.checked_add(len)?;
-            if range.end > bytes.len() || len % s.record_len() != 0 {
+            if range.start < body.start || range.end > body.end || len % s.record_len() != 0 {
                 return None;
             }
             sections.push(range);
@@ -118,7 +95,7 @@ impl SymbolIndex {
         };
         let mut meta = Get::new(index.record(Section::Meta, 0));
         let (own_identity, module_id, debug_file) = (meta.str(), meta.str(), meta.str());
-        if index.str(own_identity) != identity {
+        if index.str(own_identity) != identity || index.bytes.is_damaged() {
             return None;
         }
         empty.ambiguities_repaired = meta.u64();
@@ -129,7 +106,28 @@ impl SymbolIndex {
         empty.debug_file = index.str(debug_file).to_string();
         index.module_id = empty.module_id.clone();
         index.empty = empty;
-        Some(index)
+        (!index.bytes.is_damaged()).then_some(index)
+    }
+
+    /// What `lookup` answers, unless a block it read failed its check (or one had before):
+    /// then `None`, and nothing it read is used. (A lookup that read only blocks that matched
+    /// is sound whatever other threads found meanwhile; damage is never undone.)
+    pub(crate) fn checked<'a, T>(&'a self, lookup: impl FnOnce(&'a SymbolIndex) -> T) -> Option<T> {
+        if self.bytes.is_damaged() {
+            return None;
+        }
+        let answer = lookup(self);
+        (!self.bytes.is_damaged()).then_some(answer)
+    }
+
+    /// Checks every block (before a walk over whole tables); false when one fails.
+    pub(crate) fn verify_all(&self) -> bool {
+        self.bytes.verify_all()
+    }
+
+    /// An empty `SymbolFile` with this module's id, debug file and parser counters.
+    pub(crate) fn empty(&self) -> &SymbolFile {
+        &self.empty
     }
 
     /// The index's length in bytes (mapped, so in the page cache rather than the heap).
@@ -143,8 +141,13 @@ impl SymbolIndex {
     }
 
     /// How many records a section holds.
-    pub(crate) fn count(&self, s: Section) -> usize {
+    fn count(&self, s: Section) -> usize {
         self.sections[s as usize].len() / s.record_len()
+    }
+
+    /// How many functions and public symbols the index holds (from its directory).
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.count(Section::Functions), self.count(Section::Publics))
     }
 
     /// Record `i` of a section (empty when out of range).
@@ -153,12 +156,13 @@ impl SymbolIndex {
         let len = s.record_len();
         i.checked_mul(len)
             .and_then(|at| range.start.checked_add(at))
-            .and_then(|at| self.bytes.get(at..at.checked_add(len)?))
             .filter(|_| i < self.count(s))
+            .and_then(|at| self.bytes.get(at..at.checked_add(len)?))
             .unwrap_or(&[])
     }
 
-    /// A string of the blob (empty when out of its bounds or not valid UTF-8).
+    /// A string of the blob (empty when out of its bounds, in a block that failed its check, or
+    /// not valid UTF-8).
     fn str(&self, r: StrRef) -> &str {
         let start = self.strings.start.saturating_add(r.offset as usize);
         let end = start.saturating_add(r.len as usize).min(self.strings.end);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use breakpad_symbols::SymbolFile;
 
-use super::SymbolIndex;
+use super::{IndexedTables, SymbolIndex};
 use crate::breakpad_lazy::LazyBreakpad;
 use crate::pdb_lazy::LazyPdb;
 
@@ -35,8 +35,8 @@ pub(crate) enum Tables {
     /// Parsed from text (this load parsed the symbol file; shared with the thread writing its
     /// index).
     Parsed(Arc<SymbolFile>),
-    /// Mapped from the warm index.
-    Indexed(SymbolIndex),
+    /// Mapped from the warm index (answered from the symbol file once a block is damaged).
+    Indexed(IndexedTables),
     /// A Breakpad text scanned for its records and parsed where asked.
     LazyBreakpad(LazyBreakpad),
     /// A large PDB converted one procedure at a time, as lookups need them.
@@ -49,7 +49,8 @@ impl Tables {
     pub(crate) fn parsed(&self) -> Option<&SymbolFile> {
         match self {
             Tables::Parsed(s) => Some(s),
-            Tables::Indexed(_) | Tables::LazyBreakpad(_) => None,
+            Tables::Indexed(i) => i.source_if_read().and_then(Tables::parsed),
+            Tables::LazyBreakpad(_) => None,
             Tables::LazyPdb(l) => l.whole_if_done(),
         }
     }
@@ -57,7 +58,7 @@ impl Tables {
     /// The mapped index, when this load read one.
     pub(crate) fn indexed(&self) -> Option<&SymbolIndex> {
         match self {
-            Tables::Indexed(i) => Some(i),
+            Tables::Indexed(i) => Some(i.index()),
             Tables::Parsed(_) | Tables::LazyBreakpad(_) | Tables::LazyPdb(_) => None,
         }
     }
@@ -68,7 +69,8 @@ impl Tables {
         match self {
             Tables::LazyBreakpad(l) => l.len(),
             Tables::LazyPdb(l) => l.file_len(),
-            Tables::Parsed(_) | Tables::Indexed(_) => 0,
+            Tables::Indexed(i) => i.source_if_read().map_or(0, Tables::lazy_bytes),
+            Tables::Parsed(_) => 0,
         }
     }
 
@@ -76,7 +78,7 @@ impl Tables {
     pub(crate) fn module_id(&self) -> &str {
         match self {
             Tables::Parsed(s) => &s.module_id,
-            Tables::Indexed(i) => i.module_id(),
+            Tables::Indexed(i) => i.index().module_id(),
             Tables::LazyBreakpad(l) => l.module_id(),
             Tables::LazyPdb(l) => l.module_id(),
         }
@@ -88,7 +90,10 @@ impl Tables {
     pub(crate) fn at(&self, rva: u64) -> SymbolsAt<'_> {
         match self {
             Tables::Parsed(s) => SymbolsAt::Borrowed(s.as_ref()),
-            Tables::Indexed(i) => SymbolsAt::Shared(Arc::new(i.symbols_at(rva))),
+            Tables::Indexed(i) => i.answer(
+                |index| SymbolsAt::Shared(Arc::new(index.symbols_at(rva))),
+                |source| source.at(rva),
+            ),
             Tables::LazyBreakpad(l) => SymbolsAt::Shared(l.symbols_at(rva)),
             Tables::LazyPdb(l) => l.at(rva),
         }
@@ -98,7 +103,10 @@ impl Tables {
     pub(crate) fn function_at(&self, rva: u64) -> Option<(u64, u32)> {
         match self {
             Tables::Parsed(s) => s.functions.get(rva).map(|f| (f.address, f.size)),
-            Tables::Indexed(i) => i.function_at(rva),
+            Tables::Indexed(i) => i.answer(
+                |index| index.function_at(rva),
+                |source| source.function_at(rva),
+            ),
             Tables::LazyBreakpad(l) => l.function_at(rva),
             Tables::LazyPdb(l) => l.at(rva).functions.get(rva).map(|f| (f.address, f.size)),
         }
@@ -126,24 +134,28 @@ impl Tables {
         }
     }
 
-    /// How many functions and public symbols there are. (A lazy PDB converts whole.)
+    /// How many functions and public symbols there are. (A lazy PDB converts whole; an index
+    /// answers from its directory, checked on open, without reading its records.)
     pub(crate) fn counts(&self) -> (usize, usize) {
+        if let Tables::Indexed(i) = self {
+            return i.index().counts();
+        }
         match self.whole() {
             Whole::Parsed(s) => (s.functions.ranges_values().count(), s.publics.len()),
-            Whole::Indexed(i) => (
-                i.count(super::format::Section::Functions),
-                i.count(super::format::Section::Publics),
-            ),
+            Whole::Indexed(i) => i.counts(),
             Whole::LazyBreakpad(l) => l.counts(),
         }
     }
 
     /// The tables with every record at hand (a lazy PDB's whole conversion; a lazy Breakpad
-    /// text enumerates its records from the scan).
+    /// text enumerates its records from the scan; an index once all its blocks are checked).
     fn whole(&self) -> Whole<'_> {
         match self {
             Tables::Parsed(s) => Whole::Parsed(s),
-            Tables::Indexed(i) => Whole::Indexed(i),
+            Tables::Indexed(i) => match i.whole() {
+                Ok(index) => Whole::Indexed(index),
+                Err(source) => source.whole(),
+            },
             Tables::LazyBreakpad(l) => Whole::LazyBreakpad(l),
             Tables::LazyPdb(l) => Whole::Parsed(l.whole()),
         }

@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 use breakpad_symbols::{FrameSymbolizer, SimpleModule, SymbolFile};
 
-use super::format::HEADER_LEN;
+use breakpad_symbols::SymbolFile as Parsed;
+use ntdbg_formats::store::{PdbIdentity, PdbSignature};
+
+use super::format::{BLOCK_LEN, HEADER_LEN};
 use super::read::SymbolIndex;
 use super::write::build;
-use super::IndexSlot;
+use super::{finish_index_writes, IndexSlot, IndexedTables, ReadSource, Tables};
 
 /// Functions with lines, nested inlinees, an overlap the parser repairs, publics before,
 /// between and after them, CFI with add rules, both `STACK WIN` kinds.
@@ -104,10 +107,16 @@ fn every_address_answers_as_the_parsed_file() {
     assert_eq!(publics, full_publics);
 }
 
+/// Whether an index is refused on open, or found damaged by a walk over every block.
+fn refused(bytes: Vec<u8>) -> bool {
+    SymbolIndex::from_vec(bytes, "id")
+        .is_none_or(|index| index.checked(SymbolIndex::verify_all) != Some(true))
+}
+
 #[test]
 fn damaged_truncated_foreign_or_other_version_indexes_are_refused() {
     let good = build("id", &parsed(), &[]).unwrap();
-    assert!(SymbolIndex::from_vec(good.clone(), "id").is_some());
+    assert!(!refused(good.clone()));
     assert!(SymbolIndex::from_vec(good.clone(), "other").is_none());
     for len in (0..good.len()).step_by(7) {
         assert!(SymbolIndex::from_vec(good[..len].to_vec(), "id").is_none());
@@ -115,7 +124,7 @@ fn damaged_truncated_foreign_or_other_version_indexes_are_refused() {
     for at in (0..good.len()).step_by(3) {
         let mut bad = good.clone();
         bad[at] ^= 0x41;
-        assert!(SymbolIndex::from_vec(bad, "id").is_none(), "flip at {at}");
+        assert!(refused(bad), "flip at {at}");
     }
     let mut newer = good.clone();
     newer[8] += 1;
@@ -125,7 +134,20 @@ fn damaged_truncated_foreign_or_other_version_indexes_are_refused() {
     assert!(SymbolIndex::from_vec(longer, "id").is_none());
 }
 
-/// Damage the checksum does not catch (a crafted file): lookups stay in bounds and never
+/// `bytes` with its block table and the table's CRC-32 made to match its body again.
+fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
+    let body_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+    let body = HEADER_LEN..HEADER_LEN + body_len;
+    let table: Vec<u8> = bytes[body.clone()]
+        .chunks(BLOCK_LEN as usize)
+        .flat_map(|block| crc32fast::hash(block).to_le_bytes())
+        .collect();
+    bytes[body.end..].copy_from_slice(&table);
+    bytes[24..28].copy_from_slice(&crc32fast::hash(&table).to_le_bytes());
+    bytes
+}
+
+/// Damage the checksums do not catch (a crafted file): lookups stay in bounds and never
 /// panic.
 #[test]
 fn crafted_indexes_with_a_valid_checksum_never_panic() {
@@ -139,13 +161,12 @@ fn crafted_indexes_with_a_valid_checksum_never_panic() {
     };
     for round in 0..400 {
         let mut bad = good.clone();
+        let table_len = (bad.len() - HEADER_LEN).div_ceil(BLOCK_LEN as usize + 4) * 4;
         for _ in 0..1 + round % 8 {
-            let at = HEADER_LEN + (next() as usize) % (bad.len() - HEADER_LEN);
+            let at = HEADER_LEN + (next() as usize) % (bad.len() - HEADER_LEN - table_len);
             bad[at] = next() as u8;
         }
-        let crc = crc32fast::hash(&bad[HEADER_LEN..]);
-        bad[24..28].copy_from_slice(&crc.to_le_bytes());
-        let Some(index) = SymbolIndex::from_vec(bad, "id") else {
+        let Some(index) = SymbolIndex::from_vec(reseal(bad), "id") else {
             continue;
         };
         for addr in (0xf00..0x1210).step_by(3) {
@@ -223,5 +244,131 @@ fn an_unwritable_cache_means_no_index_and_no_error() {
     let slot = slot(&cache, &source);
     slot.write(&parsed(), &[]);
     assert!(slot.open().is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Serializes the tests that wait for index writes: [`finish_index_writes`] joins every
+/// writer of the process, and a writer joined by another test's call is not yet done.
+static WRITES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A real index damaged in each of its blocks in turn: it is refused on open (and deleted), or
+/// its lookups answer as the symbol file does (from the symbol file, once a damaged block is
+/// read) and it is rebuilt. Returns (blocks damaged mid-session, blocks).
+fn damage_every_block(
+    slot: &IndexSlot,
+    full: &Parsed,
+    read_source: impl Fn() -> ReadSource,
+    addresses: &[u64],
+) -> (usize, usize) {
+    let _writes = WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    let good = std::fs::read(&slot.path).unwrap();
+    let body_len = u64::from_le_bytes(good[16..24].try_into().unwrap()) as usize;
+    let blocks = body_len.div_ceil(BLOCK_LEN as usize);
+    let names = |t: &Tables| t.functions().map(|f| f.0.to_string()).collect::<Vec<_>>();
+    let full_names: Vec<String> = full
+        .functions
+        .ranges_values()
+        .map(|(_, f)| f.name.clone())
+        .collect();
+    let mut answered = 0;
+    for block in 0..blocks {
+        let mut bad = good.clone();
+        bad[HEADER_LEN + block * BLOCK_LEN as usize + (block * 7919) % 97] ^= 0x5a;
+        std::fs::write(&slot.path, &bad).unwrap();
+        let Some(index) = slot.open() else {
+            assert!(!slot.path.exists(), "block {block}: refused and deleted");
+            continue;
+        };
+        answered += 1;
+        let tables = Tables::Indexed(IndexedTables::new(index, slot.clone(), read_source()));
+        for &addr in addresses {
+            assert_eq!(
+                fill(&tables.at(addr), addr),
+                fill(full, addr),
+                "block {block} at {addr:#x}"
+            );
+            let want = full.functions.get(addr).map(|f| (f.address, f.size));
+            assert_eq!(tables.function_at(addr), want, "block {block} at {addr:#x}");
+        }
+        assert_eq!(names(&tables), full_names, "block {block}");
+        assert!(
+            tables.parsed().is_some() || tables.lazy_bytes() > 0,
+            "block {block}: fell back"
+        );
+        finish_index_writes();
+        let rebuilt = std::fs::read(&slot.path).unwrap();
+        assert_eq!(rebuilt, good, "block {block}: rebuilt");
+    }
+    std::fs::write(&slot.path, &good).unwrap();
+    (answered, blocks)
+}
+
+/// Addresses around every `step`th function and public: its start, inside, just past it.
+fn addresses_of(full: &Parsed, step: usize) -> Vec<u64> {
+    let functions = full
+        .functions
+        .ranges_values()
+        .map(|(r, _)| (r.start, r.end));
+    let publics = full.publics.iter().map(|p| (p.address, p.address));
+    functions
+        .chain(publics)
+        .step_by(step)
+        .flat_map(|(start, end)| [start, start + (end - start) / 2, end.saturating_add(1)])
+        .collect()
+}
+
+#[test]
+fn a_firefox_index_damaged_in_any_block_answers_as_its_symbol_file() {
+    if !ntdbg_testutil::testdata_available() {
+        return;
+    }
+    let dir = scratch("firefox-blocks");
+    let store =
+        ntdbg_testutil::testdata("mozilla-minidump-stackwalk-pgo/pgo_data/symbols/wininet.pdb");
+    ntdbg_testutil::decompressed_sym_store(&store, &dir);
+    let id = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap();
+    let key = id.file_name().to_string_lossy().into_owned();
+    let source = id.path().join("wininet.sym");
+    let full = Parsed::from_bytes(&std::fs::read(&source).unwrap()).unwrap();
+    let cache = dir.join("cache");
+    let slot = IndexSlot::new(&cache, "breakpad", &source, "wininet.pdb", &key).unwrap();
+    slot.write(&full, &[]);
+    let read_source = || -> ReadSource {
+        let (source, key) = (source.clone(), key.clone());
+        Box::new(move |slot| crate::load::read_sym_text(&source, &key, Some(slot)))
+    };
+    let (answered, blocks) =
+        damage_every_block(&slot, &full, read_source, &addresses_of(&full, 40));
+    assert!(
+        answered > blocks / 2,
+        "{answered} of {blocks} blocks damaged mid-session"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_pdb_index_damaged_in_any_block_answers_as_its_pdb() {
+    if !ntdbg_testutil::testdata_available() {
+        return;
+    }
+    let dir = scratch("pdb-blocks");
+    let pdb = ntdbg_testutil::testdata("winelab/x64/crashy.pdb");
+    let text = crate::load::pdb_to_breakpad_text(&pdb).unwrap();
+    let key = Parsed::from_bytes(text.as_bytes()).unwrap().module_id;
+    let want = PdbIdentity::new("crashy.pdb", PdbSignature::from_key(&key).unwrap());
+    let (full, data) = crate::load::convert_pdb(&pdb, &want, None).unwrap();
+    let slot = IndexSlot::new(&dir, "pdb", &pdb, "crashy.pdb", &key).unwrap();
+    slot.write(&full, &data);
+    let read_source = || -> ReadSource {
+        let (pdb, want) = (pdb.clone(), want.clone());
+        Box::new(move |slot| {
+            crate::load::read_pdb_file(&pdb, &want, None, Some(slot)).map(|(tables, _)| tables)
+        })
+    };
+    let (answered, blocks) = damage_every_block(&slot, &full, read_source, &addresses_of(&full, 3));
+    assert!(
+        answered > 0,
+        "{answered} of {blocks} blocks damaged mid-session"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

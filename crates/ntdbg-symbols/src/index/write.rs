@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use breakpad_symbols::SymbolFile;
 
 use super::format::{
-    Put, Section, StrRef, DIRECTORY_ENTRY_LEN, HEADER_LEN, MAGIC, TEMPLATES, VERSION,
+    Put, Section, StrRef, BLOCK_LEN, DIRECTORY_ENTRY_LEN, HEADER_LEN, MAGIC, TEMPLATES, VERSION,
     WIN_BASE_POINTER, WIN_NO_BASE_POINTER, WIN_PROGRAM,
 };
 
@@ -206,7 +206,7 @@ fn program_string(debug: &str) -> Option<String> {
     (format!("{out:?}") == quoted).then_some(out)
 }
 
-/// Header, directory and sections as one file image.
+/// Header, directory, sections and block table as one file image.
 fn assemble(sections: &[Put]) -> Vec<u8> {
     let directory_len = sections.len() * DIRECTORY_ENTRY_LEN;
     let total: usize =
@@ -220,14 +220,19 @@ fn assemble(sections: &[Put]) -> Vec<u8> {
     for s in sections {
         body.0.extend_from_slice(&s.0);
     }
-    let mut out = Put(Vec::with_capacity(total));
+    let mut table = Put::default();
+    for block in body.0.chunks(BLOCK_LEN as usize) {
+        table.u32(crc32fast::hash(block));
+    }
+    let mut out = Put(Vec::with_capacity(total + table.0.len()));
     out.0.extend_from_slice(MAGIC);
     out.u32(VERSION)
         .u32(sections.len() as u32)
         .u64(body.0.len() as u64)
-        .u32(crc32fast::hash(&body.0))
-        .u32(0);
+        .u32(crc32fast::hash(&table.0))
+        .u32(BLOCK_LEN);
     out.0.extend_from_slice(&body.0);
+    out.0.extend_from_slice(&table.0);
     out.0
 }
 
