@@ -14,6 +14,7 @@ mod text;
 
 pub use dumps::{kernel_dump, minidump, pdb};
 pub use gdb::gdb_packet;
+pub use ntdbg_symbols::fuzz_symbol_index as symbol_index;
 pub use text::{command_line, expression};
 
 /// An entry point: one fuzz input in, nothing out.
@@ -25,6 +26,7 @@ pub const TARGETS: &[(&str, Entry)] = &[
     ("minidump", minidump),
     ("kernel_dump", kernel_dump),
     ("pdb", pdb),
+    ("symbol_index", symbol_index),
     ("command_line", command_line),
     ("expression", expression),
     ("gdb_packet", gdb_packet),

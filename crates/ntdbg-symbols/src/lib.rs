@@ -68,8 +68,8 @@ pub use demangle::strip_parameters;
 pub use error::SymbolError;
 pub use image::ImageSource;
 pub use index::{
-    finish_index_writes, write_indexes_out_of_process, write_symbol_index, INDEX_ENV,
-    WRITER_COMMAND, WRITER_ENV,
+    finish_index_writes, fuzz_symbol_index, write_indexes_out_of_process, write_symbol_index,
+    INDEX_ENV, WRITER_COMMAND, WRITER_ENV,
 };
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};

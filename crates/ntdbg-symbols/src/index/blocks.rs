@@ -7,12 +7,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::format::{Get, BLOCK_LENS, HEADER_LEN, MAGIC, VERSION};
 
-/// The bytes of an index: a read-only file mapping, or (tests) a vector.
+/// The bytes of an index: a read-only file mapping, or a vector (tests and the fuzz target).
 pub(crate) enum Bytes {
     /// A mapped index file.
     Mapped(memmap2::Mmap),
     /// An index built in memory.
-    #[cfg(test)]
     Owned(Vec<u8>),
 }
 
@@ -21,7 +20,6 @@ impl std::ops::Deref for Bytes {
     fn deref(&self) -> &[u8] {
         match self {
             Bytes::Mapped(m) => m,
-            #[cfg(test)]
             Bytes::Owned(v) => v,
         }
     }

@@ -18,6 +18,7 @@
 
 mod blocks;
 mod format;
+mod fuzz;
 mod indexed;
 mod read;
 mod tables;
@@ -36,6 +37,7 @@ use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
 use crate::SymbolError;
 
+pub use fuzz::symbol_index as fuzz_symbol_index;
 pub(crate) use indexed::{IndexedTables, ReadSource};
 pub(crate) use read::{ranged, SymbolIndex};
 pub(crate) use tables::{SymbolsAt, Tables};

@@ -58,7 +58,6 @@ impl SymbolIndex {
     }
 
     /// [`SymbolIndex::open`] on bytes in memory.
-    #[cfg(test)]
     pub(crate) fn from_vec(bytes: Vec<u8>, identity: &str) -> Option<SymbolIndex> {
         SymbolIndex::validate(Bytes::Owned(bytes), identity)
     }

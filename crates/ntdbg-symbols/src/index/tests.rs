@@ -10,7 +10,7 @@ use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
 use super::format::{BLOCK_LEN, HEADER_LEN};
 use super::read::SymbolIndex;
-use super::write::build;
+use super::write::{build, seal};
 use super::{finish_index_writes, IndexSlot, IndexedTables, ReadSource, Tables};
 
 /// Functions with lines, nested inlinees, an overlap the parser repairs, publics before,
@@ -134,19 +134,6 @@ fn damaged_truncated_foreign_or_other_version_indexes_are_refused() {
     assert!(SymbolIndex::from_vec(longer, "id").is_none());
 }
 
-/// `bytes` with its block table and the table's CRC-32 made to match its body again.
-fn reseal(mut bytes: Vec<u8>) -> Vec<u8> {
-    let body_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
-    let body = HEADER_LEN..HEADER_LEN + body_len;
-    let table: Vec<u8> = bytes[body.clone()]
-        .chunks(BLOCK_LEN as usize)
-        .flat_map(|block| crc32fast::hash(block).to_le_bytes())
-        .collect();
-    bytes[body.end..].copy_from_slice(&table);
-    bytes[24..28].copy_from_slice(&crc32fast::hash(&table).to_le_bytes());
-    bytes
-}
-
 /// Damage the checksums do not catch (a crafted file): lookups stay in bounds and never
 /// panic.
 #[test]
@@ -166,7 +153,7 @@ fn crafted_indexes_with_a_valid_checksum_never_panic() {
             let at = HEADER_LEN + (next() as usize) % (bad.len() - HEADER_LEN - table_len);
             bad[at] = next() as u8;
         }
-        let Some(index) = SymbolIndex::from_vec(reseal(bad), "id") else {
+        let Some(index) = SymbolIndex::from_vec(seal(bad), "id") else {
             continue;
         };
         for addr in (0xf00..0x1210).step_by(3) {
