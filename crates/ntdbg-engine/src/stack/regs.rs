@@ -49,7 +49,9 @@ pub(crate) fn names(arch: Arch) -> Option<Names> {
 #[derive(Debug, Clone)]
 pub(crate) struct CallerContext {
     raw: MinidumpRawContext,
-    valid: HashSet<&'static str>,
+    /// The canonical names set, each once: a few, so a list beats hashing every step; the
+    /// context's set is built once, by [`CallerContext::finish`].
+    valid: Vec<&'static str>,
 }
 
 impl CallerContext {
@@ -57,7 +59,7 @@ impl CallerContext {
     pub(crate) fn like(callee: &MinidumpContext) -> CallerContext {
         CallerContext {
             raw: callee.raw.clone(),
-            valid: HashSet::new(),
+            valid: Vec::new(),
         }
     }
 
@@ -87,7 +89,9 @@ impl CallerContext {
             }
             _ => return None,
         };
-        self.valid.insert(canonical);
+        if !self.has(canonical) {
+            self.valid.push(canonical);
+        }
         Some(())
     }
 
@@ -101,7 +105,7 @@ impl CallerContext {
             _ => None,
         };
         if let Some(canonical) = canonical {
-            self.valid.remove(canonical);
+            self.valid.retain(|v| *v != canonical);
         }
     }
 
@@ -116,14 +120,14 @@ impl CallerContext {
 
     /// Whether register `name` has been set.
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.valid.contains(name)
+        self.valid.iter().any(|v| *v == name)
     }
 
     /// The finished context: only the registers set are valid.
     pub(crate) fn finish(self) -> MinidumpContext {
         MinidumpContext {
             raw: self.raw,
-            valid: MinidumpContextValidity::Some(self.valid),
+            valid: MinidumpContextValidity::Some(self.valid.into_iter().collect::<HashSet<_>>()),
         }
     }
 }
