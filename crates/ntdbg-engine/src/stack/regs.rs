@@ -49,8 +49,8 @@ pub(crate) fn names(arch: Arch) -> Option<Names> {
 #[derive(Debug, Clone)]
 pub(crate) struct CallerContext {
     raw: MinidumpRawContext,
-    /// The canonical names set, each once: a few, so a list beats hashing every step; the
-    /// context's set is built once, by [`CallerContext::finish`].
+    /// The canonical names set (a name set twice is listed twice): a list beats hashing on
+    /// every set; the context's set is built once, by [`CallerContext::finish`].
     valid: Vec<&'static str>,
 }
 
@@ -89,9 +89,7 @@ impl CallerContext {
             }
             _ => return None,
         };
-        if !self.has(canonical) {
-            self.valid.push(canonical);
-        }
+        self.valid.push(canonical);
         Some(())
     }
 
