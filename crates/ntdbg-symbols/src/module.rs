@@ -356,7 +356,12 @@ impl ModuleSymbols {
     pub fn walk_frame(&self, module: &dyn Module, walker: &mut dyn FrameWalker) -> Option<()> {
         if let Some(symbols) = &self.symbols {
             let rva = walker.get_instruction().wrapping_sub(module.base_address());
-            if self.recent.at(symbols, rva).walk_frame(module, walker).is_some() {
+            if self
+                .recent
+                .at(symbols, rva)
+                .walk_frame(module, walker)
+                .is_some()
+            {
                 return Some(());
             }
         }
