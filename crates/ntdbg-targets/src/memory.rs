@@ -112,3 +112,52 @@ pub trait MemoryView {
         Some(u64::from_le_bytes(buf))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two captured runs, `[0x1000, 0x1004)` and `[0x1004, 0x1008)`, each answered alone
+    /// (a read across them takes two chunks); nothing at `0x1008`.
+    struct TwoRuns;
+
+    impl MemoryView for TwoRuns {
+        fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
+            const BYTES: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+            let (start, end) = match addr {
+                0x1000..0x1004 => (addr - 0x1000, 4),
+                0x1004..0x1008 => (addr - 0x1000, 8),
+                _ => return None,
+            };
+            let start = start as usize;
+            Some(Cow::Borrowed(&BYTES[start..end.min(start + max)]))
+        }
+
+        fn regions(&self) -> Vec<MemoryRegion> {
+            vec![
+                MemoryRegion {
+                    base: 0x1000,
+                    size: 4,
+                },
+                MemoryRegion {
+                    base: 0x1004,
+                    size: 4,
+                },
+            ]
+        }
+    }
+
+    #[test]
+    fn reads_join_chunks_and_never_invent_bytes() {
+        let m = TwoRuns;
+        assert_eq!(m.read_uint(0x1000, 8), Some(0x0807_0605_0403_0201));
+        assert_eq!(m.read_uint(0x1002, 4), Some(0x0605_0403));
+        assert_eq!(m.read_uint(0x1007, 1), Some(8));
+        assert_eq!(m.read_exact(0x1003, 3), Some(vec![4, 5, 6]));
+        // A byte missing at the end, a size that is no integer, and nothing at all.
+        assert_eq!(m.read_uint(0x1006, 4), None);
+        assert_eq!(m.read_exact(0x1006, 4), None);
+        assert_eq!(m.read_uint(0x1000, 3), None);
+        assert_eq!(m.read_uint(0x2000, 8), None);
+    }
+}
