@@ -53,6 +53,7 @@ mod pdb_address;
 mod pdb_lazy;
 mod pdb_sym;
 mod progress;
+mod recent_at;
 mod shared;
 mod shared_bytes;
 mod store;

@@ -11,6 +11,7 @@ use ntdbg_formats::pe::PeInfo;
 use crate::demangle::strip_parameters;
 use crate::image::{ImageSource, MappedImage};
 use crate::index::Tables;
+use crate::recent_at::RecentAt;
 use crate::types::TypeDb;
 use crate::unwind::PeUnwinder;
 use crate::variables::VariableTable;
@@ -119,6 +120,8 @@ pub struct ModuleSymbols {
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
+    /// What [`Tables::at`] built for the addresses asked last.
+    recent: RecentAt,
     index: OnceLock<NameIndex>,
     types: OnceLock<Result<Arc<TypeDb>, String>>,
     variables: OnceLock<Result<Arc<VariableTable>, String>>,
@@ -206,6 +209,7 @@ impl ModuleSymbols {
             data_symbols: Vec::new(),
             unwinder: None,
             image: None,
+            recent: RecentAt::default(),
             index: OnceLock::new(),
             types: OnceLock::new(),
             variables: OnceLock::new(),
@@ -325,7 +329,7 @@ impl ModuleSymbols {
         if self.in_data_section(rva) {
             return false;
         }
-        let symbols = symbols.at(rva);
+        let symbols = self.recent.at(symbols, rva);
         // A public symbol (no debug-info function here) names code only inside a function
         // of the unwind tables: this keeps stack scanning from accepting the padding and
         // literal pools that follow the last public of a section.
@@ -351,7 +355,12 @@ impl ModuleSymbols {
     pub fn walk_frame(&self, module: &dyn Module, walker: &mut dyn FrameWalker) -> Option<()> {
         if let Some(symbols) = &self.symbols {
             let rva = walker.get_instruction().wrapping_sub(module.base_address());
-            if symbols.at(rva).walk_frame(module, walker).is_some() {
+            if self
+                .recent
+                .at(symbols, rva)
+                .walk_frame(module, walker)
+                .is_some()
+            {
                 return Some(());
             }
         }
@@ -374,7 +383,7 @@ impl ModuleSymbols {
 
     /// What `rva` resolves to: function (or nearest public symbol), source line, inlines.
     pub fn lookup(&self, rva: u64) -> Option<SymbolHit> {
-        let symbols = self.symbols.as_ref()?.at(rva);
+        let symbols = self.recent.at(self.symbols.as_ref()?, rva);
         let mut c = Collect {
             instruction: rva,
             ..Collect::default()

@@ -77,26 +77,87 @@ pub trait MemoryView {
     fn read_exact(&self, addr: u64, len: usize) -> Option<Vec<u8>> {
         // Grow with what is really there: `len` may come from a corrupt header.
         let mut out = Vec::new();
-        let mut cursor = addr;
-        while out.len() < len {
-            let chunk = self.read_chunk(cursor, len - out.len())?;
-            if chunk.is_empty() {
-                return None;
-            }
-            out.extend_from_slice(&chunk);
-            cursor = cursor.checked_add(chunk.len() as u64)?;
-        }
+        self.read_chunks(addr, len, &mut |chunk| out.extend_from_slice(chunk))?;
         Some(out)
     }
 
-    /// A little-endian unsigned value of `size` bytes (1, 2, 4 or 8).
+    /// Hands `take` the consecutive chunks that make up exactly `len` bytes from `addr`, in
+    /// order; `None` (after some chunks, maybe) if any byte is missing.
+    fn read_chunks(&self, addr: u64, len: usize, take: &mut dyn FnMut(&[u8])) -> Option<()> {
+        let mut done = 0;
+        while done < len {
+            let chunk = self.read_chunk(addr.checked_add(done as u64)?, len - done)?;
+            if chunk.is_empty() {
+                return None;
+            }
+            let chunk = &chunk[..chunk.len().min(len - done)];
+            take(chunk);
+            done += chunk.len();
+        }
+        Some(())
+    }
+
+    /// A little-endian unsigned value of `size` bytes (1, 2, 4 or 8), read without
+    /// allocating (the stack walk reads four per frame).
     fn read_uint(&self, addr: u64, size: usize) -> Option<u64> {
         if !matches!(size, 1 | 2 | 4 | 8) {
             return None;
         }
-        let bytes = self.read_exact(addr, size)?;
         let mut buf = [0u8; 8];
-        buf[..size].copy_from_slice(&bytes);
+        let mut filled = 0;
+        self.read_chunks(addr, size, &mut |chunk| {
+            buf[filled..filled + chunk.len()].copy_from_slice(chunk);
+            filled += chunk.len();
+        })?;
         Some(u64::from_le_bytes(buf))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two captured runs, `[0x1000, 0x1004)` and `[0x1004, 0x1008)`, each answered alone
+    /// (a read across them takes two chunks); nothing at `0x1008`.
+    struct TwoRuns;
+
+    impl MemoryView for TwoRuns {
+        fn read_chunk(&self, addr: u64, max: usize) -> Option<Cow<'_, [u8]>> {
+            const BYTES: [u8; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+            let (start, end) = match addr {
+                0x1000..0x1004 => (addr - 0x1000, 4),
+                0x1004..0x1008 => (addr - 0x1000, 8),
+                _ => return None,
+            };
+            let start = start as usize;
+            Some(Cow::Borrowed(&BYTES[start..end.min(start + max)]))
+        }
+
+        fn regions(&self) -> Vec<MemoryRegion> {
+            vec![
+                MemoryRegion {
+                    base: 0x1000,
+                    size: 4,
+                },
+                MemoryRegion {
+                    base: 0x1004,
+                    size: 4,
+                },
+            ]
+        }
+    }
+
+    #[test]
+    fn reads_join_chunks_and_never_invent_bytes() {
+        let m = TwoRuns;
+        assert_eq!(m.read_uint(0x1000, 8), Some(0x0807_0605_0403_0201));
+        assert_eq!(m.read_uint(0x1002, 4), Some(0x0605_0403));
+        assert_eq!(m.read_uint(0x1007, 1), Some(8));
+        assert_eq!(m.read_exact(0x1003, 3), Some(vec![4, 5, 6]));
+        // A byte missing at the end, a size that is no integer, and nothing at all.
+        assert_eq!(m.read_uint(0x1006, 4), None);
+        assert_eq!(m.read_exact(0x1006, 4), None);
+        assert_eq!(m.read_uint(0x1000, 3), None);
+        assert_eq!(m.read_uint(0x2000, 8), None);
     }
 }

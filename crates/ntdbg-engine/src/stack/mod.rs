@@ -11,6 +11,7 @@
 mod call_site;
 mod cfi;
 mod code;
+mod frame_symbols;
 mod memory;
 mod regs;
 mod walker;
@@ -280,6 +281,7 @@ pub fn walk(
                 names,
                 stack,
                 notes: Vec::new(),
+                memo: Default::default(),
             };
             let walked = walker.run(context.clone());
             walker_notes = walker.notes;
@@ -303,24 +305,24 @@ pub fn walk(
             vec![walker::context_frame(target, symbols, context.clone())]
         }
     };
-    // The walker numbers physical frames; `kn` counts inlined calls too.
-    let rows_before: Vec<usize> = std::iter::once(0)
-        .chain(walked.iter().scan(0, |rows, w| {
-            *rows += w.frame.inlines.len() + 1;
-            Some(*rows)
+    // The walker numbers physical frames; `kn` counts inlined calls too: `first_rows[n]` is
+    // the row of physical frame `n` (and, past the last, the row count).
+    let first_rows: Vec<usize> = std::iter::once(0)
+        .chain(walked.iter().scan(0, |row, w| {
+            *row += w.frame.inlines.len() + 1;
+            Some(*row)
         }))
         .collect();
-    let first_row = |physical: usize| rows_before[physical.min(rows_before.len() - 1)];
-    let capped = walked.len() >= MAX_FRAMES;
-    let frames = convert_frames(target, walked);
+    let physical_frames = walked.len();
+    let frames = convert_frames(target, walked, first_rows[physical_frames]);
     notes.extend(walker_notes.into_iter().map(|(physical, text)| {
-        let row = first_row(physical);
+        let row = first_rows[physical.min(physical_frames)];
         StackNote {
             frame: Some(row),
             text: format!("frame {row:02x}: {text}"),
         }
     }));
-    if capped {
+    if physical_frames >= MAX_FRAMES {
         notes.push(StackNote {
             frame: Some(frames.len()),
             text: format!("stopped after {MAX_FRAMES} frames"),
@@ -329,22 +331,27 @@ pub fn walk(
     Stack::new(thread_id, frames, notes)
 }
 
-/// Turns the walker's frames into ours: inline frames split out, return addresses and
-/// "args to child" filled in from the next frame. Each frame's register context moves into
-/// the physical frame (inlined calls get copies).
-fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>) -> Vec<Frame> {
+/// Turns the walker's frames into ours (`rows` of them): inline frames split out, return
+/// addresses and "args to child" filled in from the next frame. Each frame's registers move
+/// into its physical frame; only inlined calls get copies.
+fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>, rows: usize) -> Vec<Frame> {
     let arch = target.arch();
     let ptr = arch.pointer_size();
-    let mut out = Vec::with_capacity(walked.len());
-    let mut walked = walked.into_iter().peekable();
-    while let Some(w) = walked.next() {
+    // Each frame's caller's stack pointer and return address.
+    let callers: Vec<(u64, u64)> = walked
+        .iter()
+        .skip(1)
+        .map(|c| (c.frame.context.get_stack_pointer(), c.frame.resume_address))
+        .collect();
+    let mut out = Vec::with_capacity(rows);
+    for (i, w) in walked.into_iter().enumerate() {
         let f = w.frame;
         let module = f.module.as_ref();
         let module_name = module.map(|m| module_name(&m.name));
         let module_base = module.map(|m| m.raw.base_of_image);
-        let caller = walked.peek().map(|c| &c.frame);
-        let caller_sp = caller.map(|c| c.context.get_stack_pointer());
-        let return_address = caller.map(|c| c.resume_address);
+        let caller = callers.get(i);
+        let caller_sp = caller.map(|c| c.0);
+        let return_address = caller.map(|c| c.1);
         let args = caller_sp
             .map(|sp| {
                 (0..4u64)
@@ -360,7 +367,7 @@ fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>) -> Vec<Frame
             Arch::Other(_) => None,
         };
         // Inlined calls first (innermost first), each attributed to the physical frame.
-        for inline in &f.inlines {
+        for inline in f.inlines {
             out.push(Frame {
                 index: out.len(),
                 instruction: f.resume_address,
@@ -369,9 +376,9 @@ fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>) -> Vec<Frame
                 return_address: None,
                 module: module_name.clone(),
                 module_base,
-                function: Some(inline.function_name.clone()),
+                function: Some(inline.function_name),
                 function_offset: None,
-                source_file: inline.source_file_name.clone(),
+                source_file: inline.source_file_name,
                 source_line: inline.source_line,
                 found_by: w.found_by,
                 trust: w.trust,
@@ -388,8 +395,8 @@ fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>) -> Vec<Frame
             return_address,
             module: module_name,
             module_base,
-            function_offset: f.function_base.map(|b| f.resume_address.wrapping_sub(b)),
             function: f.function_name,
+            function_offset: f.function_base.map(|b| f.resume_address.wrapping_sub(b)),
             source_file: f.source_file_name,
             source_line: f.source_line,
             found_by: w.found_by,

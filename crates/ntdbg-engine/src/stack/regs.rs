@@ -49,7 +49,9 @@ pub(crate) fn names(arch: Arch) -> Option<Names> {
 #[derive(Debug, Clone)]
 pub(crate) struct CallerContext {
     raw: MinidumpRawContext,
-    valid: HashSet<&'static str>,
+    /// The canonical names set (a name set twice is listed twice): a list beats hashing on
+    /// every set; the context's set is built once, by [`CallerContext::finish`].
+    valid: Vec<&'static str>,
 }
 
 impl CallerContext {
@@ -57,73 +59,69 @@ impl CallerContext {
     pub(crate) fn like(callee: &MinidumpContext) -> CallerContext {
         CallerContext {
             raw: callee.raw.clone(),
-            valid: HashSet::new(),
+            valid: Vec::new(),
         }
     }
 
     /// Sets register `name` (aliases such as `x29` accepted); `None` for a name the
     /// context does not have or a value that does not fit it.
     pub(crate) fn set(&mut self, name: &str, value: u64) -> Option<()> {
-        let canonical = match &mut self.raw {
-            MinidumpRawContext::X86(c) => {
-                let canonical = c.memoize_register(name)?;
-                c.set_register(canonical, u32::try_from(value).ok()?)?;
-                canonical
-            }
-            MinidumpRawContext::Amd64(c) => {
-                let canonical = c.memoize_register(name)?;
-                c.set_register(canonical, value)?;
-                canonical
-            }
-            MinidumpRawContext::Arm64(c) => {
-                let canonical = c.memoize_register(name)?;
-                c.set_register(canonical, value)?;
-                canonical
-            }
-            MinidumpRawContext::OldArm64(c) => {
-                let canonical = c.memoize_register(name)?;
-                c.set_register(canonical, value)?;
-                canonical
-            }
+        let canonical = self.canonical(name)?;
+        self.set_canonical(canonical, value)
+    }
+
+    /// Sets register `canonical`, a name as the context's own register list spells it (no
+    /// alias: the walk sets a dozen registers per frame, and looking each name up shows).
+    fn set_canonical(&mut self, canonical: &'static str, value: u64) -> Option<()> {
+        match &mut self.raw {
+            MinidumpRawContext::X86(c) => c.set_register(canonical, u32::try_from(value).ok()?)?,
+            MinidumpRawContext::Amd64(c) => c.set_register(canonical, value)?,
+            MinidumpRawContext::Arm64(c) => c.set_register(canonical, value)?,
+            MinidumpRawContext::OldArm64(c) => c.set_register(canonical, value)?,
             _ => return None,
-        };
-        self.valid.insert(canonical);
+        }
+        self.valid.push(canonical);
         Some(())
     }
 
-    /// Marks register `name` unknown.
-    pub(crate) fn clear(&mut self, name: &str) {
-        let canonical = match &self.raw {
+    /// The context's own name for register `name` (`fp` for `x29`).
+    fn canonical(&self, name: &str) -> Option<&'static str> {
+        match &self.raw {
             MinidumpRawContext::X86(c) => c.memoize_register(name),
             MinidumpRawContext::Amd64(c) => c.memoize_register(name),
             MinidumpRawContext::Arm64(c) => c.memoize_register(name),
             MinidumpRawContext::OldArm64(c) => c.memoize_register(name),
             _ => None,
-        };
-        if let Some(canonical) = canonical {
-            self.valid.remove(canonical);
         }
     }
 
-    /// Copies the registers in `names` that `from` knows.
-    pub(crate) fn keep(&mut self, from: &MinidumpContext, names: &[&str]) {
+    /// Marks register `name` unknown.
+    pub(crate) fn clear(&mut self, name: &str) {
+        if let Some(canonical) = self.canonical(name) {
+            self.valid.retain(|v| *v != canonical);
+        }
+    }
+
+    /// Copies the registers in `names` that `from` knows; `names` are the architecture's
+    /// own names, as [`names`] lists them (no aliases).
+    pub(crate) fn keep(&mut self, from: &MinidumpContext, names: &[&'static str]) {
         for name in names {
             if let Some(v) = from.get_register(name) {
-                self.set(name, v);
+                self.set_canonical(name, v);
             }
         }
     }
 
     /// Whether register `name` has been set.
     pub(crate) fn has(&self, name: &str) -> bool {
-        self.valid.contains(name)
+        self.valid.contains(&name)
     }
 
     /// The finished context: only the registers set are valid.
     pub(crate) fn finish(self) -> MinidumpContext {
         MinidumpContext {
             raw: self.raw,
-            valid: MinidumpContextValidity::Some(self.valid),
+            valid: MinidumpContextValidity::Some(self.valid.into_iter().collect::<HashSet<_>>()),
         }
     }
 }

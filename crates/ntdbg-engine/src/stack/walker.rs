@@ -15,6 +15,7 @@ use ntdbg_targets::{Arch, Target};
 use super::call_site::{self, CallCheck, MAX_X86_CALL};
 use super::cfi::UnwindStep;
 use super::code::code_before;
+use super::frame_symbols::SymbolMemo;
 use super::memory::StackMemory;
 use super::regs::{known, strip_pac, CallerContext, Names};
 use super::{FoundBy, Trust, MAX_FRAMES};
@@ -81,6 +82,8 @@ pub(crate) struct Walker<'a> {
     /// What the walk had to say about physical frames (by the walker's own frame number):
     /// rejected return addresses and fallbacks.
     pub(crate) notes: Vec<(usize, String)>,
+    /// The frames' symbols, looked up once per address.
+    pub(crate) memo: SymbolMemo,
 }
 
 impl Walker<'_> {
@@ -107,6 +110,7 @@ impl Walker<'_> {
         symbolized(
             self.target,
             self.symbols,
+            &self.memo,
             context,
             index,
             Found { found_by, trust },
@@ -484,7 +488,7 @@ pub(crate) fn context_frame(
         found_by: FoundBy::Context,
         trust: Trust::Context,
     };
-    symbolized(target, symbols, context, 0, found)
+    symbolized(target, symbols, &SymbolMemo::default(), context, 0, found)
 }
 
 /// A frame for `context`, symbolized; `index` > 0 makes it a caller, looked up inside its
@@ -492,6 +496,7 @@ pub(crate) fn context_frame(
 fn symbolized(
     target: &dyn Target,
     symbols: &SymbolStore,
+    memo: &SymbolMemo,
     context: MinidumpContext,
     index: usize,
     found: Found,
@@ -500,12 +505,7 @@ fn symbolized(
     if index > 0 {
         frame.instruction = frame.resume_address.wrapping_sub(call_back(target.arch()));
     }
-    if let Some(module) = target.modules().module_at_address(frame.instruction) {
-        frame.module = Some(module.clone());
-        load_module_symbols(target, symbols, module).fill_symbol(module, &mut frame);
-        // Symbol files list inlined calls outermost first; frames go innermost first.
-        frame.inlines.reverse();
-    }
+    memo.fill(target, symbols, &mut frame);
     Walked {
         frame,
         found_by: found.found_by,
