@@ -15,9 +15,10 @@
 //! Registers restored: x64 `rip`, `rsp` and the non-volatile integer registers (`rbx`, `rbp`,
 //! `rsi`, `rdi`, `r12`–`r15`); ARM64 `pc`, `sp`, `fp`, `lr` and `x19`–`x28`.
 
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use breakpad_symbols::FrameWalker;
 use framehop::x86_64::{CacheX86_64, Reg, UnwindRegsX86_64, UnwinderX86_64};
@@ -52,10 +53,34 @@ const X64_BY_NUMBER: [&str; 16] = [
     "r14", "r15",
 ];
 
+/// Caller-frame unwinders kept per module (see [`KeptUnwinder`]).
+const KEPT_UNWINDERS: usize = 8;
+/// About what one kept unwinder holds on the heap, most of it framehop's rule cache (509
+/// entries) and unwind context: an estimate for the symbol store's memory budget.
+const KEPT_UNWINDER_BYTES: usize = 24 << 10;
+
 /// The unwind tables of one module.
 pub(crate) struct PeUnwinder {
     image: Arc<MappedImage>,
     arch: Arch,
+    /// The most recently used caller-frame unwinders, newest first.
+    kept: Mutex<VecDeque<KeptUnwinder>>,
+}
+
+/// A framehop unwinder for one function's caller frames (not the innermost frame, whose
+/// unwinder also holds the code from its address on) with its own rule cache: a recursion,
+/// and every dump of one build, unwind through the same functions again, and building an
+/// unwinder and a cache per frame cost more than the unwinding. A cache is only ever used
+/// with its own unwinder, whose modules never change, so framehop's module generation in
+/// its entries always matches (a cache shared between per-frame unwinders never hits, and
+/// could hit a stale rule once framehop's 16-bit generation wraps).
+struct KeptUnwinder {
+    /// Where the module is loaded.
+    base: u64,
+    /// The function's `RUNTIME_FUNCTION` begin RVA.
+    begin: u32,
+    unwinder: UnwinderX86_64<SharedBytes>,
+    cache: CacheX86_64,
 }
 
 enum Arch {
@@ -163,7 +188,11 @@ impl PeUnwinder {
             }
             _ => return None,
         };
-        Some(PeUnwinder { image, arch })
+        Some(PeUnwinder {
+            image,
+            arch,
+            kept: Mutex::default(),
+        })
     }
 
     /// Whether the unwind tables describe a function containing `rva`. Every function that
@@ -190,7 +219,8 @@ impl PeUnwinder {
     }
 
     /// Bytes the tables hold: the entries and, on x64, the `.pdata` framehop searches when
-    /// it was read from a file (from dump memory it is usually a slice of the image).
+    /// it was read from a file (from dump memory it is usually a slice of the image) and room
+    /// for the kept caller-frame unwinders.
     pub fn held_bytes(&self) -> usize {
         match &self.arch {
             Arch::X64 { functions, pdata } => {
@@ -198,7 +228,9 @@ impl PeUnwinder {
                     ImageSource::File(_) => pdata.len(),
                     ImageSource::DumpMemory => 0,
                 };
-                functions.len() * std::mem::size_of::<RuntimeFunctionX64>() + read
+                functions.len() * std::mem::size_of::<RuntimeFunctionX64>()
+                    + read
+                    + KEPT_UNWINDERS * KEPT_UNWINDER_BYTES
             }
             Arch::Arm64 { functions } => {
                 functions.len() * std::mem::size_of::<RuntimeFunctionArm64>()
@@ -219,6 +251,23 @@ impl PeUnwinder {
                 crate::unwind_arm64::walk(&self.image, functions, base, walker)
             }
         }
+    }
+
+    /// The kept unwinder of the function beginning at `begin` in the module at `base`, taken
+    /// out while a frame uses it (another thread unwinding the same function builds its own).
+    fn take_kept(&self, base: u64, begin: u32) -> Option<KeptUnwinder> {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let at = kept
+            .iter()
+            .position(|k| k.base == base && k.begin == begin)?;
+        kept.remove(at)
+    }
+
+    /// Keeps `unwinder` as the newest, dropping the oldest past [`KEPT_UNWINDERS`].
+    fn keep(&self, unwinder: KeptUnwinder) {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.push_front(unwinder);
+        kept.truncate(KEPT_UNWINDERS);
     }
 
     fn walk_x64(
@@ -258,38 +307,53 @@ impl PeUnwinder {
         } else {
             FrameAddress::from_return_address(ip.checked_add(1)?)?
         };
-        let code = if first {
-            let len = function.end.checked_sub(rva)? as usize;
-            Some((rva..function.end, self.image.read_laid_out(rva, len)?))
-        } else {
-            None
+        let mut kept = match first {
+            true => None,
+            false => self.take_kept(base, function.begin),
         };
-        let unwind_bytes = self
-            .image
-            .read_laid_out(unwind_info.start, unwind_info.len())?;
-        let end = base.checked_add(u64::from(self.image.info.size_of_image))?;
-        let mut unwinder = UnwinderX86_64::new();
-        unwinder.add_module(framehop::Module::new(
-            String::new(),
-            base..end,
-            base,
-            FrameSections {
-                pdata: pdata.clone(),
-                unwind_info: (unwind_info, unwind_bytes),
-                code,
-            },
-        ));
+        if kept.is_none() {
+            let code = if first {
+                let len = function.end.checked_sub(rva)? as usize;
+                Some((rva..function.end, self.image.read_laid_out(rva, len)?))
+            } else {
+                None
+            };
+            let unwind_bytes = self
+                .image
+                .read_laid_out(unwind_info.start, unwind_info.len())?;
+            let end = base.checked_add(u64::from(self.image.info.size_of_image))?;
+            let mut unwinder = UnwinderX86_64::new();
+            unwinder.add_module(framehop::Module::new(
+                String::new(),
+                base..end,
+                base,
+                FrameSections {
+                    pdata: pdata.clone(),
+                    unwind_info: (unwind_info, unwind_bytes),
+                    code,
+                },
+            ));
+            kept = Some(KeptUnwinder {
+                base,
+                begin: function.begin,
+                unwinder,
+                cache: CacheX86_64::new(),
+            });
+        }
+        let mut kept = kept?;
         let result = {
             let reader: &dyn FrameWalker = walker;
             let mut read = |addr: u64| reader.get_register_at_address(addr).ok_or(());
-            // A fresh rule cache: framehop keys its entries by a global module generation
-            // that every per-frame unwinder renews, so a shared one would never hit, or hit
-            // a stale rule once the 16-bit generation wraps.
-            let mut cache = CacheX86_64::new();
+            let KeptUnwinder {
+                unwinder, cache, ..
+            } = &mut kept;
             catch_unwind(AssertUnwindSafe(|| {
-                unwinder.unwind_frame(address, &mut regs, &mut cache, &mut read)
+                unwinder.unwind_frame(address, &mut regs, cache, &mut read)
             }))
         };
+        if !first {
+            self.keep(kept);
+        }
         let ra = result.ok()?.ok()??;
         walker.set_cfa(regs.sp())?;
         walker.set_ra(ra)?;
