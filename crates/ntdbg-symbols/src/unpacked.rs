@@ -330,7 +330,8 @@ impl Drop for CopyWriter {
     }
 }
 
-/// A temporary file (`.tmp-PID-N`) older than this was left by a writer that died mid-write.
+/// A temporary file (`.tmp-PID-N`) older than this was left by a writer that died mid-write,
+/// or is a discarded index that could not be deleted then (still mapped, on Windows).
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Deletes the least recently used files of `dir` until it holds at most `cap` bytes, and the

@@ -58,6 +58,9 @@ pub(crate) fn enabled() -> bool {
     )
 }
 
+/// Names the discarded indexes of this process apart (see [`IndexSlot::discard`]).
+static DISCARDED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Where one symbol file's index lives and the identity it must have been made for.
 #[derive(Clone)]
 pub(crate) struct IndexSlot {
@@ -152,10 +155,27 @@ impl IndexSlot {
     }
 
     /// Deletes an unusable index (damaged, foreign, of another version), if there is one.
+    /// It is first renamed aside as a temporary file: Windows neither deletes nor replaces a
+    /// file while a mapping of it is open (this process's, when a block was found damaged
+    /// mid-session), but renames it, which frees the name for the rebuilt index; a copy that
+    /// cannot be deleted yet is removed by a later eviction, as a writer's leftover.
     pub(crate) fn discard(&self) {
-        if self.path.exists() {
-            tracing::debug!(index = %self.path.display(), "unusable symbol index dropped");
-            let _ = std::fs::remove_file(&self.path);
+        if !self.path.exists() {
+            return;
+        }
+        tracing::debug!(index = %self.path.display(), "unusable symbol index dropped");
+        let aside = self.path.with_file_name(format!(
+            ".tmp-{}-discarded-{}",
+            std::process::id(),
+            DISCARDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        match std::fs::rename(&self.path, &aside) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&aside);
+            }
+            Err(_) => {
+                let _ = std::fs::remove_file(&self.path);
+            }
         }
     }
 
