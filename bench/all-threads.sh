@@ -21,6 +21,9 @@ PAIRS=${1:-11}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
 NTDBG=${2:-$ROOT/target/release/ntdbg}
+# This binary's detached index writers (started by its own path, symlinks resolved), not
+# another process's.
+WRITER="$(realpath -m "$NTDBG") __symbol-index"
 MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
 [ -x "$NTDBG" ] || { echo "build first: cargo build --release -p ntdbg-cli" >&2; exit 2; }
 WORK=$(mktemp -d)
@@ -81,7 +84,7 @@ for c in "${cases[@]}"; do
     if [ "$cache" = cold ]; then rm -rf "$dir"; mkdir -p "$dir"; fi
     n=$(NTDBG_SYMBOL_INDEX=$index NTDBG_SYMBOL_CACHE=$dir measure "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms")
     # A first run leaves its index to a detached writer: let it finish before the next timing.
-    while pgrep -f -- '__symbol-index' >/dev/null; do sleep 0.05; done
+    while pgrep -f -- "^$WRITER " >/dev/null; do sleep 0.05; done
     m=$(measure "$MSW" --json --features stable-all "$dump" "$msyms")
     echo "$n" >>"$WORK/n"; echo "$m" >>"$WORK/m"
     awk -v a="${n%% *}" -v b="${m%% *}" 'BEGIN { printf "%.4f\n", a / b }' >>"$WORK/r"

@@ -21,6 +21,9 @@ PAIRS=${1:-11}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
 NTDBG=${2:-$ROOT/target/release/ntdbg}
+# This binary's detached index writers (started by its own path, symlinks resolved), not
+# another process's.
+WRITER="$(realpath -m "$NTDBG") __symbol-index"
 MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
 [ -x "$NTDBG" ] || { echo "build first: cargo build --release -p ntdbg-cli" >&2; exit 2; }
 WORK=$(mktemp -d)
@@ -43,7 +46,7 @@ timed() {
   end=$(date +%s.%N)
   echo "$(echo "$end - $start" | bc -l) $(tail -1 "$WORK/time" | awk '{print $1 + $2}')"
 }
-wait_for_index_writer() { while pgrep -f -- '__symbol-index' >/dev/null; do sleep 0.05; done; }
+wait_for_index_writer() { while pgrep -f -- "^$WRITER " >/dev/null; do sleep 0.05; done; }
 
 # Decodes the files named on stdin with liblzma in this process on THREADS threads; prints
 # the wall and CPU seconds of the decoding alone.
