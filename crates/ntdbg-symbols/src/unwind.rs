@@ -15,10 +15,12 @@
 //! Registers restored: x64 `rip`, `rsp` and the non-volatile integer registers (`rbx`, `rbp`,
 //! `rsi`, `rdi`, `r12`–`r15`); ARM64 `pc`, `sp`, `fp`, `lr` and `x19`–`x28`.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use breakpad_symbols::FrameWalker;
 use framehop::x86_64::{CacheX86_64, Reg, UnwindRegsX86_64, UnwinderX86_64};
@@ -53,18 +55,26 @@ const X64_BY_NUMBER: [&str; 16] = [
     "r14", "r15",
 ];
 
-/// Caller-frame unwinders kept per module (see [`KeptUnwinder`]).
-const KEPT_UNWINDERS: usize = 8;
-/// About what one kept unwinder holds on the heap, most of it framehop's rule cache (509
-/// entries) and unwind context: an estimate for the symbol store's memory budget.
-const KEPT_UNWINDER_BYTES: usize = 24 << 10;
+/// Caller-frame unwinders kept per thread (see [`KeptUnwinder`]).
+const KEPT_UNWINDERS: usize = 16;
+
+/// Numbers every [`PeUnwinder`] apart for the kept unwinders (an address can be reused).
+static NEXT_UNWINDER: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's most recently used caller-frame unwinders, newest first. Per thread, so
+    /// threads walking the same module (triage, MCP sessions) neither wait for each other nor
+    /// build the same unwinder twice; each holds its frame's `.pdata` and `UNWIND_INFO`
+    /// bytes, so at most [`KEPT_UNWINDERS`] of them outlive their module.
+    static KEPT: RefCell<VecDeque<KeptUnwinder>> = const { RefCell::new(VecDeque::new()) };
+}
 
 /// The unwind tables of one module.
 pub(crate) struct PeUnwinder {
     image: Arc<MappedImage>,
     arch: Arch,
-    /// The most recently used caller-frame unwinders, newest first.
-    kept: Mutex<VecDeque<KeptUnwinder>>,
+    /// This unwinder's number, which its kept caller-frame unwinders carry.
+    id: u64,
 }
 
 /// A framehop unwinder for one function's caller frames (not the innermost frame, whose
@@ -75,6 +85,8 @@ pub(crate) struct PeUnwinder {
 /// its entries always matches (a cache shared between per-frame unwinders never hits, and
 /// could hit a stale rule once framehop's 16-bit generation wraps).
 struct KeptUnwinder {
+    /// The [`PeUnwinder`] it was built by.
+    owner: u64,
     /// Where the module is loaded.
     base: u64,
     /// The function's `RUNTIME_FUNCTION` begin RVA.
@@ -191,7 +203,7 @@ impl PeUnwinder {
         Some(PeUnwinder {
             image,
             arch,
-            kept: Mutex::default(),
+            id: NEXT_UNWINDER.fetch_add(1, Ordering::Relaxed),
         })
     }
 
@@ -219,8 +231,7 @@ impl PeUnwinder {
     }
 
     /// Bytes the tables hold: the entries and, on x64, the `.pdata` framehop searches when
-    /// it was read from a file (from dump memory it is usually a slice of the image) and room
-    /// for the kept caller-frame unwinders.
+    /// it was read from a file (from dump memory it is usually a slice of the image).
     pub fn held_bytes(&self) -> usize {
         match &self.arch {
             Arch::X64 { functions, pdata } => {
@@ -228,9 +239,7 @@ impl PeUnwinder {
                     ImageSource::File(_) => pdata.len(),
                     ImageSource::DumpMemory => 0,
                 };
-                functions.len() * std::mem::size_of::<RuntimeFunctionX64>()
-                    + read
-                    + KEPT_UNWINDERS * KEPT_UNWINDER_BYTES
+                functions.len() * std::mem::size_of::<RuntimeFunctionX64>() + read
             }
             Arch::Arm64 { functions } => {
                 functions.len() * std::mem::size_of::<RuntimeFunctionArm64>()
@@ -253,21 +262,25 @@ impl PeUnwinder {
         }
     }
 
-    /// The kept unwinder of the function beginning at `begin` in the module at `base`, taken
-    /// out while a frame uses it (another thread unwinding the same function builds its own).
+    /// This thread's kept unwinder of the function beginning at `begin` in this module
+    /// loaded at `base`, taken out while a frame uses it.
     fn take_kept(&self, base: u64, begin: u32) -> Option<KeptUnwinder> {
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        let at = kept
-            .iter()
-            .position(|k| k.base == base && k.begin == begin)?;
-        kept.remove(at)
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            let at = kept
+                .iter()
+                .position(|k| k.owner == self.id && k.base == base && k.begin == begin)?;
+            kept.remove(at)
+        })
     }
 
-    /// Keeps `unwinder` as the newest, dropping the oldest past [`KEPT_UNWINDERS`].
-    fn keep(&self, unwinder: KeptUnwinder) {
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.push_front(unwinder);
-        kept.truncate(KEPT_UNWINDERS);
+    /// Keeps `unwinder` as this thread's newest, dropping the oldest past [`KEPT_UNWINDERS`].
+    fn keep(unwinder: KeptUnwinder) {
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            kept.push_front(unwinder);
+            kept.truncate(KEPT_UNWINDERS);
+        });
     }
 
     fn walk_x64(
@@ -334,6 +347,7 @@ impl PeUnwinder {
                 },
             ));
             kept = Some(KeptUnwinder {
+                owner: self.id,
                 base,
                 begin: function.begin,
                 unwinder,
@@ -352,7 +366,7 @@ impl PeUnwinder {
             }))
         };
         if !first {
-            self.keep(kept);
+            Self::keep(kept);
         }
         let ra = result.ok()?.ok()??;
         walker.set_cfa(regs.sp())?;
