@@ -24,6 +24,11 @@ use std::time::Duration;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Every command logs to stderr when asked (`NTDBG_LOG=warn`: e.g. a damaged symbol index
+    // answered from its symbol file); `ntdbg mcp` always does.
+    if std::env::var_os("NTDBG_LOG").is_some() {
+        ntdbg_mcp::init_stderr_logging();
+    }
     // One command and out: symbol indexes that need a whole parse are left to a detached
     // writer. Long-lived processes write them on a thread.
     if !matches!(

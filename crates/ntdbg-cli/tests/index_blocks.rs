@@ -11,7 +11,8 @@ const HEADER_LEN: usize = 32;
 /// Where the string blob's offset lies: the 13th entry of the directory after the header.
 const STRINGS_ENTRY: usize = HEADER_LEN + 12 * 16;
 
-fn run(dump: &Path, symbols: &Path, cache: &Path, index: bool) -> String {
+/// `~*k` on `dump` with warnings logged: its stdout, and its stderr.
+fn run_logged(dump: &Path, symbols: &Path, cache: &Path, index: bool) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
         .arg("run")
         .arg(dump)
@@ -22,6 +23,7 @@ fn run(dump: &Path, symbols: &Path, cache: &Path, index: bool) -> String {
         .env("NTDBG_SYMBOL_INDEX", if index { "on" } else { "off" })
         // Indexes written before the run ends: no detached writer outlives the scratch folder.
         .env("NTDBG_SYMBOL_INDEX_WRITER", "thread")
+        .env("NTDBG_LOG", "warn")
         .output()
         .expect("ntdbg runs");
     assert!(
@@ -29,7 +31,15 @@ fn run(dump: &Path, symbols: &Path, cache: &Path, index: bool) -> String {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
+    (
+        String::from_utf8(out.stdout).expect("UTF-8 output"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `~*k` on `dump`: its stdout.
+fn run(dump: &Path, symbols: &Path, cache: &Path, index: bool) -> String {
+    run_logged(dump, symbols, cache, index).0
 }
 
 fn indexes(cache: &Path) -> Vec<PathBuf> {
@@ -103,7 +113,8 @@ fn damaged_indexes_answer_as_no_index(dump: &Path, symbols: &Path, scratch: &Pat
     ];
     for (what, choose) in choices {
         let damaged = damage(&cache, choose);
-        assert_eq!(run(dump, symbols, &cache, true), expected, "{what} damaged");
+        let (output, log) = run_logged(dump, symbols, &cache, true);
+        assert_eq!(output, expected, "{what} damaged");
         let rebuilt = damaged
             .iter()
             .filter(|(path, bytes)| std::fs::read(path).is_ok_and(|now| &now != bytes))
@@ -111,6 +122,12 @@ fn damaged_indexes_answer_as_no_index(dump: &Path, symbols: &Path, scratch: &Pat
         assert!(
             damaged.is_empty() || rebuilt > 0,
             "{what} damaged: no index rebuilt"
+        );
+        // A damaged block is said, with NTDBG_LOG, not passed over silently.
+        assert_eq!(
+            log.contains("failed its check"),
+            rebuilt > 0,
+            "{what} damaged: {log}"
         );
         assert_eq!(
             run(dump, symbols, &cache, true),

@@ -131,7 +131,9 @@ impl CheckedBytes {
             word.fetch_or(bit, Ordering::AcqRel);
             true
         } else {
-            self.damaged.store(true, Ordering::Release);
+            if !self.damaged.swap(true, Ordering::AcqRel) {
+                tracing::warn!("symbol index damaged: block {b} failed its check");
+            }
             false
         }
     }
