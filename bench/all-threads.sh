@@ -17,24 +17,8 @@
 #        target/release/ntdbg; needs minidump-stackwalk on PATH; ROWS=REGEX runs only the
 #        rows whose name matches, e.g. ROWS='x86_64, plain')
 set -euo pipefail
-PAIRS=${1:-11}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
-NTDBG=${2:-$ROOT/target/release/ntdbg}
-# This binary's detached index writers (started by its own path, symlinks resolved), not
-# another process's.
-WRITER="$(realpath -m "$NTDBG") __symbol-index"
-MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
-[ -x "$NTDBG" ] || { echo "build first: cargo build --release -p ntdbg-cli" >&2; exit 2; }
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-
-FF=$T/mozilla-minidump-stackwalk-pgo/pgo_data
-FF_XZ=$FF/symbols
-FF_PLAIN=$WORK/firefox-symbols
-cp -r "$FF_XZ" "$FF_PLAIN"
-chmod -R u+w "$FF_PLAIN"
-find "$FF_PLAIN" -name '*.sym.xz' -exec xz -d {} +
+# shellcheck source=bench/firefox-setup.sh
+source "$(dirname "$0")/firefox-setup.sh" "$@"
 mkdir -p "$WORK/empty"
 xz -dc "$T/winelab/x64/null.inproc-full.dmp.xz" >"$WORK/null.inproc-full.dmp"
 
@@ -60,8 +44,6 @@ for arch in x86_64 aarch64; do
   )
 done
 
-# shellcheck source=bench/measure.sh
-source "$ROOT/bench/measure.sh"
 # Threads and frames of minidump-stackwalk's JSON (the work both tools do).
 shape() {
   "$MSW" --json --features stable-all "$1" "$2" 2>/dev/null | python3 -c '
@@ -83,8 +65,7 @@ for c in "${cases[@]}"; do
   for _ in $(seq "$PAIRS"); do
     if [ "$cache" = cold ]; then rm -rf "$dir"; mkdir -p "$dir"; fi
     n=$(NTDBG_SYMBOL_INDEX=$index NTDBG_SYMBOL_CACHE=$dir measure "$NTDBG" run "$dump" -c '~*k' --json --offline --symbols "$nsyms")
-    # A first run leaves its index to a detached writer: let it finish before the next timing.
-    while pgrep -f -- "^$WRITER " >/dev/null; do sleep 0.05; done
+    wait_for_index_writer
     m=$(measure "$MSW" --json --features stable-all "$dump" "$msyms")
     echo "$n" >>"$WORK/n"; echo "$m" >>"$WORK/m"
     awk -v a="${n%% *}" -v b="${m%% *}" 'BEGIN { printf "%.4f\n", a / b }' >>"$WORK/r"

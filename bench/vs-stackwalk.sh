@@ -3,22 +3,13 @@
 # symbols, run alternately in one script: median wall time and peak RSS of N runs each: the
 # small upstream dumps, both Firefox dumps and a full-memory Wine dump.
 #
-# usage: bench/vs-stackwalk.sh [RUNS]   (needs target/release/ntdbg and minidump-stackwalk on PATH:
+# usage: bench/vs-stackwalk.sh [RUNS] [NTDBG]   (NTDBG default target/release/ntdbg; minidump-stackwalk on PATH:
 #        cargo build --release; cargo install --locked minidump-stackwalk)
 set -euo pipefail
-RUNS=${1:-11}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
-NTDBG=$ROOT/target/release/ntdbg
-MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
-[ -x "$NTDBG" ] || { echo "build first: cargo build --release" >&2; exit 2; }
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-
-# Firefox symbols are kept as .sym.xz; minidump-stackwalk reads plain .sym only.
-FF_SYMS=$WORK/firefox-symbols
-cp -r "$T/mozilla-minidump-stackwalk-pgo/pgo_data/symbols" "$FF_SYMS"
-find "$FF_SYMS" -name '*.sym.xz' -exec xz -d {} +
+# shellcheck source=bench/firefox-setup.sh
+source "$(dirname "$0")/firefox-setup.sh" "$@"
+RUNS=$PAIRS
+FF_SYMS=$FF_PLAIN
 
 cases=(
   "breakpad minidump2|$T/google-breakpad/src/processor/testdata/minidump2.dmp|$T/google-breakpad/src/processor/testdata/symbols"
@@ -35,8 +26,6 @@ mkdir -p "$WORK/empty" "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69
 cp "$T/getsentry-symbolic/symbolic-testutils/fixtures/windows/crash.sym" \
    "$WORK/mini-syms/crash.pdb/3249D99D0C4049318610F4E4FB0B69361/crash.sym"
 
-# shellcheck source=bench/measure.sh
-source "$ROOT/bench/measure.sh"
 
 printf '| dump | ntdbg median s | minidump-stackwalk median s | ratio (msw/ntdbg) | ntdbg peak RSS MiB | msw peak RSS MiB |\n|---|---|---|---|---|---|\n'
 for c in "${cases[@]}"; do

@@ -17,27 +17,9 @@
 # usage: bench/xz-floor.sh [PAIRS] [NTDBG]   (PAIRS default 11; NTDBG default
 #        target/release/ntdbg; needs minidump-stackwalk, xz and python3 on PATH)
 set -euo pipefail
-PAIRS=${1:-11}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-T=${NTDBG_TESTDATA:-$ROOT/../shared/testdata}
-NTDBG=${2:-$ROOT/target/release/ntdbg}
-# This binary's detached index writers (started by its own path, symlinks resolved), not
-# another process's.
-WRITER="$(realpath -m "$NTDBG") __symbol-index"
-MSW=$(command -v minidump-stackwalk) || { echo "minidump-stackwalk not on PATH" >&2; exit 2; }
-[ -x "$NTDBG" ] || { echo "build first: cargo build --release -p ntdbg-cli" >&2; exit 2; }
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+# shellcheck source=bench/firefox-setup.sh
+source "$(dirname "$0")/firefox-setup.sh" "$@"
 
-FF=$T/mozilla-minidump-stackwalk-pgo/pgo_data
-FF_XZ=$FF/symbols
-FF_PLAIN=$WORK/firefox-symbols
-cp -r "$FF_XZ" "$FF_PLAIN"
-chmod -R u+w "$FF_PLAIN"
-find "$FF_PLAIN" -name '*.sym.xz' -exec xz -d {} +
-
-# shellcheck source=bench/measure.sh
-source "$ROOT/bench/measure.sh"
 # One run of CMD…: wall seconds and CPU seconds (user + system, children included).
 timed() {
   local start end
@@ -46,7 +28,6 @@ timed() {
   end=$(date +%s.%N)
   echo "$(echo "$end - $start" | bc -l) $(tail -1 "$WORK/time" | awk '{print $1 + $2}')"
 }
-wait_for_index_writer() { while pgrep -f -- "^$WRITER " >/dev/null; do sleep 0.05; done; }
 
 # Decodes the files named on stdin with liblzma in this process on THREADS threads; prints
 # the wall and CPU seconds of the decoding alone.
