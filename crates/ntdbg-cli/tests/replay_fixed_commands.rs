@@ -119,6 +119,11 @@ fn replay(binary: &Path, dump: &Dump, command: &[&str]) -> String {
     replay_with(binary, dump, command, &[])
 }
 
+/// The symbol cache of rows that name none: under the target folder, never the user's.
+fn replay_symbol_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay-symbol-cache")
+}
+
 /// [`replay`] with extra environment variables.
 fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path)]) -> String {
     let mut args: Vec<&str> = vec![command[0]];
@@ -134,6 +139,9 @@ fn replay_with(binary: &Path, dump: &Dump, command: &[&str], env: &[(&str, &Path
         .env_remove("NTDBG_SYMBOL_INDEX_WRITER")
         .env_remove("NTDBG_BREAKPAD_LAZY")
         .env_remove("NTDBG_PDB_LAZY")
+        .env_remove("NTDBG_LOG")
+        // The user's own cache is left alone: rows share one under the target folder.
+        .env("NTDBG_SYMBOL_CACHE", replay_symbol_cache())
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
