@@ -8,11 +8,30 @@ pub const UNREADABLE: &str = "??";
 /// An address as WinDbg prints it: `00000001`40002134` for 8-byte pointers, `00401ef3` for
 /// 4-byte ones.
 pub fn address(value: u64, pointer_size: usize) -> String {
-    if pointer_size == 4 {
-        format!("{:08x}", value & 0xffff_ffff)
-    } else {
-        format!("{:08x}`{:08x}", value >> 32, value & 0xffff_ffff)
+    // Spelled digit by digit: stacks print two or more per frame, and `format!`'s padding
+    // machinery was most of a `k`'s text rendering.
+    let mut digits = [0; 16];
+    let mut out = String::with_capacity(17);
+    if pointer_size != 4 {
+        out.push_str(lower_hex(value >> 32, 8, &mut digits));
+        out.push('`');
     }
+    out.push_str(lower_hex(value & 0xffff_ffff, 8, &mut digits));
+    out
+}
+
+/// `value` in lower-case hex, at least `min_digits` digits (zero-padded, at most 16), spelled
+/// into the end of `buf`.
+pub(crate) fn lower_hex(value: u64, min_digits: usize, buf: &mut [u8; 16]) -> &str {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let significant = (64 - value.leading_zeros() as usize).div_ceil(4);
+    let count = significant.max(min_digits).clamp(1, 16);
+    let start = buf.len() - count;
+    for (i, slot) in buf[start..].iter_mut().rev().enumerate() {
+        *slot = DIGITS[((value >> (4 * i)) & 0xf) as usize];
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buf[start..]).unwrap_or_default()
 }
 
 /// The `????????` (or `????????`????????`) WinDbg prints for an unreadable pointer.
@@ -107,9 +126,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lower_hex_pads_to_the_width_asked_and_no_further() {
+        let mut buf = [0; 16];
+        assert_eq!(lower_hex(0, 1, &mut buf), "0");
+        assert_eq!(lower_hex(0x10, 1, &mut buf), "10");
+        assert_eq!(lower_hex(0x10, 8, &mut buf), "00000010");
+        assert_eq!(lower_hex(u64::MAX, 8, &mut buf), "ffffffffffffffff");
+    }
+
+    #[test]
     fn addresses_at_both_widths() {
         assert_eq!(address(0x1_4000_2134, 8), "00000001`40002134");
         assert_eq!(address(0x1_0040_1ef3, 4), "00401ef3");
+        assert_eq!(address(u64::MAX, 8), "ffffffff`ffffffff");
+        assert_eq!(address(0, 8), "00000000`00000000");
         assert_eq!(prefixed_address(0x1_4000_2134, 8), "0x00000001`40002134");
         assert_eq!(unreadable_address(8), "????????`????????");
         assert_eq!(unreadable_address(4), "????????");
