@@ -7,7 +7,6 @@
 //! (`Option<Hex>`, `Vec<Hex>` for those shapes).
 
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
-use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 use std::borrow::Cow;
 
@@ -18,13 +17,7 @@ pub struct Hex(pub u64);
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Spelled by hand, not through `format_args!`: stacks write several per frame.
-        let mut spelled = [0; 18];
-        spelled[..2].copy_from_slice(b"0x");
-        let mut digits = [0; 16];
-        let hex = crate::text::lower_hex(self.0, 1, &mut digits);
-        spelled[2..2 + hex.len()].copy_from_slice(hex.as_bytes());
-        let spelled = std::str::from_utf8(&spelled[..2 + hex.len()]).map_err(S::Error::custom)?;
-        s.serialize_str(spelled)
+        s.serialize_str(crate::text::prefixed_hex(self.0, &mut [0; 18]))
     }
 }
 
