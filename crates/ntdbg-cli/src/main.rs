@@ -6,6 +6,7 @@
 mod args;
 mod batch;
 mod hints;
+mod pretty_json;
 mod progress;
 mod repl;
 mod run_json;

@@ -47,7 +47,7 @@ impl<'a> From<&'a CommandResult> for Entry<'a> {
 /// Writes `results` as a pretty-printed JSON array and a newline.
 pub fn write(out: &mut impl Write, results: &[CommandResult]) -> anyhow::Result<()> {
     let entries: Vec<Entry<'_>> = results.iter().map(Entry::from).collect();
-    serde_json::to_writer_pretty(&mut *out, &entries)?;
+    crate::pretty_json::to_writer_pretty(&mut *out, &entries)?;
     writeln!(out)?;
     Ok(())
 }

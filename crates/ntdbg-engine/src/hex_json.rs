@@ -16,7 +16,8 @@ pub struct Hex(pub u64);
 
 impl Serialize for Hex {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{:#x}", self.0))
+        // Spelled by hand, not through `format_args!`: stacks write several per frame.
+        s.serialize_str(crate::text::prefixed_hex(self.0, &mut [0; 18]))
     }
 }
 
@@ -74,6 +75,10 @@ mod tests {
             "\"0xfffff8021234abcd\""
         );
         assert_eq!(serde_json::to_string(&Hex(0)).unwrap(), "\"0x0\"");
+        assert_eq!(
+            serde_json::to_string(&Hex(u64::MAX)).unwrap(),
+            "\"0xffffffffffffffff\""
+        );
         assert_eq!(serde_json::to_string(&Some(Hex(16))).unwrap(), "\"0x10\"");
     }
 }

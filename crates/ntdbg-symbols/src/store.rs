@@ -1,6 +1,6 @@
 //! The symbol store: loads module symbols on first use and keeps them.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
@@ -29,8 +29,10 @@ type Cell = Arc<OnceLock<Arc<ModuleSymbols>>>;
 
 /// The cache: a module is its base, size and name (one dump never reuses a base for a
 /// different module; the extra fields guard against mixing dumps). Looked up by (base, size)
-/// then name, so that the lookup on every stack-walk step allocates nothing.
-type Cache = HashMap<(u64, u32), Vec<(String, Cell)>>;
+/// then name, so that the lookup on every stack-walk step allocates nothing; ordered rather
+/// than hashed, since a walk looks a module up several times per frame and a few comparisons
+/// of integers cost less than hashing the key.
+type Cache = BTreeMap<(u64, u32), Vec<(String, Cell)>>;
 
 /// Finds and caches symbols for the modules of a target.
 ///
@@ -93,7 +95,7 @@ impl SymbolStore {
     pub fn new(path: SymbolPath) -> SymbolStore {
         SymbolStore {
             path: RwLock::new(path),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(BTreeMap::new()),
             codeview_paths: AtomicBool::new(false),
             offline: AtomicBool::new(offline_from_env()),
             timeout_ms: AtomicU64::new(
@@ -306,8 +308,7 @@ impl SymbolStore {
     pub fn loaded(&self, base: u64) -> Option<Arc<ModuleSymbols>> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache
-            .iter()
-            .filter(|((b, _), _)| *b == base)
+            .range((base, 0)..=(base, u32::MAX))
             .flat_map(|(_, named)| named)
             .find_map(|(_, cell)| cell.get().cloned())
     }

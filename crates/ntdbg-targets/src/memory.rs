@@ -104,6 +104,14 @@ pub trait MemoryView {
             return None;
         }
         let mut buf = [0u8; 8];
+        // Almost always one captured run holds the whole value: take it from that chunk
+        // without the chunk-by-chunk walk (a stack walk reads several values per frame).
+        if let Some(chunk) = self.read_chunk(addr, size) {
+            if let Some(value) = chunk.get(..size) {
+                buf[..size].copy_from_slice(value);
+                return Some(u64::from_le_bytes(buf));
+            }
+        }
         let mut filled = 0;
         self.read_chunks(addr, size, &mut |chunk| {
             buf[filled..filled + chunk.len()].copy_from_slice(chunk);

@@ -401,4 +401,14 @@ impl Target for UserDump {
     fn memory_info(&self) -> Option<&[MemoryInfo]> {
         self.memory_info.as_deref()
     }
+    fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
+        // The first captured range holding `sp`, as the default finds it, without copying
+        // every region first (a walk asks once per thread): ranges are sorted by base, so
+        // only those before the first base above `sp` can hold it.
+        let above = self.ranges.partition_point(|r| r.region.base <= sp);
+        self.ranges[..above]
+            .iter()
+            .map(|r| r.region)
+            .find(|r| r.contains(sp))
+    }
 }

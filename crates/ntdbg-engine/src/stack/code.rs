@@ -33,6 +33,16 @@ pub(crate) fn code_before(
     end: u64,
     max: usize,
 ) -> Vec<u8> {
+    // The byte before `end` first: without it no run qualifies, and asking for every length
+    // would look the module up `max` times for nothing (most of a walk's return addresses in
+    // modules whose code neither the dump nor the symbol path holds).
+    let last_known = end
+        .checked_sub(1)
+        .and_then(|last| read_code(target, symbols, last, 1))
+        .is_some_and(|byte| byte.len() == 1);
+    if !last_known {
+        return Vec::new();
+    }
     for len in (1..=max).rev() {
         let Some(start) = end.checked_sub(len as u64) else {
             continue;
