@@ -76,7 +76,9 @@ impl Deref for FrameContext {
 
     fn deref(&self) -> &MinidumpContext {
         match &self.walked {
-            Some(regs) => self.built.get_or_init(|| Box::new(regs.to_context(&self.thread))),
+            Some(regs) => self
+                .built
+                .get_or_init(|| Box::new(regs.to_context(&self.thread))),
             None => &self.thread,
         }
     }

@@ -163,13 +163,13 @@ impl Layout {
 
     /// Whether `context` is laid out as this architecture's registers.
     pub(crate) fn fits(&self, context: &MinidumpContext) -> bool {
-        let names = match &context.raw {
-            MinidumpRawContext::X86(_) => X86.names,
-            MinidumpRawContext::Amd64(_) => X64.names,
-            MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => ARM64.names,
+        let own: &Layout = match &context.raw {
+            MinidumpRawContext::X86(_) => &X86,
+            MinidumpRawContext::Amd64(_) => &X64,
+            MinidumpRawContext::Arm64(_) | MinidumpRawContext::OldArm64(_) => &ARM64,
             _ => return false,
         };
-        std::ptr::eq(names, self.names)
+        std::ptr::eq(own, self)
     }
 }
 
@@ -267,7 +267,7 @@ impl Regs {
 
     /// These registers as a context shaped like `template` (the thread's context, which
     /// [`Layout::fits`]): its other state, these values, only the known registers valid.
-    pub(crate) fn to_context(&self, template: &MinidumpContext) -> MinidumpContext {
+    pub(crate) fn to_context(self, template: &MinidumpContext) -> MinidumpContext {
         let mut raw = template.raw.clone();
         let names = self.layout.names;
         for (name, &value) in names.iter().zip(&self.values) {
@@ -326,11 +326,13 @@ mod tests {
 
     #[test]
     fn a_context_round_trips_with_only_the_known_registers_valid() {
-        let mut raw = CONTEXT_AMD64::default();
-        raw.rsp = 0x1000;
-        raw.rip = 0x7ff6_0000_1234;
-        raw.rbx = 7;
-        raw.rax = 9;
+        let raw = CONTEXT_AMD64 {
+            rsp: 0x1000,
+            rip: 0x7ff6_0000_1234,
+            rbx: 7,
+            rax: 9,
+            ..Default::default()
+        };
         let context = MinidumpContext::from_raw(MinidumpRawContext::Amd64(raw));
         let regs = Regs::from_context(&X64, &context);
         assert_eq!(regs.get(X64.sp), Some(0x1000));

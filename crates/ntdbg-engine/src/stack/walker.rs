@@ -106,13 +106,7 @@ impl Walker<'_> {
         frames
     }
 
-    fn symbolized(
-        &self,
-        context: Regs,
-        index: usize,
-        found_by: FoundBy,
-        trust: Trust,
-    ) -> Walked {
+    fn symbolized(&self, context: Regs, index: usize, found_by: FoundBy, trust: Trust) -> Walked {
         symbolized(
             self.target,
             self.symbols,
@@ -257,7 +251,8 @@ impl Walker<'_> {
     /// record `[fp]` (caller's fp) and `[fp+8]` (lr).
     fn by_frame_pointer(&mut self, callee: &Walked, index: usize) -> Chain {
         let context = &callee.regs;
-        let (Some(fp), Some(sp)) = (context.get(self.layout.fp), context.get(self.layout.sp)) else {
+        let (Some(fp), Some(sp)) = (context.get(self.layout.fp), context.get(self.layout.sp))
+        else {
             return Chain::Broken;
         };
         let ptr = self.stack.pointer_size as u64;
