@@ -21,8 +21,10 @@ const MAX_REGS: usize = 33;
 pub(crate) struct Layout {
     /// minidump's name of each register, by number (its `general_purpose_registers` order).
     names: &'static [&'static str],
-    /// The register number of a name, aliases included (`x29` for `fp`).
-    number: fn(&str) -> Option<Reg>,
+    /// Each name as a [`key`], by number: a name is looked up among integers, not strings.
+    keys: [u64; MAX_REGS],
+    /// Other names of registers (ARM64 `x29`, `x30`), as keys.
+    aliases: &'static [(u64, Reg)],
     /// The instruction pointer.
     pub(crate) ip: Reg,
     /// The stack pointer.
@@ -33,6 +35,33 @@ pub(crate) struct Layout {
     callee_saved: u64,
     /// Whether the registers are 32 bits wide (x86).
     narrow: bool,
+}
+
+/// A register name of at most 7 bytes as one integer (its bytes, and its length in the top
+/// byte so that no two names share one); 0 for a longer name, which no register has.
+const fn key(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    if bytes.len() > 7 {
+        return 0;
+    }
+    let mut key = (bytes.len() as u64) << 56;
+    let mut i = 0;
+    while i < bytes.len() {
+        key |= (bytes[i] as u64) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// The keys of `names`, by number.
+const fn keys(names: &[&str]) -> [u64; MAX_REGS] {
+    let mut keys = [0; MAX_REGS];
+    let mut i = 0;
+    while i < names.len() {
+        keys[i] = key(names[i]);
+        i += 1;
+    }
+    keys
 }
 
 /// The mask of registers `numbers`.
@@ -46,11 +75,14 @@ const fn mask(numbers: &[Reg]) -> u64 {
     mask
 }
 
+const X86_NAMES: &[&str] = &[
+    "eip", "esp", "ebp", "ebx", "esi", "edi", "eax", "ecx", "edx", "eflags",
+];
+
 static X86: Layout = Layout {
-    names: &[
-        "eip", "esp", "ebp", "ebx", "esi", "edi", "eax", "ecx", "edx", "eflags",
-    ],
-    number: x86_number,
+    names: X86_NAMES,
+    keys: keys(X86_NAMES),
+    aliases: &[],
     ip: 0,
     sp: 1,
     fp: 2,
@@ -59,12 +91,15 @@ static X86: Layout = Layout {
     narrow: true,
 };
 
+const X64_NAMES: &[&str] = &[
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", "rip",
+];
+
 static X64: Layout = Layout {
-    names: &[
-        "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
-        "r13", "r14", "r15", "rip",
-    ],
-    number: x64_number,
+    names: X64_NAMES,
+    keys: keys(X64_NAMES),
+    aliases: &[],
     ip: 16,
     sp: 7,
     fp: 6,
@@ -73,13 +108,16 @@ static X64: Layout = Layout {
     narrow: false,
 };
 
+const ARM64_NAMES: &[&str] = &[
+    "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14",
+    "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26", "x27",
+    "x28", "fp", "lr", "sp", "pc",
+];
+
 static ARM64: Layout = Layout {
-    names: &[
-        "x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13",
-        "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
-        "x27", "x28", "fp", "lr", "sp", "pc",
-    ],
-    number: arm64_number,
+    names: ARM64_NAMES,
+    keys: keys(ARM64_NAMES),
+    aliases: &[(key("x29"), 29), (key("x30"), 30)],
     ip: 32,
     sp: 31,
     fp: 29,
@@ -87,63 +125,6 @@ static ARM64: Layout = Layout {
     callee_saved: mask(&[19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29]),
     narrow: false,
 };
-
-fn x86_number(name: &str) -> Option<Reg> {
-    Some(match name {
-        "eip" => 0,
-        "esp" => 1,
-        "ebp" => 2,
-        "ebx" => 3,
-        "esi" => 4,
-        "edi" => 5,
-        "eax" => 6,
-        "ecx" => 7,
-        "edx" => 8,
-        "eflags" => 9,
-        _ => return None,
-    })
-}
-
-fn x64_number(name: &str) -> Option<Reg> {
-    Some(match name {
-        "rax" => 0,
-        "rdx" => 1,
-        "rcx" => 2,
-        "rbx" => 3,
-        "rsi" => 4,
-        "rdi" => 5,
-        "rbp" => 6,
-        "rsp" => 7,
-        "r8" => 8,
-        "r9" => 9,
-        "r10" => 10,
-        "r11" => 11,
-        "r12" => 12,
-        "r13" => 13,
-        "r14" => 14,
-        "r15" => 15,
-        "rip" => 16,
-        _ => return None,
-    })
-}
-
-fn arm64_number(name: &str) -> Option<Reg> {
-    match name {
-        "fp" | "x29" => Some(29),
-        "lr" | "x30" => Some(30),
-        "sp" => Some(31),
-        "pc" => Some(32),
-        _ => {
-            // `x0`–`x28`, spelled as minidump spells them (no leading zeros).
-            let n = match name.strip_prefix('x')?.as_bytes() {
-                [d @ b'0'..=b'9'] => d - b'0',
-                [d1 @ b'1'..=b'9', d2 @ b'0'..=b'9'] => (d1 - b'0') * 10 + (d2 - b'0'),
-                _ => return None,
-            };
-            (n <= 28).then_some(n)
-        }
-    }
-}
 
 /// The register layout of `arch`; `None` for architectures the walker does not know.
 pub(crate) fn layout(arch: Arch) -> Option<&'static Layout> {
@@ -158,7 +139,16 @@ pub(crate) fn layout(arch: Arch) -> Option<&'static Layout> {
 impl Layout {
     /// The number of register `name` (minidump's names and aliases).
     pub(crate) fn number(&self, name: &str) -> Option<Reg> {
-        (self.number)(name)
+        let key = key(name);
+        let keys = &self.keys[..self.names.len()];
+        match keys.iter().position(|k| *k == key) {
+            Some(n) if key != 0 => Some(n as Reg),
+            _ => self
+                .aliases
+                .iter()
+                .find(|(alias, _)| *alias == key)
+                .map(|(_, n)| *n),
+        }
     }
 
     /// Whether `context` is laid out as this architecture's registers.
@@ -318,7 +308,17 @@ mod tests {
         }
         assert_eq!(ARM64.number("x29"), Some(29));
         assert_eq!(ARM64.number("x30"), Some(30));
-        for bad in ["x31", "x01", "x+1", "x", "w0", "", "rip"] {
+        for bad in [
+            "x31",
+            "x01",
+            "x+1",
+            "x",
+            "w0",
+            "",
+            "rip",
+            "fp\0",
+            "x28\0\0\0\0\0",
+        ] {
             assert_eq!(ARM64.number(bad), None, "{bad}");
         }
         assert_eq!(X64.number("eax"), None);
