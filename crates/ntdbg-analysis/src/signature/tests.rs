@@ -31,7 +31,8 @@ pub(crate) fn frame(
         },
         inline: false,
         args: Vec::new(),
-        context: MinidumpContext::from_raw(MinidumpRawContext::Amd64(CONTEXT_AMD64::default())),
+        context: MinidumpContext::from_raw(MinidumpRawContext::Amd64(CONTEXT_AMD64::default()))
+            .into(),
     }
 }
 

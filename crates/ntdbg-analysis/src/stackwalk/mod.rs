@@ -24,7 +24,7 @@ use minidump::system_info::Cpu;
 use minidump::{CrashReason, MinidumpContext, Module as _};
 use minidump_common::utils::basename;
 use minidump_unwind::FrameTrust;
-use ntdbg_engine::stack::{FoundBy, Frame as EngineFrame};
+use ntdbg_engine::stack::{FoundBy, Frame as EngineFrame, FrameContext};
 use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use ntdbg_targets::{Arch, TargetKind};
@@ -55,7 +55,7 @@ pub struct FrameDetail {
     /// The start of the source line's address range, when known.
     pub line_base: Option<u64>,
     /// The registers the walker recovered for the frame.
-    pub context: MinidumpContext,
+    pub context: FrameContext,
     /// How it was found, as minidump-stackwalk words it.
     pub trust: FrameTrust,
 }

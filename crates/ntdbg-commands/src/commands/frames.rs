@@ -111,7 +111,7 @@ fn select(
         ));
     }
     if set_context {
-        session.select_context(frame.context.clone(), format!("frame {index:02x}"));
+        session.select_context((*frame.context).clone(), format!("frame {index:02x}"));
     }
     Ok(CommandOutput::with(
         text,

@@ -2,10 +2,9 @@
 //! is evaluated against: the callee's registers in, the caller's out.
 
 use breakpad_symbols::FrameWalker;
-use minidump::MinidumpContext;
 
 use super::memory::StackMemory;
-use super::regs::{known, strip_pac, CallerContext, Names};
+use super::regs::{strip_pac, Regs};
 
 /// One step of unwinding through unwind data.
 pub(crate) struct UnwindStep<'a> {
@@ -16,14 +15,13 @@ pub(crate) struct UnwindStep<'a> {
     pub(crate) has_grand_callee: bool,
     /// Bytes of stack parameters the callee's callee took (x86 `STACK WIN`).
     pub(crate) grand_callee_parameter_size: u32,
-    pub(crate) callee: &'a MinidumpContext,
+    pub(crate) callee: &'a Regs,
     pub(crate) stack: &'a StackMemory<'a>,
-    pub(crate) names: Names,
     /// Whether return addresses carry pointer-authentication bits to strip (ARM64).
     pub(crate) strip_pac: bool,
     /// The caller's registers: callee-saved ones forwarded until the unwind data says
     /// otherwise.
-    pub(crate) caller: CallerContext,
+    pub(crate) caller: Regs,
 }
 
 impl<'a> UnwindStep<'a> {
@@ -31,29 +29,27 @@ impl<'a> UnwindStep<'a> {
     pub(crate) fn new(
         instruction: u64,
         grand_callee_parameter_size: Option<u32>,
-        callee: &'a MinidumpContext,
+        callee: &'a Regs,
         stack: &'a StackMemory<'a>,
-        names: Names,
         strip_pac: bool,
     ) -> UnwindStep<'a> {
-        let mut caller = CallerContext::like(callee);
-        caller.keep(callee, names.callee_saved);
+        let mut caller = callee.caller();
+        caller.keep_callee_saved(callee);
         UnwindStep {
             instruction,
             has_grand_callee: grand_callee_parameter_size.is_some(),
             grand_callee_parameter_size: grand_callee_parameter_size.unwrap_or(0),
             callee,
             stack,
-            names,
             strip_pac,
             caller,
         }
     }
 
-    /// The caller's context when the unwind data gave both its pc and stack pointer.
-    pub(crate) fn finish(self) -> Option<MinidumpContext> {
-        (self.caller.has(self.names.ip) && self.caller.has(self.names.sp))
-            .then(|| self.caller.finish())
+    /// The caller's registers when the unwind data gave both its pc and stack pointer.
+    pub(crate) fn finish(self) -> Option<Regs> {
+        let layout = self.caller.layout();
+        (self.caller.has(layout.ip) && self.caller.has(layout.sp)).then_some(self.caller)
     }
 }
 
@@ -71,19 +67,19 @@ impl FrameWalker for UnwindStep<'_> {
         self.stack.pointer_at(address)
     }
     fn get_callee_register(&self, name: &str) -> Option<u64> {
-        known(self.callee, name)
+        self.callee.get_named(name)
     }
     fn set_caller_register(&mut self, name: &str, val: u64) -> Option<()> {
-        self.caller.set(name, val)
+        self.caller.set_named(name, val)
     }
     fn clear_caller_register(&mut self, name: &str) {
-        self.caller.clear(name);
+        self.caller.clear_named(name);
     }
     fn set_cfa(&mut self, val: u64) -> Option<()> {
-        self.caller.set(self.names.sp, val)
+        self.caller.set(self.caller.layout().sp, val)
     }
     fn set_ra(&mut self, val: u64) -> Option<()> {
         let ra = if self.strip_pac { strip_pac(val) } else { val };
-        self.caller.set(self.names.ip, ra)
+        self.caller.set(self.caller.layout().ip, ra)
     }
 }

@@ -17,9 +17,13 @@ impl StackMemory<'_> {
         let bytes = self
             .bytes
             .get(start..start.checked_add(self.pointer_size)?)?;
-        let mut word = [0u8; 8];
-        word[..bytes.len()].copy_from_slice(bytes);
-        Some(u64::from_le_bytes(word))
+        // Fixed-size reads: a copy of a length only known at run time is a `memmove` call,
+        // and unwind data reads a word per restored register.
+        match *bytes {
+            [a, b, c, d] => Some(u64::from(u32::from_le_bytes([a, b, c, d]))),
+            [a, b, c, d, e, f, g, h] => Some(u64::from_le_bytes([a, b, c, d, e, f, g, h])),
+            _ => None,
+        }
     }
 
     /// Whether `addr` lies in the stack.

@@ -11,18 +11,23 @@
 mod call_site;
 mod cfi;
 mod code;
+mod frame_context;
 mod frame_symbols;
 mod memory;
 mod regs;
 mod walker;
 
 pub(crate) use code::read_code;
+pub use frame_context::FrameContext;
+
+use std::sync::Arc;
 
 use crate::symbolize::module_name;
 use crate::text::call_site_name;
+use frame_symbols::{FrameSymbols, SymbolMemo};
 use minidump::MinidumpContext;
 use ntdbg_symbols::{strip_parameters, SymbolStore};
-use ntdbg_targets::{Arch, Target};
+use ntdbg_targets::Target;
 use serde::Serialize;
 
 /// Upper bound on frames in one walk (WinDbg's own default display is far smaller).
@@ -99,7 +104,7 @@ pub struct Frame {
     /// The registers the walker recovered for this frame (for an inlined call: those of its
     /// physical frame); `context.valid` says which are known.
     #[serde(skip)]
-    pub context: MinidumpContext,
+    pub context: FrameContext,
     /// How the frame was found.
     pub found_by: FoundBy,
     /// The frame pointer register (ebp/rbp/fp) in this frame, when known.
@@ -251,6 +256,16 @@ impl Stack {
     }
 }
 
+/// One physical frame, ready to become [`Frame`]s: its registers, where it resumes, its
+/// symbols and how it was found.
+struct Physical {
+    context: FrameContext,
+    resume_address: u64,
+    symbols: FrameSymbols,
+    found_by: FoundBy,
+    trust: Trust,
+}
+
 /// Walks the stack that `context` starts, on a thread whose stack memory the target holds.
 pub fn walk(
     target: &dyn Target,
@@ -269,47 +284,70 @@ pub fn walk(
             pointer_size: arch.pointer_size(),
         })
     });
+    let thread = Arc::new(context.clone());
     let mut notes: Vec<StackNote> = Vec::new();
     let mut walker_notes = Vec::new();
-    let names = regs::names(arch);
-    let walked = match (stack, names) {
-        (Some(stack), Some(names)) => {
+    let layout = regs::layout(arch);
+    let walked = match (stack, layout) {
+        (Some(stack), Some(layout)) if layout.fits(context) => {
             let mut walker = walker::Walker {
                 target,
                 symbols,
                 arch,
-                names,
+                layout,
                 stack,
                 notes: Vec::new(),
                 memo: Default::default(),
             };
-            let walked = walker.run(context.clone());
+            let walked = walker.run(regs::Regs::from_context(layout, context));
             walker_notes = walker.notes;
             walked
+                .into_iter()
+                .enumerate()
+                .map(|(i, w)| Physical {
+                    context: if i == 0 {
+                        FrameContext::thread(thread.clone())
+                    } else {
+                        FrameContext::walked(thread.clone(), w.regs)
+                    },
+                    resume_address: w.resume_address,
+                    symbols: w.symbols,
+                    found_by: w.found_by,
+                    trust: w.trust,
+                })
+                .collect()
         }
-        (None, _) => {
-            notes.push(StackNote {
-                frame: None,
-                text: format!(
-                    "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
-                ),
-            });
-            vec![walker::context_frame(target, symbols, context.clone())]
-        }
-        (Some(_), None) => {
-            notes.push(StackNote {
-                frame: None,
-                text: "no stack walker for this architecture: only the context frame is shown"
-                    .to_string(),
-            });
-            vec![walker::context_frame(target, symbols, context.clone())]
+        (stack, layout) => {
+            // A context of another architecture than the target's has nothing to walk by.
+            if stack.is_none() {
+                notes.push(StackNote {
+                    frame: None,
+                    text: format!(
+                        "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
+                    ),
+                });
+            } else if layout.is_none() {
+                notes.push(StackNote {
+                    frame: None,
+                    text: "no stack walker for this architecture: only the context frame is shown"
+                        .to_string(),
+                });
+            }
+            let pc = context.get_instruction_pointer();
+            vec![Physical {
+                context: FrameContext::thread(thread),
+                resume_address: pc,
+                symbols: SymbolMemo::default().get(target, symbols, pc),
+                found_by: FoundBy::Context,
+                trust: Trust::Context,
+            }]
         }
     };
     // The walker numbers physical frames; `kn` counts inlined calls too: `first_rows[n]` is
     // the row of physical frame `n` (and, past the last, the row count).
     let first_rows: Vec<usize> = std::iter::once(0)
         .chain(walked.iter().scan(0, |row, w| {
-            *row += w.frame.inlines.len() + 1;
+            *row += w.symbols.inlines.len() + 1;
             Some(*row)
         }))
         .collect();
@@ -334,18 +372,18 @@ pub fn walk(
 /// Turns the walker's frames into ours (`rows` of them): inline frames split out, return
 /// addresses and "args to child" filled in from the next frame. Each frame's registers move
 /// into its physical frame; only inlined calls get copies.
-fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>, rows: usize) -> Vec<Frame> {
+fn convert_frames(target: &dyn Target, walked: Vec<Physical>, rows: usize) -> Vec<Frame> {
     let arch = target.arch();
     let ptr = arch.pointer_size();
     // Each frame's caller's stack pointer and return address.
     let callers: Vec<(u64, u64)> = walked
         .iter()
         .skip(1)
-        .map(|c| (c.frame.context.get_stack_pointer(), c.frame.resume_address))
+        .map(|c| (c.context.stack_pointer(), c.resume_address))
         .collect();
     let mut out = Vec::with_capacity(rows);
     for (i, w) in walked.into_iter().enumerate() {
-        let f = w.frame;
+        let f = w.symbols;
         let module = f.module.as_ref();
         let module_name = module.map(|m| module_name(&m.name));
         let module_base = module.map(|m| m.raw.base_of_image);
@@ -359,18 +397,13 @@ fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>, rows: usize)
                     .collect()
             })
             .unwrap_or_default();
-        let stack_pointer = f.context.get_stack_pointer();
-        let frame_pointer = match arch {
-            Arch::X86 => f.context.get_register("ebp"),
-            Arch::X64 => f.context.get_register("rbp"),
-            Arch::Arm64 => f.context.get_register("fp"),
-            Arch::Other(_) => None,
-        };
+        let stack_pointer = w.context.stack_pointer();
+        let frame_pointer = w.context.frame_pointer(arch);
         // Inlined calls first (innermost first), each attributed to the physical frame.
         for inline in f.inlines {
             out.push(Frame {
                 index: out.len(),
-                instruction: f.resume_address,
+                instruction: w.resume_address,
                 stack_pointer,
                 frame_pointer,
                 return_address: None,
@@ -384,26 +417,26 @@ fn convert_frames(target: &dyn Target, walked: Vec<walker::Walked>, rows: usize)
                 trust: w.trust,
                 inline: true,
                 args: Vec::new(),
-                context: f.context.clone(),
+                context: w.context.clone(),
             });
         }
         out.push(Frame {
             index: out.len(),
-            instruction: f.resume_address,
+            instruction: w.resume_address,
             stack_pointer,
             frame_pointer,
             return_address,
             module: module_name,
             module_base,
             function: f.function_name,
-            function_offset: f.function_base.map(|b| f.resume_address.wrapping_sub(b)),
+            function_offset: f.function_base.map(|b| w.resume_address.wrapping_sub(b)),
             source_file: f.source_file_name,
             source_line: f.source_line,
             found_by: w.found_by,
             trust: w.trust,
             inline: false,
             args,
-            context: f.context,
+            context: w.context,
         });
     }
     out

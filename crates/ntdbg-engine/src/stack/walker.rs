@@ -7,17 +7,16 @@
 use std::sync::Arc;
 
 use breakpad_symbols::FrameSymbolizer;
-use minidump::{MinidumpContext, MinidumpModule};
-use minidump_unwind::{FrameTrust, StackFrame};
+use minidump::MinidumpModule;
 use ntdbg_symbols::{ModuleSymbols, SymbolStatus, SymbolStore};
 use ntdbg_targets::{Arch, Target};
 
 use super::call_site::{self, CallCheck, MAX_X86_CALL};
 use super::cfi::UnwindStep;
 use super::code::code_before;
-use super::frame_symbols::SymbolMemo;
+use super::frame_symbols::{FrameSymbols, SymbolMemo};
 use super::memory::StackMemory;
-use super::regs::{known, strip_pac, CallerContext, Names};
+use super::regs::{strip_pac, Layout, Regs};
 use super::{FoundBy, Trust, MAX_FRAMES};
 use crate::provider::load_module_symbols;
 
@@ -34,7 +33,14 @@ const NULL_PAGE: u64 = 4096;
 
 /// One walked frame with how it was found.
 pub(crate) struct Walked {
-    pub(crate) frame: StackFrame,
+    /// The frame's registers.
+    pub(crate) regs: Regs,
+    /// The exact pc for the context frame, the return address for callers.
+    pub(crate) resume_address: u64,
+    /// The address symbols were looked up at: the pc, or inside the call for callers.
+    pub(crate) instruction: u64,
+    /// The module and symbols at `instruction`.
+    pub(crate) symbols: FrameSymbols,
     pub(crate) found_by: FoundBy,
     pub(crate) trust: Trust,
 }
@@ -77,7 +83,7 @@ pub(crate) struct Walker<'a> {
     pub(crate) target: &'a dyn Target,
     pub(crate) symbols: &'a SymbolStore,
     pub(crate) arch: Arch,
-    pub(crate) names: Names,
+    pub(crate) layout: &'static Layout,
     pub(crate) stack: StackMemory<'a>,
     /// What the walk had to say about physical frames (by the walker's own frame number):
     /// rejected return addresses and fallbacks.
@@ -89,7 +95,7 @@ pub(crate) struct Walker<'a> {
 impl Walker<'_> {
     /// Walks from `context` (frame 0) to the outermost frame found, at most
     /// [`MAX_FRAMES`].
-    pub(crate) fn run(&mut self, context: MinidumpContext) -> Vec<Walked> {
+    pub(crate) fn run(&mut self, context: Regs) -> Vec<Walked> {
         let mut frames = vec![self.symbolized(context, 0, FoundBy::Context, Trust::Context)];
         while frames.len() < MAX_FRAMES {
             match self.caller(&frames) {
@@ -100,13 +106,7 @@ impl Walker<'_> {
         frames
     }
 
-    fn symbolized(
-        &self,
-        context: MinidumpContext,
-        index: usize,
-        found_by: FoundBy,
-        trust: Trust,
-    ) -> Walked {
+    fn symbolized(&self, context: Regs, index: usize, found_by: FoundBy, trust: Trust) -> Walked {
         symbolized(
             self.target,
             self.symbols,
@@ -132,7 +132,7 @@ impl Walker<'_> {
         let index = frames.len();
         let after_trusted = matches!(callee.found_by, FoundBy::Context | FoundBy::Cfi);
         if let Some(context) = self.by_unwind_data(frames) {
-            let ip = context.get_instruction_pointer();
+            let ip = context.value(self.layout.ip);
             // The unwind data says where the stack ends (a zero return address) and never
             // moves the stack pointer down: trust it on both, except after a guessed x86
             // frame, whose esp misses the parameters its callee popped (`stdcall`) when that
@@ -147,7 +147,7 @@ impl Walker<'_> {
                             format!(
                                 "frame data after a guessed frame gave return address {ip:#x}; \
                                  {:#x} found by scanning for a call site instead",
-                                f.frame.resume_address
+                                f.resume_address
                             ),
                         ));
                     }
@@ -192,8 +192,8 @@ impl Walker<'_> {
     }
 
     /// The caller from the callee's unwind data (Breakpad CFI/`STACK WIN`, PE tables).
-    fn by_unwind_data(&self, frames: &[Walked]) -> Option<MinidumpContext> {
-        let callee = &frames.last()?.frame;
+    fn by_unwind_data(&self, frames: &[Walked]) -> Option<Regs> {
+        let callee = frames.last()?;
         let module = self
             .target
             .modules()
@@ -201,13 +201,12 @@ impl Walker<'_> {
         let grand_callee_parameter_size = frames
             .len()
             .checked_sub(2)
-            .map(|i| frames[i].frame.parameter_size.unwrap_or(0));
+            .map(|i| frames[i].symbols.parameter_size.unwrap_or(0));
         let mut step = UnwindStep::new(
             callee.instruction,
             grand_callee_parameter_size,
-            &callee.context,
+            &callee.regs,
             &self.stack,
-            self.names,
             self.arch == Arch::Arm64,
         );
         self.module_symbols(module).walk_frame(module, &mut step)?;
@@ -219,8 +218,8 @@ impl Walker<'_> {
     /// nor saves registers. x64: the return address is at `[rsp]`; ARM64: in `lr` (also
     /// when the pc is in no module, as after a call through a bad pointer).
     fn leaf(&self, callee: &Walked) -> Option<Walked> {
-        let context = &callee.frame.context;
-        let pc = callee.frame.instruction;
+        let context = &callee.regs;
+        let pc = callee.instruction;
         let module = self.target.modules().module_at_address(pc);
         let no_entry = module
             .and_then(|m| {
@@ -230,28 +229,29 @@ impl Walker<'_> {
             .map(|covered| !covered);
         let (ra, caller_sp) = match self.arch {
             Arch::X64 if no_entry == Some(true) => {
-                let sp = known(context, "rsp")?;
+                let sp = context.get(self.layout.sp)?;
                 (self.stack.pointer_at(sp)?, sp.checked_add(8)?)
             }
             Arch::Arm64 if module.is_none() || no_entry == Some(true) => {
-                (strip_pac(known(context, "lr")?), known(context, "sp")?)
+                let lr = context.get_named("lr")?;
+                (strip_pac(lr), context.get(self.layout.sp)?)
             }
             _ => return None,
         };
         let trust = self.return_trust(ra)?;
-        let mut caller = CallerContext::like(context);
-        caller.keep(context, self.names.callee_saved);
-        caller.set(self.names.ip, ra)?;
-        caller.set(self.names.sp, caller_sp)?;
-        Some(self.symbolized(caller.finish(), 1, FoundBy::Leaf, trust))
+        let mut caller = context.caller();
+        caller.keep_callee_saved(context);
+        caller.set(self.layout.ip, ra)?;
+        caller.set(self.layout.sp, caller_sp)?;
+        Some(self.symbolized(caller, 1, FoundBy::Leaf, trust))
     }
 
     /// The caller through the frame pointer: x86 `[ebp]`/`[ebp+4]`; x64 the same pair up to
     /// 240 bytes above `rbp` (Windows lets `rbp` point into the frame); ARM64 the frame
     /// record `[fp]` (caller's fp) and `[fp+8]` (lr).
     fn by_frame_pointer(&mut self, callee: &Walked, index: usize) -> Chain {
-        let context = &callee.frame.context;
-        let (Some(fp), Some(sp)) = (known(context, self.names.fp), known(context, self.names.sp))
+        let context = &callee.regs;
+        let (Some(fp), Some(sp)) = (context.get(self.layout.fp), context.get(self.layout.sp))
         else {
             return Chain::Broken;
         };
@@ -311,16 +311,16 @@ impl Walker<'_> {
                 rejected = Some(ra);
                 continue;
             };
-            let mut caller = CallerContext::like(context);
-            if caller.set(self.names.ip, ra).is_none()
-                || caller.set(self.names.sp, caller_sp).is_none()
+            let mut caller = context.caller();
+            if caller.set(self.layout.ip, ra).is_none()
+                || caller.set(self.layout.sp, caller_sp).is_none()
             {
                 return Chain::Broken;
             }
             if caller_fp != 0 || self.arch == Arch::X86 {
-                caller.set(self.names.fp, caller_fp);
+                caller.set(self.layout.fp, caller_fp);
             }
-            let frame = self.symbolized(caller.finish(), index, FoundBy::FramePointer, trust);
+            let frame = self.symbolized(caller, index, FoundBy::FramePointer, trust);
             return Chain::Caller(Box::new(frame));
         }
         if let Some(ra) = rejected {
@@ -337,8 +337,8 @@ impl Walker<'_> {
     /// The caller from the first stack word above the callee's stack pointer that is a
     /// return address into code, after a call instruction.
     fn by_scan(&self, callee: &Walked, index: usize, scan: ScanFor) -> Option<Walked> {
-        let context = &callee.frame.context;
-        let sp = known(context, self.names.sp)?;
+        let context = &callee.regs;
+        let sp = context.get(self.layout.sp)?;
         let ptr = self.stack.pointer_size as u64;
         let words = if scan == ScanFor::AfterTrusted {
             SCAN_WORDS_AFTER_TRUSTED
@@ -362,18 +362,18 @@ impl Walker<'_> {
             // The strict scan looks for the caller of a frame whose stack pointer is known to
             // be off: a stale copy of that frame's own return address is not its caller.
             if scan == ScanFor::CallSite
-                && (trust != Trust::CallSite || ra == callee.frame.resume_address)
+                && (trust != Trust::CallSite || ra == callee.resume_address)
             {
                 continue;
             }
             let caller_sp = slot.checked_add(ptr)?;
-            let mut caller = CallerContext::like(context);
-            caller.set(self.names.ip, ra)?;
-            caller.set(self.names.sp, caller_sp)?;
+            let mut caller = context.caller();
+            caller.set(self.layout.ip, ra)?;
+            caller.set(self.layout.sp, caller_sp)?;
             if let Some(caller_fp) = self.scanned_frame_pointer(context, slot, caller_sp) {
-                caller.set(self.names.fp, caller_fp);
+                caller.set(self.layout.fp, caller_fp);
             }
-            return Some(self.symbolized(caller.finish(), index, FoundBy::Scan, trust));
+            return Some(self.symbolized(caller, index, FoundBy::Scan, trust));
         }
         None
     }
@@ -381,17 +381,12 @@ impl Walker<'_> {
     /// The caller's frame pointer after a scan found the return address at `slot` (x86,
     /// x64): the value saved just below it when the callee's frame pointer points there (a
     /// standard prologue), else the callee's own when it lies above (never changed).
-    fn scanned_frame_pointer(
-        &self,
-        context: &MinidumpContext,
-        slot: u64,
-        caller_sp: u64,
-    ) -> Option<u64> {
+    fn scanned_frame_pointer(&self, context: &Regs, slot: u64, caller_sp: u64) -> Option<u64> {
         if self.arch == Arch::Arm64 {
             return None;
         }
         const MAX_FRAME: u64 = 128 * 1024;
-        let fp = known(context, self.names.fp)?;
+        let fp = context.get(self.layout.fp)?;
         let ptr = self.stack.pointer_size as u64;
         let saved_at = slot.checked_sub(ptr)?;
         if fp == saved_at {
@@ -461,14 +456,14 @@ impl Walker<'_> {
 
     /// Whether the caller's stack pointer lies above the callee's (the stack unwinds
     /// upwards). An ARM64 innermost frame may share its caller's: a leaf's caller does.
-    fn progresses(&self, callee: &Walked, caller: &MinidumpContext, index: usize) -> bool {
-        let before = callee.frame.context.get_stack_pointer();
-        let after = caller.get_stack_pointer();
+    fn progresses(&self, callee: &Walked, caller: &Regs, index: usize) -> bool {
+        let before = callee.regs.value(self.layout.sp);
+        let after = caller.value(self.layout.sp);
         after > before
             || (self.arch == Arch::Arm64
                 && index == 1
                 && after == before
-                && caller.get_instruction_pointer() != callee.frame.resume_address)
+                && caller.value(self.layout.ip) != callee.resume_address)
     }
 }
 
@@ -478,36 +473,27 @@ struct Found {
     trust: Trust,
 }
 
-/// The context frame alone, symbolized (when there is no stack to walk).
-pub(crate) fn context_frame(
-    target: &dyn Target,
-    symbols: &SymbolStore,
-    context: MinidumpContext,
-) -> Walked {
-    let found = Found {
-        found_by: FoundBy::Context,
-        trust: Trust::Context,
-    };
-    symbolized(target, symbols, &SymbolMemo::default(), context, 0, found)
-}
-
-/// A frame for `context`, symbolized; `index` > 0 makes it a caller, looked up inside its
+/// A frame for `regs`, symbolized; `index` > 0 makes it a caller, looked up inside its
 /// call instruction.
 fn symbolized(
     target: &dyn Target,
     symbols: &SymbolStore,
     memo: &SymbolMemo,
-    context: MinidumpContext,
+    regs: Regs,
     index: usize,
     found: Found,
 ) -> Walked {
-    let mut frame = StackFrame::from_context(context, FrameTrust::None);
-    if index > 0 {
-        frame.instruction = frame.resume_address.wrapping_sub(call_back(target.arch()));
-    }
-    memo.fill(target, symbols, &mut frame);
+    let resume_address = regs.value(regs.layout().ip);
+    let instruction = if index > 0 {
+        resume_address.wrapping_sub(call_back(target.arch()))
+    } else {
+        resume_address
+    };
     Walked {
-        frame,
+        regs,
+        resume_address,
+        instruction,
+        symbols: memo.get(target, symbols, instruction),
         found_by: found.found_by,
         trust: found.trust,
     }
