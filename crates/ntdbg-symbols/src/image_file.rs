@@ -11,7 +11,8 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use object::pe as raw;
 use object::read::pe::RelocationBlockIterator;
@@ -60,8 +61,22 @@ pub(crate) struct FileImage {
     fixups: Vec<Fixup>,
     /// Load address minus preferred base.
     delta: u64,
-    /// Recently read pages, most recent last.
-    pages: Mutex<Vec<(u32, Arc<[u8]>)>>,
+    /// Recently read pages. Behind a read-write lock so that the threads of a triage run
+    /// read cached pages at once; the least recently used one is replaced.
+    pages: RwLock<Vec<CachedPage>>,
+    /// Counts page reads: a cached page's last use.
+    clock: AtomicU64,
+}
+
+/// A page kept by [`FileImage`].
+#[derive(Debug)]
+struct CachedPage {
+    /// Its number (RVA / [`PAGE`]).
+    page: u32,
+    /// Its bytes, mapped and relocated.
+    bytes: Arc<[u8]>,
+    /// The [`FileImage::clock`] of its last read.
+    used: AtomicU64,
 }
 
 /// A file read by position as [`PeBytes`] (file layout), for parsing the headers.
@@ -144,7 +159,8 @@ impl FileImage {
             pieces,
             fixups: Vec::new(),
             delta: load_base.wrapping_sub(info.image_base),
-            pages: Mutex::new(Vec::new()),
+            pages: RwLock::new(Vec::new()),
+            clock: AtomicU64::new(0),
         };
         let relocated = image.read_fixups(&info);
         Ok((info, image, relocated))
@@ -236,8 +252,11 @@ impl FileImage {
     pub fn held_bytes(&self) -> usize {
         let pages: usize = self
             .pages
-            .lock()
-            .map_or(0, |p| p.iter().map(|(_, b)| b.len()).sum());
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|p| p.bytes.len())
+            .sum();
         pages
             + self.fixups.len() * std::mem::size_of::<Fixup>()
             + self.pieces.len() * std::mem::size_of::<Piece>()
@@ -245,22 +264,37 @@ impl FileImage {
 
     /// Page `page` (mapped, relocated), from the cache or the file.
     fn page(&self, page: u32) -> Option<Arc<[u8]>> {
-        let mut pages = self.pages.lock().ok()?;
-        if let Some(i) = pages.iter().position(|(p, _)| *p == page) {
-            let hit = pages.remove(i);
-            let bytes = hit.1.clone();
-            pages.push(hit);
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let cached = |pages: &[CachedPage]| {
+            let hit = pages.iter().find(|p| p.page == page)?;
+            hit.used.store(now, Ordering::Relaxed);
+            Some(hit.bytes.clone())
+        };
+        if let Some(bytes) = cached(&self.pages.read().unwrap_or_else(PoisonError::into_inner)) {
             return Some(bytes);
         }
         let start = page * PAGE;
         let len = PAGE.min(self.size - start) as usize;
         let mut bytes = self.read_unrelocated(start, len)?;
         self.relocate(start, &mut bytes)?;
+        let mut pages = self.pages.write().unwrap_or_else(PoisonError::into_inner);
+        // Another thread may have read it meanwhile: keep one copy.
+        if let Some(bytes) = cached(&pages) {
+            return Some(bytes);
+        }
         let bytes: Arc<[u8]> = bytes.into();
         if pages.len() == CACHED_PAGES {
-            pages.remove(0);
+            if let Some(oldest) =
+                (0..pages.len()).min_by_key(|&i| pages[i].used.load(Ordering::Relaxed))
+            {
+                pages.swap_remove(oldest);
+            }
         }
-        pages.push((page, bytes.clone()));
+        pages.push(CachedPage {
+            page,
+            bytes: bytes.clone(),
+            used: AtomicU64::new(now),
+        });
         Some(bytes)
     }
 

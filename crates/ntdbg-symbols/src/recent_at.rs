@@ -4,7 +4,7 @@
 //! addresses again and again, and each answer is built anew otherwise.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use breakpad_symbols::SymbolFile;
 
@@ -13,31 +13,33 @@ use crate::index::{SymbolsAt, Tables};
 /// Addresses kept per module; when full, the kept answers are dropped and it fills again.
 const KEPT: usize = 64;
 
-/// Answers of [`Tables::at`] that were built for their address, by address.
+/// Answers of [`Tables::at`] that were built for their address, by address. Behind a
+/// read-write lock: the threads of a triage run look the same addresses up at once, and
+/// only the first lookup of an address writes.
 #[derive(Default)]
-pub(crate) struct RecentAt(Mutex<HashMap<u64, Arc<SymbolFile>>>);
+pub(crate) struct RecentAt(RwLock<HashMap<u64, Arc<SymbolFile>>>);
 
 impl RecentAt {
     /// `tables.at(rva)`, built only the first time `rva` is asked while it stays kept (the
     /// same answer: the tables answer an address the same way every time).
     pub(crate) fn at<'a>(&self, tables: &'a Tables, rva: u64) -> SymbolsAt<'a> {
-        if let Some(kept) = self.lock().get(&rva) {
-            return SymbolsAt::Shared(Arc::clone(kept));
+        let known = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&rva)
+            .cloned();
+        if let Some(kept) = known {
+            return SymbolsAt::Shared(kept);
         }
         let at = tables.at(rva);
         if let SymbolsAt::Shared(built) = &at {
-            let mut kept = self.lock();
+            let mut kept = self.0.write().unwrap_or_else(PoisonError::into_inner);
             if kept.len() >= KEPT {
                 kept.clear();
             }
             kept.insert(rva, Arc::clone(built));
         }
         at
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<SymbolFile>>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

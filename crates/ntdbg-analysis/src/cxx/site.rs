@@ -97,14 +97,26 @@ impl ThrowSite {
 pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
     let bitness = Bitness::of_arch(session.arch());
     let frames = &frames[..frames.len().min(MAX_FRAMES)];
+    // Return addresses whose call is known not to target a throw function: a recursion
+    // returns to the same few addresses, each disassembled once.
+    let mut not_throwing: Vec<u64> = Vec::new();
     for k in 1..frames.len() {
         let by_frame = bare_name(&frames[k - 1])
             .and_then(thrower)
             .map(|t| (t, Recognised::CalleeFrame(frames[k - 1].index)));
         let found = by_frame.or_else(|| {
-            let target = call_target(session, bitness?, frames[k].instruction)?;
-            let t = thrower(target.strip_prefix("__imp_").unwrap_or(&target))?;
-            Some((t, Recognised::CallTarget(target)))
+            let address = frames[k].instruction;
+            if not_throwing.contains(&address) {
+                return None;
+            }
+            let by_call = call_target(session, bitness?, address).and_then(|target| {
+                let t = thrower(target.strip_prefix("__imp_").unwrap_or(&target))?;
+                Some((t, Recognised::CallTarget(target)))
+            });
+            if by_call.is_none() {
+                not_throwing.push(address);
+            }
+            by_call
         });
         if let Some(((thrower, abi), recognised)) = found {
             let terminate_frame = frames[..k]

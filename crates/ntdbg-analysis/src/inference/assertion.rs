@@ -85,12 +85,32 @@ pub(crate) fn text_at(bytes: &[Option<u8>]) -> Option<String> {
     (out.len() >= MIN_MESSAGE).then_some(out)
 }
 
+/// Where a candidate pointer to a message was found (named only for the one that points to
+/// a message).
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// A register of the exception context.
+    Register(&'static str),
+    /// The stack slot this many bytes above the stack pointer.
+    StackSlot(usize),
+}
+
+impl Place {
+    /// `rcx`, `[rsp+0x18]`.
+    fn name(self, sp_name: &str) -> String {
+        match self {
+            Place::Register(register) => register.to_string(),
+            Place::StackSlot(offset) => format!("[{sp_name}+{offset:#x}]"),
+        }
+    }
+}
+
 /// An assertion message pointed to by a register of the exception context or by a pointer
 /// slot just above the stack pointer.
 pub(super) fn assertion_message(session: &Session, event: &ExceptionEvent) -> Option<Inference> {
     let context = event.context.as_ref()?;
     let ptr = session.arch().pointer_size();
-    let names: &[&str] = if ptr == 8 {
+    let names: &[&'static str] = if ptr == 8 {
         &[
             "rax", "rcx", "rdx", "rbx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
             "r14", "r15", "rbp",
@@ -98,11 +118,11 @@ pub(super) fn assertion_message(session: &Session, event: &ExceptionEvent) -> Op
     } else {
         &["eax", "ecx", "edx", "ebx", "esi", "edi", "ebp"]
     };
-    let mut candidates: Vec<(String, u64)> = names
+    let mut candidates: Vec<(Place, u64)> = names
         .iter()
         .filter_map(|r| {
             Some((
-                r.to_string(),
+                Place::Register(r),
                 ntdbg_engine::registers::register(context, r)?,
             ))
         })
@@ -117,10 +137,7 @@ pub(super) fn assertion_message(session: &Session, event: &ExceptionEvent) -> Op
             };
             let mut buf = [0u8; 8];
             buf[..ptr].copy_from_slice(&bytes);
-            candidates.push((
-                format!("[{sp_name}+{:#x}]", i * ptr),
-                u64::from_le_bytes(buf),
-            ));
+            candidates.push((Place::StackSlot(i * ptr), u64::from_le_bytes(buf)));
         }
     }
     for (place, value) in candidates {
@@ -143,7 +160,8 @@ pub(super) fn assertion_message(session: &Session, event: &ExceptionEvent) -> Op
             "assertion",
             format!("an assertion failed: \"{text}\""),
             format!(
-                "{place} = {value:#x} points to this text ({from}) when exception {:#010x} was raised",
+                "{} = {value:#x} points to this text ({from}) when exception {:#010x} was raised",
+                place.name(sp_name),
                 event.code
             ),
         ));

@@ -42,6 +42,27 @@ fn frame_name(f: &Frame) -> String {
     }
 }
 
+/// [`frame_name`] of every frame; a frame in the same function of the same module as the one
+/// before it (a recursion) has its name, not built again.
+fn frame_names(frames: &[Frame]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::with_capacity(frames.len());
+    for (i, f) in frames.iter().enumerate() {
+        let same_function = i > 0 && {
+            let previous = &frames[i - 1];
+            f.module.is_some()
+                && f.function.is_some()
+                && f.module == previous.module
+                && f.function == previous.function
+        };
+        let name = match names.last() {
+            Some(last) if same_function => last.clone(),
+            _ => frame_name(f),
+        };
+        names.push(name);
+    }
+    names
+}
+
 /// A repeating sequence of frames: `period` functions repeated `repeats` times from `first`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Cycle {
@@ -92,7 +113,7 @@ pub(super) fn stack_overflow(
     event: &ExceptionEvent,
     frames: &[Frame],
 ) -> Inference {
-    let names: Vec<String> = frames.iter().map(frame_name).collect();
+    let names = frame_names(frames);
     let cycle = find_cycle(&names);
     let reaches_end = |c: &Cycle| c.first + c.repeats * c.period >= frames.len();
     let text = match &cycle {

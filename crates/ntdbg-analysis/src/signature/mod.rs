@@ -143,6 +143,16 @@ fn frame_name(f: &Frame) -> Option<String> {
     }
 }
 
+/// Whether `f` has the same symbolized name and trust as `previous`, so that the signature
+/// treats it the same way.
+fn repeats_frame(previous: &Frame, f: &Frame) -> bool {
+    f.module.is_some()
+        && f.function.is_some()
+        && f.module == previous.module
+        && f.function == previous.function
+        && f.is_trusted() == previous.is_trusted()
+}
+
 /// The signature of a stack: `tag`, then the frames [`SignatureConfig`] selects joined by
 /// ` / ` (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`), and the
 /// role of every frame looked at. Never empty; stable across load addresses and build paths.
@@ -155,7 +165,15 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
     let mut names: Vec<String> = Vec::new();
     let mut explained: Vec<SignatureFrame> = Vec::new();
     let mut named = 0usize;
+    let mut previous: Option<&Frame> = None;
     for f in frames {
+        // A frame that repeats the one before it (a recursion) changes nothing the previous
+        // one did not (it is skipped, or a prefix already named): with no room left to
+        // explain it, it is passed over without building its name.
+        let repeats = previous.replace(f).is_some_and(|p| repeats_frame(p, f));
+        if repeats && explained.len() >= MAX_EXPLAINED {
+            continue;
+        }
         let display = frame_name(f).unwrap_or_else(|| format!("{:#x}", f.instruction));
         let mut note = |role: SignatureRole, reason: String| {
             if explained.len() < MAX_EXPLAINED {
