@@ -25,21 +25,33 @@ pub fn symbol_index(data: &[u8]) {
     };
     let index = SymbolIndex::from_vec(bytes, IDENTITY).expect("a fresh index reads back");
     for addr in boundaries(&parsed) {
-        let small = index.symbols_at(addr);
-        assert_eq!(small.functions.get(addr), parsed.functions.get(addr));
-        assert_eq!(
-            small.cfi_stack_info.get(addr),
-            parsed.cfi_stack_info.get(addr)
-        );
-        assert_eq!(
-            small.win_stack_framedata_info.get(addr),
-            parsed.win_stack_framedata_info.get(addr)
-        );
-        assert_eq!(
-            small.win_stack_fpo_info.get(addr),
-            parsed.win_stack_fpo_info.get(addr)
-        );
+        assert_same_records_at(&index.symbols_at(addr), &parsed, addr);
     }
+}
+
+/// Panics unless `small` (an index's answer) and `full` (the parsed file) hold the same
+/// function and unwind records at `addr`.
+pub(super) fn assert_same_records_at(small: &SymbolFile, full: &SymbolFile, addr: u64) {
+    assert_eq!(
+        small.functions.get(addr),
+        full.functions.get(addr),
+        "at {addr:#x}"
+    );
+    assert_eq!(
+        small.cfi_stack_info.get(addr),
+        full.cfi_stack_info.get(addr),
+        "at {addr:#x}"
+    );
+    assert_eq!(
+        small.win_stack_framedata_info.get(addr),
+        full.win_stack_framedata_info.get(addr),
+        "at {addr:#x}"
+    );
+    assert_eq!(
+        small.win_stack_fpo_info.get(addr),
+        full.win_stack_fpo_info.get(addr),
+        "at {addr:#x}"
+    );
 }
 
 /// Every lookup an index answers, at a spread of addresses and over its whole tables.

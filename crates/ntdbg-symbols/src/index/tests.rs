@@ -75,19 +75,7 @@ fn every_address_answers_as_the_parsed_file() {
     for addr in (0..0x1300).chain([u64::MAX, u64::MAX - 1]) {
         let small = index.symbols_at(addr);
         assert_eq!(fill(&small, addr), fill(&full, addr), "at {addr:#x}");
-        assert_eq!(small.functions.get(addr), full.functions.get(addr));
-        assert_eq!(
-            small.cfi_stack_info.get(addr),
-            full.cfi_stack_info.get(addr)
-        );
-        assert_eq!(
-            small.win_stack_framedata_info.get(addr),
-            full.win_stack_framedata_info.get(addr)
-        );
-        assert_eq!(
-            small.win_stack_fpo_info.get(addr),
-            full.win_stack_fpo_info.get(addr)
-        );
+        super::fuzz::assert_same_records_at(&small, &full, addr);
         let want = full.functions.get(addr).map(|f| (f.address, f.size));
         assert_eq!(index.function_at(addr), want);
     }
