@@ -2,7 +2,7 @@
 
 use super::{FrameDetail, Stackwalk, Thread};
 use minidump::{MinidumpContext, MinidumpModule};
-use minidump_unwind::{FrameTrust, StackFrame};
+use minidump_unwind::FrameSymbolizer;
 use ntdbg_engine::Session;
 use std::fmt::Write as _;
 
@@ -202,14 +202,31 @@ fn file_name(path: &str) -> &str {
 pub(super) fn line_base(
     session: &Session,
     module: &MinidumpModule,
-    context: &MinidumpContext,
     instruction: u64,
 ) -> Option<u64> {
     let symbols = session
         .symbols()
         .loaded(minidump::Module::base_address(module))?;
-    let mut probe = StackFrame::from_context(context.clone(), FrameTrust::None);
-    probe.instruction = instruction;
+    let mut probe = LineBase {
+        instruction,
+        base: None,
+    };
     symbols.fill_symbol(module, &mut probe);
-    probe.source_line_base
+    probe.base
+}
+
+/// Keeps only where the source line of one address starts.
+struct LineBase {
+    instruction: u64,
+    base: Option<u64>,
+}
+
+impl FrameSymbolizer for LineBase {
+    fn get_instruction(&self) -> u64 {
+        self.instruction
+    }
+    fn set_function(&mut self, _name: &str, _base: u64, _parameter_size: u32) {}
+    fn set_source_file(&mut self, _file: &str, _line: u32, base: u64) {
+        self.base = Some(base);
+    }
 }

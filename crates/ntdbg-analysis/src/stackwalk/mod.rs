@@ -381,7 +381,7 @@ fn convert_frames(
             function_base,
             line_base: module
                 .filter(|_| f.source_line.is_some())
-                .and_then(|m| human::line_base(session, m, &f.context, instruction)),
+                .and_then(|m| human::line_base(session, m, instruction)),
             context: f.context.clone(),
             trust,
         });
