@@ -607,7 +607,7 @@ pub(crate) fn read_breakpad_whole(
 /// lazily when the text has `lazy_from` bytes or more and is in the shape the lazy reader
 /// answers for, else parsed whole.
 fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, SymbolError> {
-    let raw = std::fs::read(path).map_err(|e| io(path, e))?;
+    let raw = SharedBytes::of_file(path).map_err(|e| io(path, e))?;
     let bad = |message: String| SymbolError::Breakpad {
         path: path.to_path_buf(),
         message,
@@ -623,7 +623,7 @@ fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, Symbol
                 let (text, source) =
                     crate::unpacked::text_of_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
                 tracing::debug!(file = %path.display(), ?source, "Breakpad text from .xz");
-                text
+                SharedBytes::from(text)
             }
             // Parsed whole: streamed from the decoder into the parser.
             (true, None) => {

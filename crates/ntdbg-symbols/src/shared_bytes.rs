@@ -2,7 +2,9 @@
 //! memory mapping, or a buffer read for it. Cloning is a reference-count increment.
 
 use std::fmt;
+use std::io;
 use std::ops::{Deref, Range};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Whatever holds the bytes: a memory-mapped dump file, a `Vec<u8>`, …
@@ -30,6 +32,31 @@ impl SharedBytes {
             owner: self.owner.clone(),
             range: start..end,
         })
+    }
+}
+
+impl SharedBytes {
+    /// The bytes of the file at `path`. On Unix they are mapped read-only: pages come from the
+    /// page cache as they are touched, with no copy into a fresh buffer (a large `.sym` read
+    /// whole spent more time in the kernel's copy and page faults than in being scanned). A
+    /// mapping assumes what the dump's does: nobody truncates the file while it is open.
+    /// Elsewhere (Windows refuses to replace or delete a mapped file, which the symbol cache
+    /// does) and for an empty file, they are read into memory.
+    pub fn of_file(path: &Path) -> io::Result<SharedBytes> {
+        #[cfg(unix)]
+        {
+            let file = std::fs::File::open(path)?;
+            if file.metadata()?.len() > 0 {
+                // SAFETY: the mapping is read-only; see above for the truncation caveat.
+                let map = unsafe { memmap2::Mmap::map(&file) }?;
+                let len = map.len();
+                return Ok(SharedBytes {
+                    owner: Arc::new(map),
+                    range: 0..len,
+                });
+            }
+        }
+        std::fs::read(path).map(SharedBytes::from)
     }
 }
 
@@ -76,5 +103,16 @@ mod tests {
         let owner: ByteOwner = Arc::new(vec![0u8; 3]);
         assert!(SharedBytes::new(owner.clone(), 0..4).is_none());
         assert_eq!(SharedBytes::new(owner, 1..3).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_file_reads_whole_whether_mapped_or_empty() {
+        let dir = ntdbg_testutil::corrupt::TempDir::new("shared-bytes");
+        let full = dir.write("full.sym", b"MODULE windows x86 0 a.pdb\n");
+        assert_eq!(&*SharedBytes::of_file(&full).unwrap(), b"MODULE windows x86 0 a.pdb\n");
+        let empty = dir.write("empty.sym", b"");
+        assert!(SharedBytes::of_file(&empty).unwrap().is_empty());
+        let missing = SharedBytes::of_file(&dir.path().join("missing.sym")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 }

@@ -22,6 +22,8 @@ use range_map::RangeMap;
 
 use scan::{Block, Scan, Unsupported};
 
+use crate::SharedBytes;
+
 /// The environment variable that chooses the lazy path: `off` or `never`, `always` (every
 /// Breakpad file, whatever its size; for tests), otherwise files of [`LAZY_MIN_BYTES`] or more.
 pub const LAZY_ENV: &str = "NTDBG_BREAKPAD_LAZY";
@@ -54,7 +56,7 @@ struct Key {
 
 /// A Breakpad symbol file read lazily.
 pub(crate) struct LazyBreakpad {
-    text: Arc<Vec<u8>>,
+    text: SharedBytes,
     scan: Scan,
     module_id: String,
     /// The file parsed down to its `MODULE` line (no records), for addresses no record covers.
@@ -65,7 +67,7 @@ pub(crate) struct LazyBreakpad {
 impl LazyBreakpad {
     /// Scans `text`; when it is not in the plain shape, gives it back with the reason, for the
     /// whole-file parser.
-    pub(crate) fn new(text: Vec<u8>) -> Result<LazyBreakpad, (Vec<u8>, Unsupported)> {
+    pub(crate) fn new(text: SharedBytes) -> Result<LazyBreakpad, (SharedBytes, Unsupported)> {
         let scanned = scan::scan(&text).and_then(|scan| {
             let module = SymbolFile::from_bytes(&text[scan.module_line.clone()]).map_err(|_| {
                 Unsupported {
@@ -79,7 +81,7 @@ impl LazyBreakpad {
             Ok((scan, module)) => Ok(LazyBreakpad {
                 module_id: module.module_id.clone(),
                 empty: Arc::new(module),
-                text: Arc::new(text),
+                text,
                 scan,
                 cache: Mutex::new(HashMap::new()),
             }),
@@ -93,8 +95,8 @@ impl LazyBreakpad {
     }
 
     /// The whole text (for an index writer that parses it whole).
-    pub(crate) fn text(&self) -> Arc<Vec<u8>> {
-        Arc::clone(&self.text)
+    pub(crate) fn text(&self) -> SharedBytes {
+        self.text.clone()
     }
 
     /// The `MODULE` line's debug id.

@@ -95,7 +95,7 @@ fn assert_same(lazy: &LazyBreakpad, full: &SymbolFile, what: &str) -> usize {
 }
 
 fn lazy(text: &[u8]) -> LazyBreakpad {
-    LazyBreakpad::new(text.to_vec()).unwrap_or_else(|(_, why)| panic!("not lazy: {why:?}"))
+    LazyBreakpad::new(text.to_vec().into()).unwrap_or_else(|(_, why)| panic!("not lazy: {why:?}"))
 }
 
 #[test]
@@ -148,7 +148,7 @@ fn every_breakpad_file_of_the_corpus_answers_as_the_whole_parse() {
     for path in files {
         let text = read_text(&path);
         let full = SymbolFile::from_bytes(&text);
-        match LazyBreakpad::new(text) {
+        match LazyBreakpad::new(text.into()) {
             Ok(lazy) => {
                 let full = full.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                 compared += assert_same(&lazy, &full, &path.display().to_string());
@@ -278,7 +278,7 @@ fn damaged_texts_never_panic_and_accepted_ones_answer_as_the_whole_parse() {
     let mut accepted = 0;
     for text in variants {
         let full = SymbolFile::from_bytes(&text);
-        if let Ok(lazy) = LazyBreakpad::new(text.clone()) {
+        if let Ok(lazy) = LazyBreakpad::new(text.clone().into()) {
             let full = full.unwrap_or_else(|e| {
                 panic!(
                     "accepted, but the parser refuses: {e}\n{}",

@@ -35,7 +35,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use breakpad_symbols::SymbolFile;
 use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
-use crate::SymbolError;
+use crate::{SharedBytes, SymbolError};
 
 pub use fuzz::symbol_index as fuzz_symbol_index;
 pub(crate) use indexed::{IndexedTables, ReadSource};
@@ -217,7 +217,7 @@ pub(crate) enum IndexJob {
     /// Symbols this load parsed whole (and a PDB's data symbols).
     Parsed(Arc<SymbolFile>, Vec<(String, u64)>),
     /// A Breakpad text this load read lazily: the writer parses it whole.
-    BreakpadText(Arc<Vec<u8>>),
+    BreakpadText(SharedBytes),
     /// A PDB (of this identity) this load converts lazily: the writer converts it whole.
     PdbFile(PdbIdentity),
 }
