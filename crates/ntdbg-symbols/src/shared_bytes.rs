@@ -109,7 +109,10 @@ mod tests {
     fn a_file_reads_whole_whether_mapped_or_empty() {
         let dir = ntdbg_testutil::corrupt::TempDir::new("shared-bytes");
         let full = dir.write("full.sym", b"MODULE windows x86 0 a.pdb\n");
-        assert_eq!(&*SharedBytes::of_file(&full).unwrap(), b"MODULE windows x86 0 a.pdb\n");
+        assert_eq!(
+            &*SharedBytes::of_file(&full).unwrap(),
+            b"MODULE windows x86 0 a.pdb\n"
+        );
         let empty = dir.write("empty.sym", b"");
         assert!(SharedBytes::of_file(&empty).unwrap().is_empty());
         let missing = SharedBytes::of_file(&dir.path().join("missing.sym")).unwrap_err();
