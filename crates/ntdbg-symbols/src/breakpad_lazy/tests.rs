@@ -8,7 +8,7 @@ use breakpad_symbols::SymbolFile;
 
 use super::scan::scan;
 use super::LazyBreakpad;
-use crate::index::tests::{fill, TEXT};
+use crate::index::tests::{assert_same_records_at, fill, TEXT};
 
 /// The addresses worth asking about: every record's start and end, and around them.
 fn addresses(full: &SymbolFile) -> Vec<u64> {
@@ -50,26 +50,7 @@ fn assert_same(lazy: &LazyBreakpad, full: &SymbolFile, what: &str) -> usize {
     for &addr in &addresses {
         let small = lazy.symbols_at(addr);
         assert_eq!(fill(&small, addr), fill(full, addr), "{what} at {addr:#x}");
-        assert_eq!(
-            small.functions.get(addr),
-            full.functions.get(addr),
-            "{what} at {addr:#x}"
-        );
-        assert_eq!(
-            small.cfi_stack_info.get(addr),
-            full.cfi_stack_info.get(addr),
-            "{what} at {addr:#x}"
-        );
-        assert_eq!(
-            small.win_stack_framedata_info.get(addr),
-            full.win_stack_framedata_info.get(addr),
-            "{what} at {addr:#x}"
-        );
-        assert_eq!(
-            small.win_stack_fpo_info.get(addr),
-            full.win_stack_fpo_info.get(addr),
-            "{what} at {addr:#x}"
-        );
+        assert_same_records_at(&small, full, addr, what);
         let want = full.functions.get(addr).map(|f| (f.address, f.size));
         assert_eq!(lazy.function_at(addr), want, "{what} at {addr:#x}");
     }

@@ -25,32 +25,32 @@ pub fn symbol_index(data: &[u8]) {
     };
     let index = SymbolIndex::from_vec(bytes, IDENTITY).expect("a fresh index reads back");
     for addr in boundaries(&parsed) {
-        assert_same_records_at(&index.symbols_at(addr), &parsed, addr);
+        assert_same_records_at(&index.symbols_at(addr), &parsed, addr, "fuzzed index");
     }
 }
 
-/// Panics unless `small` (an index's answer) and `full` (the parsed file) hold the same
-/// function and unwind records at `addr`.
-pub(super) fn assert_same_records_at(small: &SymbolFile, full: &SymbolFile, addr: u64) {
+/// Panics unless `small` (an index's or a lazy reader's answer) and `full` (the parsed file)
+/// hold the same function and unwind records at `addr`; `what` names the case in the message.
+pub(crate) fn assert_same_records_at(small: &SymbolFile, full: &SymbolFile, addr: u64, what: &str) {
     assert_eq!(
         small.functions.get(addr),
         full.functions.get(addr),
-        "at {addr:#x}"
+        "{what} at {addr:#x}"
     );
     assert_eq!(
         small.cfi_stack_info.get(addr),
         full.cfi_stack_info.get(addr),
-        "at {addr:#x}"
+        "{what} at {addr:#x}"
     );
     assert_eq!(
         small.win_stack_framedata_info.get(addr),
         full.win_stack_framedata_info.get(addr),
-        "at {addr:#x}"
+        "{what} at {addr:#x}"
     );
     assert_eq!(
         small.win_stack_fpo_info.get(addr),
         full.win_stack_fpo_info.get(addr),
-        "at {addr:#x}"
+        "{what} at {addr:#x}"
     );
 }
 

@@ -9,6 +9,7 @@ use breakpad_symbols::SymbolFile as Parsed;
 use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 
 use super::format::{BLOCK_LEN, HEADER_LEN};
+pub(crate) use super::fuzz::assert_same_records_at;
 use super::read::SymbolIndex;
 use super::write::{build, seal};
 use super::{finish_index_writes, IndexSlot, IndexedTables, ReadSource, Tables};
@@ -75,7 +76,7 @@ fn every_address_answers_as_the_parsed_file() {
     for addr in (0..0x1300).chain([u64::MAX, u64::MAX - 1]) {
         let small = index.symbols_at(addr);
         assert_eq!(fill(&small, addr), fill(&full, addr), "at {addr:#x}");
-        super::fuzz::assert_same_records_at(&small, &full, addr);
+        assert_same_records_at(&small, &full, addr, "index");
         let want = full.functions.get(addr).map(|f| (f.address, f.size));
         assert_eq!(index.function_at(addr), want);
     }
