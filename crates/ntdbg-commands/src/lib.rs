@@ -32,8 +32,8 @@ pub use commands::threads_info::{ThreadTimesRow, UniqueStack};
 pub use error::{CommandError, ErrorCode};
 pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
-    PeHeadersResult, PeSectionRow, RegionRow, SearchHit, SortedJson, ThreadRow, TypedResult,
-    UnloadedModuleRow,
+    PeHeadersResult, PeSectionRow, RegionRow, SearchHit, SortedJson, ThreadError, ThreadResult,
+    ThreadRow, TypedResult, UnloadedModuleRow,
 };
 pub use run::{
     run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status, SymbolPathGate,

@@ -43,6 +43,12 @@ pub enum TypedResult {
         /// One stack per thread.
         stacks: Vec<Stack>,
     },
+    /// `~*CMD` (or `~N CMD` on several threads) whose command is not a stack walk: what it
+    /// gave on each thread.
+    PerThread {
+        /// One entry per selected thread, in the selector's order.
+        threads: Vec<ThreadResult>,
+    },
     /// `r`: registers by name (`0x` hex strings).
     Registers {
         /// Name → value.
@@ -245,6 +251,28 @@ impl Serialize for SortedJson<'_> {
                 .serialize(s),
         }
     }
+}
+
+/// One thread's part of a [`TypedResult::PerThread`].
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ThreadResult {
+    /// The thread's `~` number.
+    pub thread: usize,
+    /// The thread's id (`0x` hex).
+    pub thread_id: String,
+    /// The command's typed result on this thread; `None` when it has none or failed.
+    pub result: Option<Box<TypedResult>>,
+    /// Why the command failed on this thread, when it did.
+    pub error: Option<ThreadError>,
+}
+
+/// A command's failure on one thread of a `~*CMD`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ThreadError {
+    /// The stable error key (`not_in_dump`, …).
+    pub code: String,
+    /// The message, as the text output shows it.
+    pub message: String,
 }
 
 /// One region of `!address` (addresses and sizes as `0x` hex strings).

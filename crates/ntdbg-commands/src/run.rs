@@ -8,7 +8,7 @@
 //! callback after each one whether to go on.
 
 use crate::error::{excerpt, CommandError, ErrorCode};
-use crate::output::{CommandOutput, TypedResult};
+use crate::output::{CommandOutput, ThreadError, ThreadResult, TypedResult};
 use crate::parse::{self, CommandLine, ThreadSelector};
 use crate::spec::{CommandSpec, Effect, HostEffect, Invocation};
 use crate::{commands, live, suggest, table};
@@ -340,7 +340,7 @@ fn on_each_thread(
 ) -> Result<CommandOutput, CommandError> {
     let saved = session.current_thread_index();
     let mut text = String::new();
-    let mut typed = Vec::new();
+    let mut per_thread = Vec::with_capacity(threads.len());
     for (done, &index) in threads.iter().enumerate() {
         commands::thread_step(session, done, threads.len())?;
         if headers {
@@ -354,16 +354,31 @@ fn on_each_thread(
         let result = switched.and_then(|()| (invocation.spec.handler)(session, invocation));
         // Back to the current thread before the next header, so its marks stay the listing's.
         let _ = session.set_current_thread(saved);
+        let thread_id = session.target().threads()[index].id;
         match result {
             Ok(out) => {
                 text.push_str(&out.text);
-                typed.extend(out.typed);
+                per_thread.push(ThreadResult {
+                    thread: index,
+                    thread_id: format!("{thread_id:#x}"),
+                    result: out.typed.map(Box::new),
+                    error: None,
+                });
             }
             // A cancelled command stops the whole walk.
             Err(e) if e.code == ErrorCode::Cancelled => return Err(e),
             Err(e) if headers => {
                 text.push_str(&e.message);
                 text.push('\n');
+                per_thread.push(ThreadResult {
+                    thread: index,
+                    thread_id: format!("{thread_id:#x}"),
+                    result: None,
+                    error: Some(ThreadError {
+                        code: e.code.name().to_string(),
+                        message: e.message,
+                    }),
+                });
             }
             // `~N CMD` runs on one thread: its failure is the command's.
             Err(e) => return Err(e),
@@ -372,20 +387,44 @@ fn on_each_thread(
             text.push('\n');
         }
     }
-    let typed = match typed.len() {
-        0 => None,
-        1 if !headers => typed.pop(),
-        _ => Some(TypedResult::Stacks {
-            stacks: typed
-                .into_iter()
-                .filter_map(|t| match t {
-                    TypedResult::Stack(s) => Some(s),
-                    _ => None,
-                })
-                .collect(),
-        }),
-    };
-    Ok(CommandOutput { text, typed })
+    Ok(CommandOutput {
+        text,
+        typed: per_thread_result(per_thread, headers),
+    })
+}
+
+/// The typed result of a command run on several threads: `~N CMD` on one thread keeps the
+/// command's own; stack walks on every thread are [`TypedResult::Stacks`] (threads whose walk
+/// failed show only in the text, as before); anything else is [`TypedResult::PerThread`],
+/// every thread's result or error in order.
+fn per_thread_result(mut per_thread: Vec<ThreadResult>, headers: bool) -> Option<TypedResult> {
+    if per_thread
+        .iter()
+        .all(|t| t.result.is_none() && t.error.is_none())
+    {
+        return None;
+    }
+    if !headers && per_thread.len() == 1 {
+        return per_thread.pop().and_then(|t| t.result.map(|r| *r));
+    }
+    let only_stacks = per_thread.iter().all(|t| match t.result.as_deref() {
+        Some(TypedResult::Stack(_)) => true,
+        None => t.error.is_some(),
+        Some(_) => false,
+    });
+    if only_stacks && per_thread.iter().any(|t| t.result.is_some()) {
+        let stacks = per_thread
+            .into_iter()
+            .filter_map(|t| match t.result.map(|r| *r) {
+                Some(TypedResult::Stack(s)) => Some(s),
+                _ => None,
+            })
+            .collect();
+        return Some(TypedResult::Stacks { stacks });
+    }
+    Some(TypedResult::PerThread {
+        threads: per_thread,
+    })
 }
 
 /// The thread indexes a `~` selector names.

@@ -87,3 +87,62 @@ fn marks_and_prompts_stay_consistent_in_a_batch() {
     assert_eq!(marks(&results[2].output), ['.', '#']);
     assert_eq!(marks(&results[4].output), [' ', '.']);
 }
+
+/// The typed result of `CMD` as JSON, or `null` when it has none.
+fn typed_json(session: &mut Session, command: &str) -> serde_json::Value {
+    match run_command(session, command) {
+        Ok(out) => serde_json::to_value(&out.typed).expect("typed result as JSON"),
+        Err(e) => panic!("{command}: {e}"),
+    }
+}
+
+/// `~*CMD` keeps what the command gives on each thread: for every kind of per-thread result
+/// (registers, frames, memory, disassembly, symbols, thread blocks, expressions…) the entry of
+/// each thread equals `~N CMD`'s typed result, and stack walks stay one `stacks` list.
+#[test]
+fn every_thread_keeps_its_typed_result() {
+    let mut s = open(&ntdbg_testutil::sample("crashy-x64-thread.dmp"));
+    let threads = s.target().threads().len();
+    assert!(threads >= 2, "the sample has a worker thread");
+    let commands = [
+        "r",
+        "r rip",
+        "dq @rsp L2",
+        "dps @rsp L2",
+        "u @rip L1",
+        "ln @rip",
+        "? @rsp",
+        "!teb",
+        "!gle",
+        "!address @rsp",
+        "dv",
+    ];
+    for command in commands {
+        let all = typed_json(&mut s, &format!("~*{command}"));
+        assert_eq!(all["kind"], "per_thread", "~*{command}: {all}");
+        let entries = all["threads"].as_array().expect("threads array");
+        assert_eq!(entries.len(), threads, "~*{command}");
+        for (index, entry) in entries.iter().enumerate() {
+            assert_eq!(entry["thread"], index, "~*{command}");
+            assert!(entry["thread_id"]
+                .as_str()
+                .is_some_and(|id| id.starts_with("0x")));
+            match run_command(&mut s, &format!("~{index} {command}")) {
+                Ok(one) => {
+                    let one = serde_json::to_value(&one.typed).expect("JSON");
+                    assert_eq!(entry["result"], one, "~*{command} on thread {index}");
+                    assert!(entry["error"].is_null(), "~*{command} on thread {index}");
+                }
+                Err(e) => {
+                    assert!(entry["result"].is_null(), "~*{command} on thread {index}");
+                    assert_eq!(entry["error"]["code"], e.code.name(), "~*{command}");
+                    assert_eq!(entry["error"]["message"], e.message, "~*{command}");
+                }
+            }
+        }
+    }
+    // Stack walks keep their one list, a stack per thread.
+    let stacks = typed_json(&mut s, "~*k");
+    assert_eq!(stacks["kind"], "stacks");
+    assert_eq!(stacks["stacks"].as_array().map(Vec::len), Some(threads));
+}

@@ -27,6 +27,7 @@ const LINES: &str = "a line number or line count of ntdbg's own output";
 const NUMBERS: &[(&str, &str)] = &[
     ("Frame.index", INDEX),
     ("ThreadRow.index", INDEX),
+    ("ThreadResult.thread", INDEX),
     ("ThreadTimesRow.index", INDEX),
     ("ThreadBrief.index", INDEX),
     ("CommandResultDto.index", INDEX),
