@@ -270,8 +270,9 @@ fn parse_report(line: &str) -> Option<Vec<&str>> {
 
 fn child_command(manifest: &Path, start: (usize, usize)) -> Command {
     let exe = std::env::current_exe().expect("test binary path");
+    let test_name = ntdbg_testutil::child::libtest_name(module_path!(), "child_process_entry");
     let test_args = [
-        "child_process_entry",
+        test_name.as_str(),
         "--exact",
         "--nocapture",
         "--test-threads=1",

@@ -1,7 +1,7 @@
 //! Golden INFERENCES of `!analyze -v` on every mode of the repository's `faults.exe` sample
 //! (testdata/faults/; insta snapshots in `tests/snapshots/`). Only that section is kept: the
 //! stacks and signatures above it have goldens of their own. Regenerate with
-//! `INSTA_UPDATE=always cargo test -p ntdbg-commands --test faults_golden` after a deliberate
+//! `INSTA_UPDATE=always cargo test -p ntdbg-commands --test commands faults_golden::` after a deliberate
 //! change, and review the diff.
 
 use ntdbg_engine::Session;

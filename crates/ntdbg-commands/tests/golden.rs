@@ -1,5 +1,5 @@
 //! Golden text of every command on the repository's own sample dumps (insta snapshots in
-//! `tests/snapshots/`). Regenerate with `INSTA_UPDATE=always cargo test -p ntdbg-commands --test golden`
+//! `tests/snapshots/`). Regenerate with `INSTA_UPDATE=always cargo test -p ntdbg-commands --test commands golden::`
 //! after a deliberate change, and review the diff.
 
 use ntdbg_engine::Session;

@@ -464,7 +464,7 @@ fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Benchmark, not a test: `cargo test -p ntdbg-targets --release --test kernel_dump --
+/// Benchmark, not a test: `cargo test -p ntdbg-targets --release --test targets --
 /// --ignored --nocapture sparse_open_cost`. Prints open time and resident memory for a
 /// 1 MiB and a 4 GiB sparse synthetic full dump.
 #[test]

@@ -6,11 +6,13 @@
 //! absent, unless `NTDBG_REQUIRE_TESTDATA=1` (set by CI) makes that a failure. [`sample`]
 //! finds a file in the repository's own `testdata/` folder, made by
 //! `tools/crashgen/generate.sh`. [`minidump_builder`] and [`kernel_synth`] write synthetic
-//! dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests.
+//! dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests; [`child`]
+//! runs a test alone in a child process.
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
 
+pub mod child;
 pub mod corrupt;
 pub mod gdbserver;
 pub mod kernel_synth;
@@ -123,6 +125,43 @@ pub fn sample(rel: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Checks that `tests/main.rs` of the crate at `manifest_dir` declares every other file of its
+/// `tests/` folder (`NAME.rs` and `NAME/mod.rs`) as `mod NAME;`: with `autotests = false` (one
+/// test binary per crate), cargo would silently leave an undeclared file out.
+///
+/// # Panics
+/// Listing the files that are not declared.
+pub fn assert_test_files_are_modules(manifest_dir: &str) {
+    let tests = Path::new(manifest_dir).join("tests");
+    let main = std::fs::read_to_string(tests.join("main.rs")).expect("tests/main.rs");
+    let declared: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&tests).expect("tests/") {
+        let path = entry.expect("tests/ entry").path();
+        let name = if path.is_dir() && path.join("mod.rs").is_file() {
+            path.file_name()
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            path.file_stem()
+        } else {
+            None
+        };
+        let Some(name) = name.and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name != "main" && !declared.contains(&name) {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{}/main.rs does not declare these test files as modules (add `mod NAME;`): {missing:?}",
+        tests.display()
+    );
 }
 
 /// Copies the `.sym.xz` store at `from` to `to` with every file decompressed (`NAME.sym`),
