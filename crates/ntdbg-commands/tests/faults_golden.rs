@@ -5,7 +5,6 @@
 //! change, and review the diff.
 
 use ntdbg_engine::Session;
-use std::path::Path;
 
 const MODES: &[&str] = &[
     "heap_uaf",
@@ -22,13 +21,7 @@ const MODES: &[&str] = &[
 ];
 
 fn open(sample: &str) -> Session {
-    let path = ntdbg_testutil::sample(sample);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(sample)
 }
 
 /// The INFERENCES section of `!analyze -v`, up to the next blank line.

@@ -7,7 +7,8 @@
 //! finds a file in the repository's own `testdata/` folder, made by
 //! `tools/crashgen/generate.sh`. [`minidump_builder`] and [`kernel_synth`] write synthetic
 //! dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests; [`child`]
-//! runs a test alone in a child process.
+//! runs a test alone in a child process; `open_sample` (feature `session`) opens a sample
+//! with its folder as the symbol path.
 #![warn(missing_docs)]
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,11 @@ pub mod corrupt;
 pub mod gdbserver;
 pub mod kernel_synth;
 pub mod minidump_builder;
+#[cfg(feature = "session")]
+pub mod session;
+
+#[cfg(feature = "session")]
+pub use session::{open_beside, open_corpus, open_sample};
 
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {
