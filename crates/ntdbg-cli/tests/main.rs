@@ -8,6 +8,12 @@
 
 mod cli;
 #[cfg(not(windows))]
+mod docs_agree;
+#[cfg(not(windows))]
+mod error_model;
+#[cfg(not(windows))]
+mod help_examples;
+#[cfg(not(windows))]
 mod index_blocks;
 #[cfg(not(windows))]
 mod repl_tmux;
