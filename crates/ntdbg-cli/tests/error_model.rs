@@ -163,3 +163,31 @@ fn piped_repl_input_is_echoed_and_help_names_the_prompts_own_commands() {
     }
     assert!(shown.ends_with("0:000> q\n"), "{shown}");
 }
+
+#[test]
+fn list_and_triage_give_a_truncated_file_the_same_error() {
+    let dir = ntdbg_testutil::fresh_dir("truncated");
+    let whole = std::fs::read(sample("crashy-x64-null.dmp")).expect("the sample");
+    std::fs::write(dir.join("cut.dmp"), &whole[..3000]).expect("a cut copy");
+    std::fs::write(dir.join("short.dmp"), &whole[..100]).expect("a cut copy");
+    let folder = dir.display().to_string();
+    let listed: serde_json::Value =
+        serde_json::from_slice(&ntdbg(&["list", &folder, "--json"]).stdout).expect("list JSON");
+    let triaged: serde_json::Value =
+        serde_json::from_slice(&ntdbg(&["triage", &folder, "--json"]).stdout).expect("triage JSON");
+    for name in ["cut.dmp", "short.dmp"] {
+        let listed = listed["dumps"]
+            .as_array()
+            .and_then(|d| {
+                d.iter()
+                    .find(|d| d["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            })
+            .and_then(|d| d["error"]["message"].as_str())
+            .unwrap_or_else(|| panic!("list gives {name} no error: {listed}"));
+        let failed = triaged["failed"].to_string();
+        assert!(
+            failed.contains(listed),
+            "triage's error for {name} is not list's ({listed}): {failed}"
+        );
+    }
+}
