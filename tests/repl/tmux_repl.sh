@@ -7,8 +7,10 @@
 # Checks the banner, a command and its output, Up recalling the last command, Ctrl-R
 # finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
 # SIGINT outside it) not ending ntdbg, Ctrl-C cancelling a long command, `.logopen` writing a file, `q` quitting and the
-# history surviving to the next run. Every wait is bounded. Prints "N passed, N failed";
-# exit 0 only when all passed, 77 when tmux is missing (skipped).
+# history surviving to the next run. Every wait is for a condition, bounded generously for a
+# loaded machine; each start has a tmux server of its own, on a socket in the script's own
+# folder. Prints "N passed, N failed"; exit 0 only when all passed, 77 when tmux is missing
+# (skipped).
 set -u
 
 bin=${1:?usage: tmux_repl.sh NTDBG_BINARY DUMP}
@@ -19,17 +21,30 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ntdbg-repl-tmux.XXXXXX")
-socket="ntdbg-repl-$$"
-tm() { tmux -L "$socket" "$@"; }
+# The current start's tmux server: `start` makes a new one on a new socket each time, after the
+# previous one is gone (reusing one socket raced with the old server's shutdown).
+starts=0
+socket="$work/tmux-0.sock"
+tm() { tmux -S "$socket" "$@"; }
+# Ends the current tmux server and waits until it no longer answers.
+stop_server() {
+    tm kill-server >/dev/null 2>&1
+    local deadline=$((SECONDS + 30))
+    while tm list-sessions >/dev/null 2>&1 && ((SECONDS < deadline)); do
+        sleep 0.2
+    done
+}
 live_pids=()
 cleanup() {
-    tm kill-server >/dev/null 2>&1
+    stop_server
     if ((${#live_pids[@]})); then
         kill -9 "${live_pids[@]}" >/dev/null 2>&1
     fi
     rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal ends the script through its EXIT trap too (tmux server stopped, folder removed).
+trap "exit 143" TERM INT
 
 passed=0
 failed=0
@@ -50,18 +65,18 @@ cursor_line() {
     y=$(tm display-message -p -t repl '#{cursor_y}' 2>/dev/null) || return
     tm capture-pane -p -t repl 2>/dev/null | sed -n "$((y + 1))p"
 }
-# Waits up to $2 seconds (default 15) until the screen shows the fixed text $1.
+# Waits up to $2 seconds (default 60) until the screen shows the fixed text $1.
 wait_for() {
-    local deadline=$((SECONDS + ${2:-15}))
+    local deadline=$((SECONDS + ${2:-60}))
     while ((SECONDS < deadline)); do
         screen | grep -qF -- "$1" && return 0
         sleep 0.2
     done
     return 1
 }
-# Waits up to 10 s until the cursor line is exactly $1.
+# Waits up to 30 s until the cursor line is exactly $1.
 wait_line() {
-    local deadline=$((SECONDS + 10))
+    local deadline=$((SECONDS + 30))
     while ((SECONDS < deadline)); do
         [[ "$(cursor_line | sed 's/ *$//')" == "$1" ]] && return 0
         sleep 0.2
@@ -70,19 +85,32 @@ wait_line() {
 }
 # Whether ntdbg still runs in the pane.
 alive() { [[ "$(tm display-message -p -t repl '#{pane_dead}' 2>/dev/null)" == 0 ]]; }
-# Waits up to 10 s for ntdbg to end.
+# Waits up to 30 s for ntdbg to end.
 wait_dead() {
-    local deadline=$((SECONDS + 10))
+    local deadline=$((SECONDS + 30))
     while ((SECONDS < deadline)); do
         alive || return 0
         sleep 0.2
     done
     return 1
 }
-# Starts `ntdbg repl --offline ARGS` (default: the dump) in a fresh tmux pane.
+# Waits up to 30 s until ntdbg runs a command rather than reads a line: the terminal is back in
+# cooked mode (the line editor turns ISIG off while it reads keys), so Ctrl-C arrives as SIGINT.
+wait_running() {
+    local tty deadline=$((SECONDS + 30))
+    tty=$(tm display-message -p -t repl '#{pane_tty}' 2>/dev/null) || return 1
+    while ((SECONDS < deadline)); do
+        stty -F "$tty" -a 2>/dev/null | grep -qE '(^| )isig( |$)' && return 0
+        sleep 0.2
+    done
+    return 1
+}
+# Starts `ntdbg repl --offline ARGS` (default: the dump) in a fresh tmux server and pane.
 start() {
     local target=${1:-"'$dump'"}
-    tm kill-server >/dev/null 2>&1
+    stop_server
+    starts=$((starts + 1))
+    socket="$work/tmux-$starts.sock"
     tm -f /dev/null new-session -d -s repl -x 160 -y 50 \
         "env NTDBG_HISTORY='$work/history' NTDBG_OFFLINE=1 ${colour:-NO_COLOR=1} TERM=xterm '$bin' repl --offline $target" &&
         tm set-option -t repl remain-on-exit on >/dev/null
@@ -132,8 +160,7 @@ wait_for "crashy!write_null (int)" && ok "the completed command runs" || bad "co
 
 tm send-keys -t repl -l "lm half typed"
 tm send-keys -t repl C-c
-sleep 0.5
-if alive && wait_line "0:000>"; then ok "Ctrl-C at the prompt clears the line and ntdbg goes on"; else bad "Ctrl-C"; fi
+if wait_line "0:000>" && alive; then ok "Ctrl-C at the prompt clears the line and ntdbg goes on"; else bad "Ctrl-C"; fi
 
 # Ctrl-C while a command runs reaches ntdbg as SIGINT (the editor is not reading keys then):
 # sent directly, it must not end ntdbg.
@@ -208,11 +235,11 @@ if [[ -f "$big" ]]; then
     searches=$(for _ in $(seq 120); do printf 's -a 0 L?7fffffffffffffff "q~"; '; done)
     tm send-keys -t repl -l "$searches"
     tm send-keys -t repl Enter
-    sleep 1
+    wait_running || bad "the searches did not start"
     tm send-keys -t repl C-c
-    if wait_for "Search cancelled at" 10 && alive; then ok "Ctrl-C cancels a long command on a dump"; else bad "cancel"; fi
+    if wait_for "Search cancelled at" && alive; then ok "Ctrl-C cancels a long command on a dump"; else bad "cancel"; fi
     tm send-keys -t repl "? 0x3039" Enter
-    wait_for "Evaluate expression: 12345" 5 && ok "the next command answers after a cancel" || bad "after cancel"
+    wait_for "Evaluate expression: 12345" && ok "the next command answers after a cancel" || bad "after cancel"
     tm send-keys -t repl "q" Enter
     wait_dead || bad "q after a cancel"
 else
@@ -226,9 +253,9 @@ if command -v gdbserver >/dev/null 2>&1; then
     live_pids+=($!)
     disown
     port=
-    deadline=$((SECONDS + 10))
+    deadline=$((SECONDS + 60))
     while [[ -z "$port" ]] && ((SECONDS < deadline)); do
-        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$work/gdbserver.log" 2>/dev/null)
         sleep 0.2
     done
     inferior=$(sed -n 's/.*created; pid = \([0-9]*\).*/\1/p' "$work/gdbserver.log")
@@ -237,7 +264,7 @@ if command -v gdbserver >/dev/null 2>&1; then
         wait_for "Attached to gdb:127.0.0.1:$port (stopped:" && ok "live banner: what was attached and why it stopped" || bad "live banner"
         wait_line "0:000>" || bad "live prompt"
         tm send-keys -t repl "g" Enter
-        sleep 1
+        wait_running || bad "g did not start"
         tm send-keys -t repl C-c
         wait_for "break-in: the target is halted" && alive && ok "Ctrl-C during g breaks into the live target" || bad "live break-in"
         tm send-keys -t repl "q" Enter

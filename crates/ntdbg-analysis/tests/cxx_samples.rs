@@ -8,9 +8,7 @@ use ntdbg_analysis::{analyze, render::render_report, Report};
 use ntdbg_engine::Session;
 
 fn report(mode: &str) -> Report {
-    let path = ntdbg_testutil::sample(&format!("cxx/{mode}.dmp"));
-    let dir = path.parent().expect("sample dir").display().to_string();
-    let session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    let session = ntdbg_testutil::open_sample(&format!("cxx/{mode}.dmp"));
     session.symbols().set_offline(true);
     analyze(&session)
 }

@@ -63,11 +63,7 @@ fn inferences(cpu: Cpu, layout: &Layout, code: u32, parameters: Vec<u64>) -> Vec
     exception.flags = 1;
     exception.parameters = parameters;
     dump.exception(exception);
-    let path = std::env::temp_dir().join(format!(
-        "ntdbg-cxx-walkers-{}-{:?}.dmp",
-        std::process::id(),
-        std::thread::current().id()
-    ));
+    let path = ntdbg_testutil::fresh_dir("cxx-walkers").join("thrown.dmp");
     dump.write(&path);
     let session = Session::open_dump(&path, Some("")).expect("the built dump opens");
     session.symbols().set_offline(true);

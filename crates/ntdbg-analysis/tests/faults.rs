@@ -7,16 +7,9 @@ use ntdbg_testutil::corrupt::TempDir;
 use ntdbg_testutil::minidump_builder::{
     Context, Cpu, Exception, MemoryInfo, MinidumpBuilder, Module, Thread, X64Context,
 };
-use std::path::Path;
 
 fn open_sample(mode: &str) -> Session {
-    let path = ntdbg_testutil::sample(&format!("faults/{mode}.dmp"));
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(&format!("faults/{mode}.dmp"))
 }
 
 /// The inferences of a sample, also checked to serialize with their `kind`.

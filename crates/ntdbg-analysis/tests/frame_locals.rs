@@ -2,16 +2,9 @@
 //! application frame's parameters and locals, bounded, and the `.frame N; dv /t` suggestion.
 
 use ntdbg_engine::Session;
-use std::path::Path;
 
 fn open(rel: &str) -> Session {
-    let path = ntdbg_testutil::sample(rel);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(rel)
 }
 
 #[test]

@@ -20,16 +20,7 @@ fn wine_dlls() -> Option<&'static str> {
 }
 
 fn report(rel: &str, extra: Option<&str>) -> Report {
-    let path = ntdbg_testutil::sample(rel);
-    let mut dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    if let Some(extra) = extra {
-        dir = format!("{dir};{extra}");
-    }
-    let session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    let session = ntdbg_testutil::open_beside(&ntdbg_testutil::sample(rel), extra.as_slice());
     session.symbols().set_offline(true);
     analyze(&session)
 }

@@ -27,7 +27,7 @@
 //! `known_differences_still_apply`, so that fixed bugs get their entry removed.
 //!
 //! Every case runs once (in parallel) and feeds one `#[test]` per dump;
-//! `comparison_table` prints the table (`cargo test -p ntdbg-analysis --test upstream --
+//! `comparison_table` prints the table (`cargo test -p ntdbg-analysis --test analysis upstream:: --
 //! --nocapture`) and writes it to `target/upstream-comparison.md`.
 
 use ntdbg_analysis::{analyze, Report};

@@ -32,9 +32,11 @@ Examples:
   ntdbg repl crash.dmp
   ntdbg repl --attach gdb:127.0.0.1:1234";
 
-/// Windows crash-dump analysis, natively on any OS, in the WinDbg command language.
+/// ntdbg, a Windows debugger for AI agents and people: crash dumps analysed natively on any
+/// OS, in the WinDbg command language, on the command line, at a prompt, or as MCP tools;
+/// live targets over the GDB remote protocol (and the Win32 debugging API on Windows).
 #[derive(Debug, Parser)]
-#[command(name = "ntdbg", version, about, long_about = None)]
+#[command(name = "ntdbg", version, long_about = None)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -176,13 +178,14 @@ pub enum Command {
         /// Descend into sub-folders.
         #[arg(long, short = 'r')]
         recursive: bool,
-        /// Print JSON (one array of summaries) instead of a table.
+        /// Print JSON instead of a table: the folder and its dumps' summaries
+        /// (`{"directory", "dumps": [...], "truncated"}`).
         #[arg(long)]
         json: bool,
     },
     /// Analyse every dump in a folder in parallel and group them by crash signature.
     #[command(
-        after_help = "Examples:\n  ntdbg triage ./crashes\n  ntdbg triage ./crashes --recursive --json --jobs 4\n  ntdbg triage ./crashes --html report.html"
+        after_help = "Examples:\n  ntdbg triage ./crashes\n  ntdbg triage ./crashes --top-level --json --jobs 4\n  ntdbg triage ./crashes --html report.html"
     )]
     Triage {
         /// The folder to triage.

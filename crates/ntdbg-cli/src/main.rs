@@ -47,10 +47,14 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => {
-            // A closed pipe (`ntdbg … | head`) is not an error worth reporting.
+            // A closed pipe (`ntdbg … | head`) is not an error worth reporting, whether the
+            // write failed directly or inside the JSON writer.
             if err.chain().any(|e| {
-                e.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                let kind = e
+                    .downcast_ref::<std::io::Error>()
+                    .map(std::io::Error::kind)
+                    .or_else(|| e.downcast_ref::<serde_json::Error>()?.io_error_kind());
+                kind == Some(std::io::ErrorKind::BrokenPipe)
             }) {
                 return ExitCode::SUCCESS;
             }
@@ -207,6 +211,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             signature_rules,
             symbol_memory,
         } => {
+            warn_missing_symbol_folders(symbols.as_deref());
             let options = ntdbg_analysis::triage::TriageOptions {
                 recursive: !top_level,
                 jobs: jobs.unwrap_or(0),
@@ -313,6 +318,7 @@ impl args::TargetArgs {
     fn open(&self, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
         match (&self.attach, &self.dump) {
             (Some(target), _) => {
+                warn_missing_symbol_folders(symbols);
                 let opts = ntdbg_engine::live::AttachOptions {
                     read_only: self.read_only,
                     ..Default::default()
@@ -341,7 +347,33 @@ fn detach(session: &Session) {
 
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.
 fn open(dump: &std::path::Path, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
+    warn_missing_symbol_folders(symbols);
     Ok(offline_if(Session::open_dump(dump, symbols)?, offline))
+}
+
+/// Says on stderr which folders of a `--symbols` path do not exist: otherwise the missing
+/// symbols read as the dump's fault. Caches are left out (a download creates them); a path that
+/// does not parse is reported when the session opens.
+fn warn_missing_symbol_folders(symbols: Option<&str>) {
+    use ntdbg_symbols::SymbolPathEntry;
+    let Some(path) = symbols.and_then(|s| ntdbg_symbols::SymbolPath::parse(s).ok()) else {
+        return;
+    };
+    for entry in path.entries() {
+        let folder = match entry {
+            SymbolPathEntry::Local(dir) => dir.clone(),
+            SymbolPathEntry::Server { url, .. } if !entry.is_http_server() => {
+                std::path::PathBuf::from(url)
+            }
+            _ => continue,
+        };
+        if !folder.is_dir() {
+            eprintln!(
+                "warning: symbol path folder {} does not exist",
+                folder.display()
+            );
+        }
+    }
 }
 
 /// `session`, kept off symbol servers when `offline`.

@@ -42,7 +42,7 @@ pub enum StoreCommand {
     /// Ask the crash database: top buckets over a period, new buckets, one bucket's members,
     /// counts by module version.
     #[command(
-        after_help = "Examples:\n  ntdbg crashes --since 7d\n  ntdbg crashes --new-since 2026-11-01 --json\n  ntdbg crashes --module crashy.exe --new-since 1.3\n  ntdbg crashes --bucket 'crashy!main'\n  ntdbg crashes --module crashy.exe\n  ntdbg crashes --html crashes.html"
+        after_help = "Examples:\n  ntdbg crashes --since 7d\n  ntdbg crashes --new-since 2026-11-01 --json\n  ntdbg crashes --module crashy.exe --new-since 1.3\n  ntdbg crashes --bucket 'crashy!mode_null'\n  ntdbg crashes --module crashy.exe\n  ntdbg crashes --html crashes.html"
     )]
     Crashes {
         #[arg(long, value_name = "URL|FILE", help = DB_HELP)]
@@ -209,6 +209,21 @@ fn open(db: Option<&str>) -> anyhow::Result<Store> {
     Ok(Store::open(&DbLocation::parse(db)?)?)
 }
 
+/// [`open`] for a question: a SQLite file must already be there (a mistyped `--db` would
+/// otherwise create an empty database and answer that nothing crashed).
+fn open_existing(db: Option<&str>) -> anyhow::Result<Store> {
+    let location = DbLocation::parse(db)?;
+    if let DbLocation::Sqlite(path) = &location {
+        if !path.is_file() {
+            anyhow::bail!(
+                "no crash database at {}: `ntdbg ingest` makes one (check --db)",
+                path.display()
+            );
+        }
+    }
+    Ok(Store::open(&location)?)
+}
+
 /// The dump files among `paths`: files as given, folders searched recursively.
 fn dump_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
@@ -270,7 +285,7 @@ fn crashes(
     json: bool,
     html: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
-    let mut store = open(db)?;
+    let mut store = open_existing(db)?;
     let answer = store.crashes(query)?;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match &answer {

@@ -24,8 +24,7 @@ fn stderr(o: &Output) -> String {
 }
 
 fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ntdbg-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = ntdbg_testutil::fresh_dir("cli-test");
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("temp file");
     path
@@ -204,7 +203,7 @@ fn explicit_symbols_path_is_used() {
 
 #[test]
 fn list_and_triage_a_folder() {
-    let dir = std::env::temp_dir().join(format!("ntdbg-cli-batch-{}", std::process::id()));
+    let dir = ntdbg_testutil::fresh_dir("cli-batch");
     std::fs::create_dir_all(dir.join("sub")).expect("temp dir");
     for (name, to) in [
         ("crashy-x64-null.dmp", "a.dmp"),
@@ -263,7 +262,7 @@ fn list_and_triage_a_folder() {
 
 #[test]
 fn triage_takes_a_symbol_path_and_signature_rules() {
-    let dir = std::env::temp_dir().join(format!("ntdbg-cli-triage-sym-{}", std::process::id()));
+    let dir = ntdbg_testutil::fresh_dir("cli-triage-sym");
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::copy(sample("x86/crashy-x86-null.dmp"), dir.join("a.dmp")).expect("copy");
     let d = dir.display().to_string();
@@ -360,7 +359,7 @@ fn kernel_sessions_prompt_kd() {
         let _ = stdin.write_all(b"q\n");
     }
     let out = child.wait_with_output().expect("repl ends");
-    assert_eq!(stdout(&out), "0: kd> ");
+    assert_eq!(stdout(&out), "0: kd> q\n");
     let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "vertarget"]);
     assert!(
         stdout(&o).starts_with("0:000> vertarget\n"),

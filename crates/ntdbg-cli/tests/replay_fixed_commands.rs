@@ -208,7 +208,7 @@ fn write_expected(rows: &[(String, String, String)]) {
     let mut text = String::from(
         "# SHA-256 of `ntdbg <cmd> DUMP --offline <args>` output (exit code, stdout, stderr;\n\
          # paths replaced), per dump and command. Regenerate: NTDBG_REPLAY_BLESS=1\n\
-         # cargo test -p ntdbg-cli --test replay_fixed_commands\n",
+         # cargo test -p ntdbg-cli --test cli replay_fixed_commands::\n",
     );
     for (dump, command, hash) in rows {
         text.push_str(&format!("{dump}\t{command}\t{hash}\n"));

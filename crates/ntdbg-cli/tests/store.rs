@@ -2,7 +2,7 @@
 //! concurrent `ingest` processes are safe, a corrupt dump is recorded as failed once, and
 //! `crashes --json` buckets count what `triage --json` counts on the same files.
 
-mod store_common;
+use crate::store_common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 
 #![cfg(unix)]
 
-mod store_common;
+use crate::store_common;
 
 use serde_json::Value;
 use std::path::PathBuf;

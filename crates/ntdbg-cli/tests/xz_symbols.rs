@@ -44,8 +44,7 @@ fn copies(cache: &Path) -> usize {
 fn firefox_stacks_are_the_same_with_plain_and_compressed_symbols() {
     ntdbg_testutil::require_testdata!();
     let pgo = ntdbg_testutil::testdata("mozilla-minidump-stackwalk-pgo/pgo_data");
-    let scratch = std::env::temp_dir().join(format!("ntdbg-xz-symbols-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = ntdbg_testutil::fresh_dir("xz-symbols");
     let plain = scratch.join("plain");
     std::fs::create_dir_all(&plain).unwrap();
     ntdbg_testutil::decompressed_sym_store(&pgo.join("symbols"), &plain);
@@ -78,8 +77,21 @@ fn firefox_stacks_are_the_same_with_plain_and_compressed_symbols() {
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
-/// How many indexes are in the cache, once no writer has changed the folder for two seconds
-/// (at most two minutes).
+/// Whether a process that writes into `cache` still runs: the detached index writers inherit
+/// the `NTDBG_SYMBOL_CACHE` of the run that started them.
+fn writers_running(cache: &Path) -> bool {
+    let wanted = format!("NTDBG_SYMBOL_CACHE={}\0", cache.display()).into_bytes();
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    processes.flatten().any(|p| {
+        std::fs::read(p.path().join("environ"))
+            .is_ok_and(|env| env.windows(wanted.len()).any(|w| w == wanted.as_slice()))
+    })
+}
+
+/// How many indexes are in the cache once every detached writer has ended and no temporary
+/// file is left (at most two minutes: a hang guard).
 fn settled_indexes(cache: &Path) -> usize {
     let count = || {
         std::fs::read_dir(cache.join("index")).map_or((0, 0), |d| {
@@ -91,27 +103,23 @@ fn settled_indexes(cache: &Path) -> usize {
             (names.len() - temps, temps)
         })
     };
-    let mut last = count();
-    let mut stable_since = std::time::Instant::now();
     let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(120) {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let now = count();
-        if now != last {
-            (last, stable_since) = (now, std::time::Instant::now());
-        } else if now.0 > 0 && now.1 == 0 && stable_since.elapsed().as_secs() >= 2 {
-            break;
+    loop {
+        // Counted after the writers were seen gone: nothing can change the folder since.
+        let running = writers_running(cache);
+        let (indexes, temps) = count();
+        if !running && temps == 0 || start.elapsed() > std::time::Duration::from_secs(120) {
+            return indexes;
         }
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    last.0
 }
 
 #[test]
 fn a_first_run_leaves_the_index_to_detached_writers_and_the_next_run_maps_it() {
     ntdbg_testutil::require_testdata!();
     let pgo = ntdbg_testutil::testdata("mozilla-minidump-stackwalk-pgo/pgo_data");
-    let scratch = std::env::temp_dir().join(format!("ntdbg-xz-detached-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = ntdbg_testutil::fresh_dir("xz-detached");
     let cache = scratch.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let dump = pgo.join("minidumps/windows-x86_64.dmp");
@@ -145,8 +153,7 @@ fn a_first_run_leaves_the_index_to_detached_writers_and_the_next_run_maps_it() {
 fn a_lazily_converted_pdb_gets_its_index_from_the_detached_writer() {
     let testdata = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
     let dump = testdata.join("crashy-x64-null.dmp");
-    let scratch = std::env::temp_dir().join(format!("ntdbg-pdb-detached-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = ntdbg_testutil::fresh_dir("pdb-detached");
     let cache = scratch.join("cache");
     std::fs::create_dir_all(&cache).unwrap();
     let ntdbg = || {

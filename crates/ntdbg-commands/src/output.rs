@@ -237,7 +237,8 @@ impl Serialize for SortedJson<'_> {
                 object.serialize_field("frames", &stack.frames)?;
                 object.serialize_field("kind", "stack")?;
                 object.serialize_field("note", &stack.note)?;
-                object.serialize_field("thread_id", &stack.thread_id)?;
+                let thread_id = ntdbg_engine::hex_json::Hex(u64::from(stack.thread_id));
+                object.serialize_field("thread_id", &thread_id)?;
                 object.end()
             }
             TypedResult::Stacks { stacks } => {

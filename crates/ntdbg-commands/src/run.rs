@@ -465,12 +465,7 @@ mod tests {
     use super::*;
 
     fn session(sample: &str) -> Session {
-        let path = ntdbg_testutil::sample(sample);
-        let dir = path.parent().map(|p| p.display().to_string());
-        match Session::open_dump(&path, dir.as_deref()) {
-            Ok(s) => s,
-            Err(e) => panic!("{sample}: {e}"),
-        }
+        ntdbg_testutil::open_sample(sample)
     }
 
     #[test]

@@ -40,17 +40,10 @@ const SESSION_COMMANDS: &str = ".lastevent; .exr -1; .ecxr; r; kn; kb; lm; lmv; 
 const MAX_OUTPUT: usize = 64 << 20;
 /// A single allocation larger than this is a failure.
 const MAX_ALLOCATION: usize = 256 << 20;
-/// A command slower than this is a failure (debug build).
-const SLOW: Duration = Duration::from_secs(10);
-/// A command with no answer after this long is killed and reported as a hang.
-const HANG: Duration = Duration::from_secs(20);
-/// The whole of each test must stay under this (debug build).
-const TEST_BUDGET: Duration = Duration::from_secs(45);
-
-/// The budget, stretched for long runs (`NTDBG_CORRUPT_SCALE`).
-fn test_budget() -> Duration {
-    TEST_BUDGET * ntdbg_testutil::corrupt::scale() as u32
-}
+/// A command with no answer after this long is killed and reported as a hang: far beyond any
+/// command's time on a loaded machine (how long commands take is the benchmarks' business; the
+/// summary prints the slowest).
+const HANG: Duration = Duration::from_secs(120);
 
 const CHILD_ENV: &str = "NTDBG_CORRUPT_CHILD";
 const START_ENV: &str = "NTDBG_CORRUPT_START";
@@ -270,8 +263,9 @@ fn parse_report(line: &str) -> Option<Vec<&str>> {
 
 fn child_command(manifest: &Path, start: (usize, usize)) -> Command {
     let exe = std::env::current_exe().expect("test binary path");
+    let test_name = ntdbg_testutil::child::libtest_name(module_path!(), "child_process_entry");
     let test_args = [
-        "child_process_entry",
+        test_name.as_str(),
         "--exact",
         "--nocapture",
         "--test-threads=1",
@@ -549,9 +543,6 @@ fn failures(cases: &[Case], outcomes: &[Outcome], max_allocation: usize) -> Vec<
                 o.largest_alloc
             ));
         }
-        if o.millis > SLOW.as_millis() && o.kind != "hang" {
-            out.push(format!("{what}: took {} ms", o.millis));
-        }
     }
     out
 }
@@ -683,9 +674,6 @@ fn run_and_judge_with(name: &str, cases: &[Case], max_allocation: usize) {
         .sum();
     if missing > 0 {
         bad.push(format!("{missing} of {expected} steps never reported"));
-    }
-    if elapsed > test_budget() {
-        bad.push(format!("took {elapsed:?}, budget {:?}", test_budget()));
     }
     assert!(
         bad.is_empty(),

@@ -1,11 +1,10 @@
 //! Golden INFERENCES of `!analyze -v` on every mode of the repository's `faults.exe` sample
 //! (testdata/faults/; insta snapshots in `tests/snapshots/`). Only that section is kept: the
 //! stacks and signatures above it have goldens of their own. Regenerate with
-//! `INSTA_UPDATE=always cargo test -p ntdbg-commands --test faults_golden` after a deliberate
+//! `INSTA_UPDATE=always cargo test -p ntdbg-commands --test commands faults_golden::` after a deliberate
 //! change, and review the diff.
 
 use ntdbg_engine::Session;
-use std::path::Path;
 
 const MODES: &[&str] = &[
     "heap_uaf",
@@ -22,13 +21,7 @@ const MODES: &[&str] = &[
 ];
 
 fn open(sample: &str) -> Session {
-    let path = ntdbg_testutil::sample(sample);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(sample)
 }
 
 /// The INFERENCES section of `!analyze -v`, up to the next blank line.

@@ -2,16 +2,9 @@
 //! text, and the values the source gives asserted in the text itself.
 
 use ntdbg_engine::Session;
-use std::path::Path;
 
 fn open(variant: &str) -> Session {
-    let path = ntdbg_testutil::sample(&format!("locals/{variant}/locals.dmp"));
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(&format!("locals/{variant}/locals.dmp"))
 }
 
 fn run(session: &mut Session, command: &str) -> String {

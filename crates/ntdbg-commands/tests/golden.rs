@@ -1,19 +1,12 @@
 //! Golden text of every command on the repository's own sample dumps (insta snapshots in
-//! `tests/snapshots/`). Regenerate with `INSTA_UPDATE=always cargo test -p ntdbg-commands --test golden`
+//! `tests/snapshots/`). Regenerate with `INSTA_UPDATE=always cargo test -p ntdbg-commands --test commands golden::`
 //! after a deliberate change, and review the diff.
 
 use ntdbg_engine::Session;
-use std::path::Path;
 
 /// Opens a sample with its own folder as the symbol path.
 fn open(sample: &str) -> Session {
-    let path = ntdbg_testutil::sample(sample);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(sample)
 }
 
 /// Runs one command and returns its text with machine-specific paths replaced.

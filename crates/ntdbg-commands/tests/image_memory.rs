@@ -5,17 +5,10 @@
 use ntdbg_commands::{run_command, TypedResult};
 use ntdbg_engine::Session;
 use ntdbg_formats::pe::{PeInfo, PeLayout, SectionHeader};
-use std::path::Path;
 
 /// Opens a sample with its own folder as the symbol path.
 fn open(sample: &str) -> Session {
-    let path = ntdbg_testutil::sample(sample);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample(sample)
 }
 
 /// Opens a dump under the shared test data with no symbol path at all (offline, no images).

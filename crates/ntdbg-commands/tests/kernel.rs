@@ -190,8 +190,7 @@ fn synthetic_full_dump_commands() {
             0x1234_5678,
         )],
     );
-    let dir = std::env::temp_dir().join(format!("ntdbg-kcmd-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
+    let dir = ntdbg_testutil::fresh_dir("kcmd");
     let path = dir.join("synthetic-full.dmp");
     if let Err(e) = synth.write(&path) {
         panic!("{e}");

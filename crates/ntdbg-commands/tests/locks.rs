@@ -14,16 +14,8 @@ fn open(rel: &str, with_wine: bool) -> Option<Session> {
         eprintln!("skipped: Wine's DLLs are not in {WINE_DLLS}");
         return None;
     }
-    let path = ntdbg_testutil::sample(rel);
-    let mut dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    if with_wine {
-        dir = format!("{dir};{WINE_DLLS}");
-    }
-    let session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    let more: &[&str] = if with_wine { &[WINE_DLLS] } else { &[] };
+    let session = ntdbg_testutil::open_beside(&ntdbg_testutil::sample(rel), more);
     session.symbols().set_offline(true);
     Some(session)
 }

@@ -7,9 +7,7 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 fn session() -> Session {
-    let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
-    let dir = path.parent().expect("folder").display().to_string();
-    Session::open_dump(&path, Some(&dir)).expect("sample opens")
+    ntdbg_testutil::open_sample("crashy-x64-null.dmp")
 }
 
 /// Runs one command line through the batch runner under `policy`: its output or its error.

@@ -42,8 +42,7 @@ fn dump_without_thread0_context() -> PathBuf {
     // MINIDUMP_THREAD: 48 bytes after the count; ThreadContext (size, rva) at +40.
     let context = thread_list + 4 + 40;
     bytes[context..context + 8].fill(0);
-    let dir = std::env::temp_dir().join(format!("ntdbg-threads-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = ntdbg_testutil::fresh_dir("threads");
     let path = dir.join("thread0-without-context.dmp");
     std::fs::write(&path, bytes).expect("write the patched dump");
     path

@@ -3,17 +3,10 @@
 
 use ntdbg_commands::{run_command, TypedResult};
 use ntdbg_engine::Session;
-use std::path::Path;
 
 /// Opens a sample with its own folder as the symbol path, in the exception's context.
 fn open(sample: &str) -> Session {
-    let path = ntdbg_testutil::sample(sample);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    let mut session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    let mut session = ntdbg_testutil::open_sample(sample);
     run_command(&mut session, ".ecxr").expect(".ecxr");
     session
 }
@@ -267,13 +260,7 @@ fn locals_values_match_the_source() {
 /// Opens a dump of the shared corpus with its folder as the symbol path, in the exception's
 /// context.
 fn open_corpus(rel: &str) -> Session {
-    let path = ntdbg_testutil::testdata(rel);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    let mut session = Session::open_dump(&path, Some(&dir)).expect("dump opens");
+    let mut session = ntdbg_testutil::open_corpus(rel);
     run_command(&mut session, ".ecxr").expect(".ecxr");
     session
 }

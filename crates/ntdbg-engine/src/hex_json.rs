@@ -35,7 +35,8 @@ impl JsonSchema for Hex {
     }
 }
 
-/// A field shape that holds 64-bit values: `u64`, `Option<u64>`, `Vec<u64>`.
+/// A field shape that holds 64-bit values (or ids written the same way, as thread ids are):
+/// `u64`, `u32`, `Option<u64>`, `Vec<u64>`.
 pub trait HexField {
     /// Serializes the value(s) as [`Hex`] strings.
     fn serialize_hex<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error>;
@@ -44,6 +45,12 @@ pub trait HexField {
 impl HexField for u64 {
     fn serialize_hex<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         Hex(*self).serialize(s)
+    }
+}
+
+impl HexField for u32 {
+    fn serialize_hex<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Hex(u64::from(*self)).serialize(s)
     }
 }
 

@@ -2,7 +2,7 @@
 //! formatted in a process (it builds its decoder and formatter tables then), against the same
 //! work once the tables exist. One test in its own binary, so the tables are still unbuilt.
 //!
-//! `cargo test -p ntdbg-engine --release --test disasm_setup_cost -- --ignored --nocapture`
+//! `cargo test -p ntdbg-engine --release --test engine disasm_setup_cost:: -- --ignored --nocapture`
 
 use std::time::{Duration, Instant};
 

@@ -4,16 +4,9 @@
 
 use ntdbg_engine::place::Place;
 use ntdbg_engine::{FrameVariable, Session};
-use std::path::Path;
 
 fn open(variant: &str) -> Session {
-    let path = ntdbg_testutil::sample(&format!("locals/{variant}/locals.dmp"));
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    let mut session = Session::open_dump(&path, Some(&dir)).expect("sample opens");
+    let mut session = ntdbg_testutil::open_sample(&format!("locals/{variant}/locals.dmp"));
     session.select_exception_context().expect(".ecxr");
     session
 }
@@ -192,13 +185,7 @@ fn frame_selection_resets_with_the_context() {
 }
 
 fn open_corpus(rel: &str) -> Session {
-    let path = ntdbg_testutil::testdata(rel);
-    let dir = path
-        .parent()
-        .unwrap_or(Path::new("."))
-        .display()
-        .to_string();
-    let mut session = Session::open_dump(&path, Some(&dir)).expect("dump opens");
+    let mut session = ntdbg_testutil::open_corpus(rel);
     session.select_exception_context().expect(".ecxr");
     session
 }

@@ -5,14 +5,19 @@
 //! panic — not even one the code catches itself, which libFuzzer would report as a crash —
 //! and in bounded time.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
-use std::sync::{Mutex, Once};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 /// Slower than this for one input (debug build) is a failure.
 const SLOW: Duration = Duration::from_secs(20);
 
-static PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+thread_local! {
+    /// The panics this thread raised: the replay's own, not those of the other tests that run
+    /// beside it in the crate's test binary.
+    static PANICS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Records every panic, caught or not, so that a caught one still fails the test.
 fn record_panics() {
@@ -20,7 +25,7 @@ fn record_panics() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            PANICS.lock().unwrap().push(info.to_string());
+            let _ = PANICS.try_with(|p| p.borrow_mut().push(info.to_string()));
             previous(info);
         }));
     });
@@ -53,7 +58,7 @@ fn replay(target: &str, entry: ntdbg_fuzz::Entry) -> Vec<String> {
         let one = Instant::now();
         let outcome = std::panic::catch_unwind(|| entry(&data));
         let elapsed = one.elapsed();
-        let panics = std::mem::take(&mut *PANICS.lock().unwrap());
+        let panics = PANICS.with(|p| std::mem::take(&mut *p.borrow_mut()));
         if outcome.is_err() || !panics.is_empty() {
             failures.push(format!(
                 "{}: panicked: {}",

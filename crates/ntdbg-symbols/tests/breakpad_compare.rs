@@ -6,7 +6,7 @@
 //! unwind records, public symbols and line records are compared exactly; names after reducing
 //! both sides to the bare qualified name.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! Export-table fallback symbols: a DLL with no PDB or `.sym` on the symbol path is named
 //! from its export table, and the names agree with the DLL's own PDB.
 
-mod common;
+use crate::common;
 
 use common::{no_memory, testdata, Scratch};
 use minidump::MinidumpModule;

@@ -1,8 +1,8 @@
 //! `srv*URL` without a cache downloads into the per-user cache (`NTDBG_SYMBOL_CACHE` here), and
-//! the environment switches (`NTDBG_OFFLINE`, `NTDBG_SYMBOL_TIMEOUT_MS`) reach new stores. One
-//! test in its own binary: it changes the process environment.
+//! the environment switches (`NTDBG_OFFLINE`, `NTDBG_SYMBOL_TIMEOUT_MS`) reach new stores. The
+//! test runs alone in a child process: it changes the process environment.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
@@ -13,6 +13,12 @@ use ntdbg_symbols::{default_cache_dir, SymbolPath, SymbolStatus, SymbolStore};
 #[test]
 fn default_cache_and_environment_switches() {
     ntdbg_testutil::require_testdata!();
+    if !ntdbg_testutil::child::in_child() {
+        return ntdbg_testutil::child::run_alone(
+            module_path!(),
+            "default_cache_and_environment_switches",
+        );
+    }
     let root = Scratch::new("http-default-root");
     root.put(
         &testdata("winelab/x64/crashy.pdb"),

@@ -2,7 +2,7 @@
 //! same time (the server sees several requests in flight), each file once, and reports its
 //! progress to an observer.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

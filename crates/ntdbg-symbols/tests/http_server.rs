@@ -3,7 +3,7 @@
 //! GUID/age mismatch rejection, 404 and the negative cache, a slow server's timeout, offline
 //! mode, CAB-compressed files, `file.ptr` and Breakpad `.sym` servers, cancelled downloads.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! Finding, verifying and loading module symbols from real files, and address/name lookups.
 
-mod common;
+use crate::common;
 
 use common::*;
 use ntdbg_symbols::{SymbolPath, SymbolStatus, SymbolStore};

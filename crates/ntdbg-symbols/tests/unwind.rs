@@ -2,7 +2,7 @@
 //! PDB's frame data (`STACK WIN`), ARM64 through `ntdbg_formats::unwind_arm64`; and the
 //! refusal to answer when the unwind data is not really in the dump.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

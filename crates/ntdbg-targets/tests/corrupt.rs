@@ -197,7 +197,8 @@ fn open_and_check(path: &Path, tally: &mut Tally) {
             .failures
             .push(format!("{name}: allocated {largest} bytes in one request"));
     }
-    if elapsed > Duration::from_secs(2) {
+    // A hang guard, not a speed check: far beyond an open's time on a loaded machine.
+    if elapsed > Duration::from_secs(60) {
         tally.failures.push(format!("{name}: took {elapsed:?}"));
     }
 }

@@ -4,6 +4,7 @@
 
 use ntdbg_targets::kernel_dump::Paging;
 use ntdbg_targets::{Arch, KernelDump, MemoryView, Target, TargetKind};
+use ntdbg_testutil::corrupt::TempDir;
 use ntdbg_testutil::kernel_synth::{KernelSynth, Layout, Machine, RUNS_OFFSET, RUN_COUNT_OFFSET};
 use std::path::{Path, PathBuf};
 
@@ -161,10 +162,9 @@ fn triage_x64_facts() {
     assert!(v[..8].iter().all(Option::is_none) && v[8..].iter().all(Option::is_some));
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ntdbg-kernel-{tag}-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&dir);
-    dir
+/// A folder of the test's own (two tests never share one), removed when it is dropped.
+fn temp_dir(tag: &str) -> TempDir {
+    TempDir::new(&format!("kernel-{tag}"))
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
@@ -464,7 +464,7 @@ fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Benchmark, not a test: `cargo test -p ntdbg-targets --release --test kernel_dump --
+/// Benchmark, not a test: `cargo test -p ntdbg-targets --release --test targets --
 /// --ignored --nocapture sparse_open_cost`. Prints open time and resident memory for a
 /// 1 MiB and a 4 GiB sparse synthetic full dump.
 #[test]
@@ -524,9 +524,7 @@ fn sparse_open_cost() {
 fn open_synth(s: &KernelSynth, name: &str) -> KernelDump {
     let dir = temp_dir(name);
     let path = write(&dir, &format!("{name}.dmp"), &s.build());
-    let d = KernelDump::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    d
+    KernelDump::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 #[test]

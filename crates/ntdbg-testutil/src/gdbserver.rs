@@ -77,6 +77,10 @@ pub fn live_program() -> Option<&'static LiveProgram> {
             }
             let dir = std::env::temp_dir().join(format!("ntdbg-live-{}", std::process::id()));
             std::fs::create_dir_all(&dir).ok()?;
+            let shared = dir.clone();
+            crate::at_exit::at_exit(move || {
+                let _ = std::fs::remove_dir_all(shared);
+            });
             let exe = dir.join("live_target");
             let src = crate::repo_root().join("testdata/live/live_target.c");
             let built = Command::new("cc")

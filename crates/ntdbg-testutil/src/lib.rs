@@ -2,19 +2,30 @@
 //!
 //! [`testdata`] finds a file in the shared corpus of real Windows dumps (`../shared/testdata`
 //! beside the repository, or `$NTDBG_TESTDATA`); a test that needs the corpus starts with
-//! [`require_testdata!`], which skips it (one loud line per test binary) where the corpus is
-//! absent, unless `NTDBG_REQUIRE_TESTDATA=1` (set by CI) makes that a failure. [`sample`]
-//! finds a file in the repository's own `testdata/` folder, made by
-//! `tools/crashgen/generate.sh`. [`minidump_builder`] and [`kernel_synth`] write synthetic
-//! dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests.
+//! [`require_testdata!`], which skips it where the corpus is absent (at its end, each test
+//! process says how many of its tests skipped), unless `NTDBG_REQUIRE_TESTDATA=1` (set by CI)
+//! makes that a failure. [`sample`] finds a file in the repository's own `testdata/` folder,
+//! made by `tools/crashgen/generate.sh`. [`minidump_builder`] and [`kernel_synth`] write
+//! synthetic dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests;
+//! [`child`] runs a test alone in a child process; [`at_exit`] runs work when the process
+//! ends; `open_sample` (feature `session`) opens a sample with its folder as the symbol path.
 #![warn(missing_docs)]
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
+pub mod at_exit;
+pub mod child;
 pub mod corrupt;
 pub mod gdbserver;
 pub mod kernel_synth;
 pub mod minidump_builder;
+#[cfg(feature = "session")]
+pub mod session;
+
+#[cfg(feature = "session")]
+pub use session::{open_beside, open_corpus, open_sample};
 
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {
@@ -41,10 +52,21 @@ pub fn testdata_dir() -> Option<PathBuf> {
         .find(|p| p.is_dir())
 }
 
-/// Whether the shared corpus is there for a test that needs it. When it is absent, prints
-/// (once per test binary) a loud SKIP line past the harness's capture and returns `false`;
-/// with `NTDBG_REQUIRE_TESTDATA=1` (CI) it panics instead, so that no test is skipped
-/// unnoticed. Tests call it through [`require_testdata!`].
+/// Where the shared corpus comes from, for the skip tally.
+const CORPUS_ORIGIN: &str = "real Windows dumps, PDBs and binaries copied from public \
+repositories (rust-minidump, Google Breakpad, rizin, getsentry/symbolic, LLVM, Mozilla, \
+ClusterFuzz, and other projects' crash reports) plus dumps made under Wine, 64 MB that the \
+repository does not ship: it is handed out beside a clone as ../shared/testdata, whose \
+README.md names every file's upstream";
+
+/// How many tests of this process skipped for want of the shared corpus.
+static SKIPPED_FOR_CORPUS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether the shared corpus is there for a test that needs it. When it is absent it counts
+/// the test as skipped and returns `false`; when the process ends, one line says how many of
+/// its tests skipped, what they need and where it comes from (after the harness's "test
+/// result" line, which counts them as passed). With `NTDBG_REQUIRE_TESTDATA=1` (CI) it panics
+/// instead, so that no test is skipped unnoticed. Tests call it through [`require_testdata!`].
 pub fn testdata_available() -> bool {
     if testdata_dir().is_some() {
         return true;
@@ -56,22 +78,20 @@ pub fn testdata_available() -> bool {
     if std::env::var_os("NTDBG_REQUIRE_TESTDATA").is_some_and(|v| v == "1") {
         panic!("shared test data not found and NTDBG_REQUIRE_TESTDATA=1: {where_}");
     }
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let binary = std::env::args()
-            .next()
-            .map(|a| {
-                Path::new(&a)
-                    .file_name()
-                    .map(|f| f.to_string_lossy().into_owned())
-                    .unwrap_or(a)
-            })
-            .unwrap_or_default();
-        gdbserver::skip(
-            &format!("every test of {binary} that needs the shared corpus (they pass empty)"),
-            &format!("shared test data not found: {where_}"),
-        );
-    });
+    if SKIPPED_FOR_CORPUS.fetch_add(1, Ordering::Relaxed) == 0 {
+        at_exit::at_exit(move || {
+            let skipped = SKIPPED_FOR_CORPUS.load(Ordering::Relaxed);
+            let binary = std::env::args()
+                .next()
+                .and_then(|a| Some(Path::new(&a).file_name()?.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n!!! {skipped} tests of {binary} skipped (counted as passed above): the shared \
+                 test corpus was not found; {where_}. It holds {CORPUS_ORIGIN}. !!!\n"
+            );
+        });
+    }
     false
 }
 
@@ -93,6 +113,28 @@ macro_rules! require_testdata {
             return;
         }
     };
+}
+
+/// A new, empty folder for one test: `ntdbg-test-<pid>/<tag>-<n>` under the system's temporary
+/// folder, unique within the process (two tests never share it) and removed, with the whole
+/// `ntdbg-test-<pid>`, when the test process exits.
+///
+/// # Panics
+/// When the folder cannot be made.
+pub fn fresh_dir(tag: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let root = std::env::temp_dir().join(format!("ntdbg-test-{}", std::process::id()));
+    if NEXT.fetch_add(1, Ordering::Relaxed) == 0 {
+        let root = root.clone();
+        at_exit::at_exit(move || {
+            let _ = std::fs::remove_dir_all(root);
+        });
+    }
+    let dir = root.join(format!("{tag}-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("{}: {e}", dir.display());
+    }
+    dir
 }
 
 /// A file in the shared test corpus, by its path relative to `testdata/`.
@@ -123,6 +165,43 @@ pub fn sample(rel: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Checks that `tests/main.rs` of the crate at `manifest_dir` declares every other file of its
+/// `tests/` folder (`NAME.rs` and `NAME/mod.rs`) as `mod NAME;`: with `autotests = false` (one
+/// test binary per crate), cargo would silently leave an undeclared file out.
+///
+/// # Panics
+/// Listing the files that are not declared.
+pub fn assert_test_files_are_modules(manifest_dir: &str) {
+    let tests = Path::new(manifest_dir).join("tests");
+    let main = std::fs::read_to_string(tests.join("main.rs")).expect("tests/main.rs");
+    let declared: Vec<&str> = main
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&tests).expect("tests/") {
+        let path = entry.expect("tests/ entry").path();
+        let name = if path.is_dir() && path.join("mod.rs").is_file() {
+            path.file_name()
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            path.file_stem()
+        } else {
+            None
+        };
+        let Some(name) = name.and_then(|n| n.to_str()) else {
+            continue;
+        };
+        if name != "main" && !declared.contains(&name) {
+            missing.push(name.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{}/main.rs does not declare these test files as modules (add `mod NAME;`): {missing:?}",
+        tests.display()
+    );
 }
 
 /// Copies the `.sym.xz` store at `from` to `to` with every file decompressed (`NAME.sym`),

@@ -153,6 +153,30 @@ fn repeats_frame(previous: &Frame, f: &Frame) -> bool {
         && f.is_trusted() == previous.is_trusted()
 }
 
+/// Why a frame that repeats the named one before it is skipped.
+const RECURSION: &str = "repeats the frame before it (recursion)";
+
+/// Merges the last explained frame into the one before it when both are the same recursion:
+/// a deep recursion reads as one line that says how far it goes, not one line per frame.
+fn collapse_recursion(explained: &mut Vec<SignatureFrame>) {
+    let [.., before, last] = explained.as_slice() else {
+        return;
+    };
+    let same = before.name == last.name
+        && before.role == SignatureRole::Skipped
+        && last.role == SignatureRole::Skipped
+        && before.reason.starts_with(RECURSION)
+        && last.reason == RECURSION;
+    if !same {
+        return;
+    }
+    let to = last.frame;
+    explained.pop();
+    if let Some(before) = explained.last_mut() {
+        before.reason = format!("{RECURSION}, as do the frames after it, to frame {to}");
+    }
+}
+
 /// The signature of a stack: `tag`, then the frames [`SignatureConfig`] selects joined by
 /// ` / ` (`AV_WRITE_NULL crashy!crash_null_write / crashy!mode_null / crashy!main`), and the
 /// role of every frame looked at. Never empty; stable across load addresses and build paths.
@@ -234,10 +258,8 @@ pub fn build_signature(tag: &str, frames: &[Frame], config: &SignatureConfig) ->
             break;
         }
         if names.last() == Some(&display) {
-            note(
-                SignatureRole::Skipped,
-                "repeats the frame before it (recursion)".into(),
-            );
+            note(SignatureRole::Skipped, RECURSION.into());
+            collapse_recursion(&mut explained);
             continue;
         }
         if names.contains(&display) {

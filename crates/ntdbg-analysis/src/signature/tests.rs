@@ -161,3 +161,18 @@ fn tags() {
         "FAST_FAIL_7"
     );
 }
+
+#[test]
+fn a_deep_recursion_is_one_explained_frame() {
+    let mut frames = vec![frame(0, "app", Some("recurse"), FoundBy::Context)];
+    frames.extend((1..=60).map(|i| frame(i, "app", Some("recurse"), FoundBy::Cfi)));
+    frames.push(frame(61, "app", Some("main"), FoundBy::Cfi));
+    let s = build_signature("STACK_OVERFLOW", &frames, &SignatureConfig::default());
+    assert_eq!(s.text, "STACK_OVERFLOW app!recurse / app!main");
+    use SignatureRole::*;
+    assert_eq!(roles(&s), vec![(0, Named), (1, Skipped), (61, Named)]);
+    assert_eq!(
+        s.frames[1].reason,
+        "repeats the frame before it (recursion), as do the frames after it, to frame 60"
+    );
+}

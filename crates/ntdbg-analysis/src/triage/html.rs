@@ -65,9 +65,12 @@ pub(crate) fn esc(s: &str) -> String {
     out
 }
 
-/// `file:` link for a path (absolute paths only; relative ones stay relative).
+/// `file:` link for a dump's path. A relative path is made absolute against the current folder
+/// (the one it is relative to), so that the link works from wherever the report is opened.
 fn href(path: &str) -> String {
-    let p = path.replace('\\', "/");
+    let absolute = std::path::absolute(path)
+        .map_or_else(|_| path.to_string(), |p| p.to_string_lossy().into_owned());
+    let p = absolute.replace('\\', "/");
     let encoded: String = p
         .chars()
         .map(|c| match c {
@@ -80,6 +83,8 @@ fn href(path: &str) -> String {
         .collect();
     if encoded.starts_with('/') {
         format!("file://{encoded}")
+    } else if encoded.as_bytes().get(1..3) == Some(b":/") {
+        format!("file:///{encoded}")
     } else {
         encoded
     }
@@ -312,5 +317,15 @@ mod tests {
     fn escapes() {
         assert_eq!(esc("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
         assert_eq!(href("/x y/a#b.dmp"), "file:///x%20y/a%23b.dmp");
+    }
+
+    #[test]
+    fn a_relative_dump_path_links_absolutely() {
+        let here = std::env::current_dir().expect("the current folder");
+        let link = href("crashes/a.dmp");
+        let expected = here.join("crashes").join("a.dmp");
+        let expected = expected.to_string_lossy().replace('\\', "/");
+        assert!(link.starts_with("file:///"), "{link}");
+        assert!(link.ends_with(&expected), "{link} vs {expected}");
     }
 }

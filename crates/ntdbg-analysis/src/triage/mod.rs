@@ -240,6 +240,17 @@ impl Representatives {
     }
 }
 
+/// Why `ntdbg list` calls the dump at `path` unreadable, when its headers already say so: a
+/// file that does not open gets the same words in `list`, `triage` and `ingest`.
+fn unreadable_reason(path: &Path) -> Option<String> {
+    let error = crate::listing::summarize_dump(path).error?;
+    Some(format!(
+        "{} is unreadable: {}",
+        path.display(),
+        error.message
+    ))
+}
+
 /// Analyses one dump as triage does (a panic in the analysis is an error, not a crash), with
 /// symbols from `shared` when dumps of the same build were analysed before.
 pub fn analyse_one(
@@ -255,8 +266,8 @@ pub fn analyse_one(
         return Err(failed(cancelled.to_string()));
     }
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let mut session =
-            Session::open_dump(path, options.symbols.as_deref()).map_err(|e| e.to_string())?;
+        let mut session = Session::open_dump(path, options.symbols.as_deref())
+            .map_err(|e| unreadable_reason(path).unwrap_or_else(|| e.to_string()))?;
         session.set_interrupt(options.interrupt.clone());
         if options.offline {
             session.symbols().set_offline(true);

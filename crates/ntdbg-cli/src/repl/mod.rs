@@ -49,7 +49,7 @@ enum Flow {
     Quit,
 }
 
-/// Piped input: the prompt, one line, its output, as scripts and tests expect.
+/// Piped input: the prompt, the line read (echoed, as a terminal would show it), its output.
 fn plain(session: &mut Session) -> anyhow::Result<()> {
     let stdin = std::io::stdin();
     let mut shown = Transcript::new(Style::new(false));
@@ -62,7 +62,7 @@ fn plain(session: &mut Session) -> anyhow::Result<()> {
             shown.show("\n")?;
             return Ok(());
         }
-        shown.typed(&prompt, line.trim())?;
+        shown.echo(&prompt, line.trim())?;
         if execute(session, &mut shown, line.trim())? == Flow::Quit {
             return Ok(());
         }
@@ -115,6 +115,16 @@ fn is_quit(text: &str) -> bool {
     matches!(text, "q" | "qq" | "quit" | "exit")
 }
 
+/// What `help` adds at the prompt: the REPL's own commands, which the command table (shared
+/// with `ntdbg run` and the MCP tools) does not hold.
+const REPL_HELP: &str = "
+At this prompt:
+  .logopen FILE                      copy the session (commands and output) to FILE
+  .logappend FILE                    the same, appending to FILE
+  .logclose                          stop copying
+  q, quit, exit (or Ctrl-D)          leave ntdbg
+";
+
 /// Runs one line: the REPL's own commands (quit, the log file) or a batch of debugger
 /// commands, showing each result.
 fn execute(session: &mut Session, shown: &mut Transcript, text: &str) -> anyhow::Result<Flow> {
@@ -127,7 +137,12 @@ fn execute(session: &mut Session, shown: &mut Transcript, text: &str) -> anyhow:
     match shown.log_command(text) {
         Some(Ok(said)) => shown.show(&said)?,
         Some(Err(e)) => shown.show_error(&format!("error: {e}\n"))?,
-        None => run_batch(session, shown, text)?,
+        None => {
+            run_batch(session, shown, text)?;
+            if matches!(text, "help" | ".help") {
+                shown.show(REPL_HELP)?;
+            }
+        }
     }
     if session.live().is_some() {
         shown.show(&format!("{}\n", session.trailer()))?;

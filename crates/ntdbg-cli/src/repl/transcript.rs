@@ -52,6 +52,14 @@ impl Transcript {
         Ok(())
     }
 
+    /// Shows a line read from piped input after its prompt (nothing typed it on a screen), and
+    /// logs it as [`Transcript::typed`] does.
+    pub fn echo(&mut self, prompt: &str, line: &str) -> std::io::Result<()> {
+        self.out.write_all(format!("{line}\n").as_bytes())?;
+        self.out.flush()?;
+        self.typed(prompt, line)
+    }
+
     /// Handles `.logopen FILE`, `.logappend FILE` and `.logclose` when `line` is one of
     /// them; `None` for any other line. The answer is WinDbg's confirmation, or an error.
     pub fn log_command(&mut self, line: &str) -> Option<Result<String, String>> {

@@ -211,7 +211,9 @@ pub struct Stack {
     /// The notes behind [`Stack::note`], each with the frame it concerns, if any.
     #[serde(skip)]
     pub notes: Vec<StackNote>,
-    /// The thread the stack belongs to.
+    /// The thread the stack belongs to (in JSON a `0x` hex string, as every other id).
+    #[serde(serialize_with = "crate::hex_json::serialize")]
+    #[schemars(with = "crate::hex_json::Hex")]
     pub thread_id: u32,
 }
 

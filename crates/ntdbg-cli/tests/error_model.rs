@@ -1,0 +1,193 @@
+//! How the command line fails and what it promises around that: a query never creates a
+//! database, a symbol folder that does not exist is named, a closed pipe ends ntdbg quietly,
+//! the HTML report's links work from its own folder, 64-bit values and ids are hex strings in
+//! JSON, and piped REPL input reads like a terminal session.
+
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+
+fn ntdbg(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(args)
+        .env_remove("_NT_SYMBOL_PATH")
+        .env("NTDBG_OFFLINE", "1")
+        .output()
+        .expect("ntdbg runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn sample(name: &str) -> String {
+    ntdbg_testutil::sample(name).display().to_string()
+}
+
+#[test]
+fn a_query_on_a_mistyped_database_creates_nothing() {
+    let dir = ntdbg_testutil::fresh_dir("typo-db");
+    let typo = dir.join("typo.db");
+    let o = ntdbg(&["crashes", "--db", &typo.display().to_string()]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(text(&o.stderr).contains("no crash database at"), "{o:?}");
+    assert!(!typo.exists(), "crashes created {}", typo.display());
+}
+
+#[test]
+fn a_symbol_folder_that_does_not_exist_is_named() {
+    let missing = ntdbg_testutil::fresh_dir("symbols").join("not-there");
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--symbols",
+        &missing.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(
+        text(&o.stderr).contains(&format!(
+            "warning: symbol path folder {} does not exist",
+            missing.display()
+        )),
+        "{}",
+        text(&o.stderr)
+    );
+    let here = ntdbg_testutil::sample("crashy.pdb");
+    let folder = here
+        .parent()
+        .expect("the samples folder")
+        .display()
+        .to_string();
+    let o = ntdbg(&[
+        "analyze",
+        &sample("crashy-x64-null.dmp"),
+        "--symbols",
+        &folder,
+    ]);
+    assert!(!text(&o.stderr).contains("warning: symbol path"), "{o:?}");
+}
+
+#[test]
+fn a_closed_pipe_ends_ntdbg_quietly() {
+    let dir = ntdbg_testutil::fresh_dir("pipe");
+    for name in ["crashy-x64-null.dmp", "crashy-x64-divzero.dmp"] {
+        std::fs::copy(sample(name), dir.join(name)).expect("a copy");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(["triage", &dir.display().to_string(), "--json"])
+        .env("NTDBG_OFFLINE", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ntdbg starts");
+    // `| head -c 10`: ten bytes read, then the pipe closed.
+    let mut head = [0u8; 10];
+    let mut stdout = child.stdout.take().expect("stdout");
+    stdout.read_exact(&mut head).expect("ten bytes");
+    drop(stdout);
+    let out = child.wait_with_output().expect("ntdbg ends");
+    let stderr = text(&out.stderr);
+    assert!(!stderr.contains("Broken pipe"), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+}
+
+#[test]
+fn html_report_links_work_from_its_own_folder() {
+    let dir = ntdbg_testutil::fresh_dir("html");
+    std::fs::create_dir_all(dir.join("crashes")).expect("a folder");
+    std::fs::create_dir_all(dir.join("reports")).expect("a folder");
+    std::fs::copy(
+        sample("crashy-x64-null.dmp"),
+        dir.join("crashes").join("a.dmp"),
+    )
+    .expect("a copy");
+    let o = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(["triage", "crashes", "--html", "reports/report.html"])
+        .current_dir(&dir)
+        .env("NTDBG_OFFLINE", "1")
+        .output()
+        .expect("ntdbg runs");
+    assert!(o.status.success(), "{o:?}");
+    let page = std::fs::read_to_string(dir.join("reports/report.html")).expect("the report");
+    let canonical = dir.canonicalize().expect("the folder");
+    let link = format!(
+        "file://{}",
+        canonical.join("crashes").join("a.dmp").display()
+    );
+    let link = link.replace(' ', "%20");
+    assert!(
+        page.contains(&format!("href=\"{link}\"")) || {
+            let plain = format!("file://{}", dir.join("crashes").join("a.dmp").display());
+            page.contains(&format!("href=\"{}\"", plain.replace(' ', "%20")))
+        },
+        "no link to {link} in the report"
+    );
+}
+
+#[test]
+fn run_json_gives_the_thread_id_of_a_stack_as_hex() {
+    let o = ntdbg(&["run", &sample("crashy-x64-null.dmp"), "-c", "k", "--json"]);
+    assert!(o.status.success(), "{o:?}");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(json[0]["result"]["thread_id"], "0x24", "{json}");
+}
+
+#[test]
+fn piped_repl_input_is_echoed_and_help_names_the_prompts_own_commands() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(["repl", &sample("crashy-x64-null.dmp"), "--offline"])
+        .env_remove("_NT_SYMBOL_PATH")
+        .env(
+            "NTDBG_HISTORY",
+            ntdbg_testutil::fresh_dir("repl").join("history"),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ntdbg starts");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"? 1+1\nhelp\nq\n")
+        .expect("the script");
+    let out = child.wait_with_output().expect("ntdbg ends");
+    let shown = text(&out.stdout);
+    assert!(shown.starts_with("0:000> ? 1+1\n"), "{shown}");
+    assert!(shown.contains("0:000> help\n"), "{shown}");
+    for command in [".logopen", ".logappend", ".logclose", "q, quit"] {
+        assert!(
+            shown.contains(command),
+            "help does not name {command}:\n{shown}"
+        );
+    }
+    assert!(shown.ends_with("0:000> q\n"), "{shown}");
+}
+
+#[test]
+fn list_and_triage_give_a_truncated_file_the_same_error() {
+    let dir = ntdbg_testutil::fresh_dir("truncated");
+    let whole = std::fs::read(sample("crashy-x64-null.dmp")).expect("the sample");
+    std::fs::write(dir.join("cut.dmp"), &whole[..3000]).expect("a cut copy");
+    std::fs::write(dir.join("short.dmp"), &whole[..100]).expect("a cut copy");
+    let folder = dir.display().to_string();
+    let listed: serde_json::Value =
+        serde_json::from_slice(&ntdbg(&["list", &folder, "--json"]).stdout).expect("list JSON");
+    let triaged: serde_json::Value =
+        serde_json::from_slice(&ntdbg(&["triage", &folder, "--json"]).stdout).expect("triage JSON");
+    for name in ["cut.dmp", "short.dmp"] {
+        let listed = listed["dumps"]
+            .as_array()
+            .and_then(|d| {
+                d.iter()
+                    .find(|d| d["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            })
+            .and_then(|d| d["error"]["message"].as_str())
+            .unwrap_or_else(|| panic!("list gives {name} no error: {listed}"));
+        let failed = triaged["failed"].to_string();
+        assert!(
+            failed.contains(listed),
+            "triage's error for {name} is not list's ({listed}): {failed}"
+        );
+    }
+}

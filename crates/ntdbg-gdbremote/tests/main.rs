@@ -1,0 +1,12 @@
+//! ntdbg-gdbremote's integration tests: one module per file beside this one, linked into
+//! one test binary (`cargo test -p ntdbg-gdbremote --test gdbremote`; a module or test by name:
+//! `... --test gdbremote MODULE::`). `autotests = false` in Cargo.toml: a new file here is
+//! declared below, which `every_test_file_is_a_module` checks.
+
+mod fake_stub;
+mod gdbserver;
+
+#[test]
+fn every_test_file_is_a_module() {
+    ntdbg_testutil::assert_test_files_are_modules(env!("CARGO_MANIFEST_DIR"));
+}
