@@ -41,6 +41,7 @@ mod breakpad_lazy;
 mod compressed;
 mod demangle;
 mod download;
+mod dwarf_cfi;
 mod error;
 mod image;
 mod image_file;

@@ -9,6 +9,7 @@ use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module};
 use ntdbg_formats::pe::PeInfo;
 
 use crate::demangle::strip_parameters;
+use crate::dwarf_cfi::DwarfCfi;
 use crate::image::{ImageSource, MappedImage};
 use crate::index::Tables;
 use crate::recent_at::RecentAt;
@@ -120,6 +121,8 @@ pub struct ModuleSymbols {
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
+    /// The image's DWARF call frame information, indexed on the first frame that needs it.
+    dwarf_cfi: OnceLock<Option<DwarfCfi>>,
     /// What [`Tables::at`] built for the addresses asked last.
     recent: RecentAt,
     index: OnceLock<NameIndex>,
@@ -209,6 +212,7 @@ impl ModuleSymbols {
             data_symbols: Vec::new(),
             unwinder: None,
             image: None,
+            dwarf_cfi: OnceLock::new(),
             recent: RecentAt::default(),
             index: OnceLock::new(),
             types: OnceLock::new(),
@@ -346,7 +350,9 @@ impl ModuleSymbols {
     }
 
     /// Recovers the caller's registers for the frame `walker` describes: Breakpad `STACK CFI`
-    /// / `STACK WIN` records first, else the image's x64/ARM64 unwind tables.
+    /// / `STACK WIN` records first, else the image's x64/ARM64 unwind tables, else the image's
+    /// DWARF call frame information (`.eh_frame`, `.debug_frame` of MinGW/clang x86 and x64
+    /// images).
     ///
     /// For the innermost frame (`!walker.has_grand_callee()`) `get_instruction()` is the exact
     /// program counter; for callers it is inside the call instruction (return address − 1),
@@ -364,7 +370,36 @@ impl ModuleSymbols {
                 return Some(());
             }
         }
-        self.unwinder.as_ref()?.walk(module.base_address(), walker)
+        let base = module.base_address();
+        if let Some(unwinder) = &self.unwinder {
+            if unwinder.walk(base, walker).is_some() {
+                return Some(());
+            }
+        }
+        self.dwarf_cfi(base)?.walk(walker)
+    }
+
+    /// The image's DWARF CFI for the module loaded at `base`, indexed on first use.
+    fn dwarf_cfi(&self, base: u64) -> Option<&DwarfCfi> {
+        self.dwarf_cfi
+            .get_or_init(|| DwarfCfi::new(self.image.as_ref()?, base))
+            .as_ref()
+    }
+
+    /// Bytes the DWARF CFI holds, once indexed (0 before).
+    pub(crate) fn dwarf_cfi_bytes(&self) -> usize {
+        self.dwarf_cfi
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, DwarfCfi::held_bytes)
+    }
+
+    /// Whether the image's unwind data (an x64/ARM64 `.pdata` entry, a DWARF frame
+    /// description entry) covers `rva` of the module loaded at `base`: such a function's
+    /// caller comes from its unwind data, never from a guess.
+    pub fn unwind_data_covers(&self, base: u64, rva: u64) -> bool {
+        self.unwinder.as_ref().is_some_and(|u| u.has_entry(rva))
+            || self.dwarf_cfi(base).is_some_and(|d| d.covers(rva))
     }
 
     /// Whether the image's unwind tables (x64/ARM64 `.pdata`) have an entry covering `rva`;
