@@ -6,9 +6,9 @@
 //! The sections come from the image the unwind tables come from (the file on the symbol path,
 //! or dump memory, where only `.eh_frame` is mapped). Each section's frame description entries
 //! are indexed by address once, on the first frame that needs them; a frame then parses its
-//! one entry and evaluates its rules with `gimli`. Only what a rule states is recovered: a
-//! CFA or a register given by a DWARF expression is not evaluated, and the frame is left to
-//! the stack walker's other methods.
+//! one entry and evaluates its rules with `gimli`, DWARF expressions included (GCC describes
+//! the frame of a function that realigns its stack, such as 32-bit `main`, with them) as far
+//! as they need only registers and stack memory.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -16,8 +16,9 @@ use std::sync::Arc;
 
 use breakpad_symbols::FrameWalker;
 use gimli::{
-    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, Register,
-    RegisterRule, UnwindContext, UnwindOffset, UnwindSection,
+    BaseAddresses, CfaRule, CieOrFde, DebugFrame, EhFrame, Encoding, EndianSlice, EvaluationResult,
+    Expression, Format, LittleEndian, Location, Piece, Register, RegisterRule, UnwindContext,
+    UnwindExpression, UnwindOffset, UnwindSection, Value,
 };
 use ntdbg_formats::pe::Machine;
 
@@ -26,6 +27,9 @@ use crate::SharedBytes;
 
 /// The largest CFI section read (a section claiming more is damaged).
 const MAX_SECTION: u32 = 64 << 20;
+
+/// Operations a DWARF expression may take (a damaged one may loop).
+const MAX_EXPRESSION_STEPS: u32 = 256;
 
 /// One architecture's DWARF registers.
 #[derive(Debug)]
@@ -60,6 +64,26 @@ const X64: Abi = Abi {
 };
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
+
+/// Runs `$body` with `$section` (a [`Section`] of `$cfi`) as gimli's `.eh_frame` or
+/// `.debug_frame` type, bound to `$parsed`: the two differ only in type.
+macro_rules! with_section {
+    ($cfi:expr, $section:expr, $parsed:ident => $body:expr) => {{
+        let data = Slice::new(&$section.bytes, LittleEndian);
+        match $section.kind {
+            Kind::EhFrame => {
+                let mut $parsed = EhFrame::from(data);
+                $parsed.set_address_size($cfi.abi.address_size);
+                $body
+            }
+            Kind::DebugFrame => {
+                let mut $parsed = DebugFrame::from(data);
+                $parsed.set_address_size($cfi.abi.address_size);
+                $body
+            }
+        }
+    }};
+}
 
 /// Which kind of section an entry was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,20 +191,10 @@ impl DwarfCfi {
     fn index_section(&mut self, index: usize) {
         let section = &self.sections[index];
         let bases = self.bases(section);
-        let data = Slice::new(&section.bytes, LittleEndian);
         let mut found = Vec::new();
-        match section.kind {
-            Kind::EhFrame => {
-                let mut eh = EhFrame::from(data);
-                eh.set_address_size(self.abi.address_size);
-                collect_entries(&eh, &bases, self.base, &mut found);
-            }
-            Kind::DebugFrame => {
-                let mut debug = DebugFrame::from(data);
-                debug.set_address_size(self.abi.address_size);
-                collect_entries(&debug, &bases, self.base, &mut found);
-            }
-        }
+        with_section!(self, section, parsed => {
+            collect_entries(&parsed, &bases, self.base, &mut found)
+        });
         self.entries
             .extend(found.into_iter().map(|(range, offset)| Entry {
                 start: range.start,
@@ -193,6 +207,20 @@ impl DwarfCfi {
     /// Whether an entry covers `rva`.
     pub(crate) fn covers(&self, rva: u64) -> bool {
         self.entry_at(rva).is_some()
+    }
+
+    /// Whether a symbol at `symbol` may name the code at `rva`: no other function's entry lies
+    /// between them (the entry covering the symbol, or else the first one after it, is the
+    /// one covering `rva`). `None` when no entry covers `rva`. A symbol may start a little
+    /// before its function's entry (a hot-patch area).
+    pub(crate) fn same_function(&self, symbol: u64, rva: u64) -> Option<bool> {
+        let entry = self.entry_at(rva)?;
+        let symbol_entry = self.entry_at(symbol).or_else(|| {
+            let symbol = u32::try_from(symbol).ok()?;
+            let next = self.entries.partition_point(|e| e.start < symbol);
+            self.entries.get(next).copied()
+        });
+        Some(symbol_entry.is_some_and(|e| e.start == entry.start))
     }
 
     fn entry_at(&self, rva: u64) -> Option<Entry> {
@@ -215,42 +243,98 @@ impl DwarfCfi {
         let entry = self.entry_at(ip.checked_sub(self.base)?)?;
         let section = self.sections.get(usize::from(entry.section))?;
         let bases = self.bases(section);
-        let data = Slice::new(&section.bytes, LittleEndian);
         let mut context = UnwindContext::new();
-        match section.kind {
-            Kind::EhFrame => {
-                let mut eh = EhFrame::from(data);
-                eh.set_address_size(self.abi.address_size);
-                let row = row_at(&eh, &bases, &mut context, entry.offset, ip)?;
-                self.apply(&row, walker)
-            }
-            Kind::DebugFrame => {
-                let mut debug = DebugFrame::from(data);
-                debug.set_address_size(self.abi.address_size);
-                let row = row_at(&debug, &bases, &mut context, entry.offset, ip)?;
-                self.apply(&row, walker)
-            }
-        }
+        let row = with_section!(self, section, parsed => {
+            row_at(&parsed, &bases, &mut context, entry.offset, ip)?
+        });
+        self.apply(&row, &section.bytes, walker)
     }
 
-    /// Sets the caller's registers from the rules of one row.
-    fn apply(&self, row: &Row, walker: &mut dyn FrameWalker) -> Option<()> {
-        let mask = if self.abi.address_size == 4 {
+    /// All ones in the address size's bits.
+    fn mask(&self) -> u64 {
+        if self.abi.address_size == 4 {
             u64::from(u32::MAX)
         } else {
             u64::MAX
+        }
+    }
+
+    /// The callee's value of DWARF register `r`.
+    fn callee(&self, walker: &dyn FrameWalker, r: Register) -> Option<u64> {
+        walker.get_callee_register(self.abi.registers.get(usize::from(r.0))?)
+    }
+
+    /// The address (or value) DWARF expression `expression` of `section` computes from the
+    /// callee's registers and stack, starting from `initial` on its stack (the CFA for a
+    /// register's rule).
+    fn evaluate(
+        &self,
+        section: &[u8],
+        expression: &UnwindExpression<usize>,
+        initial: Option<u64>,
+        walker: &dyn FrameWalker,
+    ) -> Option<u64> {
+        let end = expression.offset.checked_add(expression.length)?;
+        let code = section.get(expression.offset..end)?;
+        let encoding = Encoding {
+            format: Format::Dwarf32,
+            version: 4,
+            address_size: self.abi.address_size,
         };
-        let callee = |walker: &dyn FrameWalker, r: Register| -> Option<u64> {
-            walker.get_callee_register(self.abi.registers.get(usize::from(r.0))?)
-        };
-        let cfa = callee(walker, row.cfa.0)?.wrapping_add_signed(row.cfa.1) & mask;
-        let value = |walker: &dyn FrameWalker, rule: &RegisterRule<usize>| -> Option<u64> {
-            match *rule {
-                RegisterRule::Offset(n) => {
-                    walker.get_register_at_address(cfa.wrapping_add_signed(n) & mask)
+        let mut evaluation = Expression(Slice::new(code, LittleEndian)).evaluation(encoding);
+        evaluation.set_max_iterations(MAX_EXPRESSION_STEPS);
+        if let Some(value) = initial {
+            evaluation.set_initial_value(value);
+        }
+        let mut state = evaluation.evaluate().ok()?;
+        loop {
+            state = match state {
+                EvaluationResult::Complete => break,
+                EvaluationResult::RequiresRegister { register, .. } => {
+                    let value = self.callee(walker, register)?;
+                    evaluation
+                        .resume_with_register(Value::Generic(value))
+                        .ok()?
                 }
-                RegisterRule::ValOffset(n) => Some(cfa.wrapping_add_signed(n) & mask),
-                RegisterRule::Register(r) => callee(walker, r),
+                EvaluationResult::RequiresMemory { address, size, .. }
+                    if size == self.abi.address_size =>
+                {
+                    let value = walker.get_register_at_address(address & self.mask())?;
+                    evaluation.resume_with_memory(Value::Generic(value)).ok()?
+                }
+                _ => return None,
+            };
+        }
+        match evaluation.as_result() {
+            [Piece {
+                location: Location::Address { address },
+                ..
+            }] => Some(address & self.mask()),
+            _ => None,
+        }
+    }
+
+    /// Sets the caller's registers from the rules of one row of `section`.
+    fn apply(&self, row: &Row, section: &[u8], walker: &mut dyn FrameWalker) -> Option<()> {
+        let mask = self.mask();
+        let cfa = match &row.cfa {
+            CfaRule::RegisterAndOffset { register, offset } => {
+                self.callee(walker, *register)?.wrapping_add_signed(*offset) & mask
+            }
+            CfaRule::Expression(expression) => self.evaluate(section, expression, None, walker)?,
+        };
+        let value = |walker: &dyn FrameWalker, rule: &RegisterRule<usize>| -> Option<u64> {
+            match rule {
+                RegisterRule::Offset(n) => {
+                    walker.get_register_at_address(cfa.wrapping_add_signed(*n) & mask)
+                }
+                RegisterRule::ValOffset(n) => Some(cfa.wrapping_add_signed(*n) & mask),
+                RegisterRule::Register(r) => self.callee(walker, *r),
+                RegisterRule::Expression(e) => {
+                    let at = self.evaluate(section, e, Some(cfa), walker)?;
+                    walker.get_register_at_address(at)
+                }
+                RegisterRule::ValExpression(e) => self.evaluate(section, e, Some(cfa), walker),
                 RegisterRule::Constant(v) => Some(v & mask),
                 _ => None,
             }
@@ -287,8 +371,8 @@ impl DwarfCfi {
 
 /// What a row of the unwind table says, copied out of the unwind context.
 struct Row {
-    /// The CFA: a register plus an offset.
-    cfa: (Register, i64),
+    /// How the CFA is computed.
+    cfa: CfaRule<usize>,
     /// The return address column's rule.
     return_address: RegisterRule<usize>,
     /// Every other register with a rule.
@@ -361,11 +445,8 @@ where
     let row = fde
         .unwind_info_for_address(section, bases, context, address)
         .ok()?;
-    let CfaRule::RegisterAndOffset { register, offset } = *row.cfa() else {
-        return None;
-    };
     Some(Row {
-        cfa: (register, offset),
+        cfa: row.cfa().clone(),
         return_address: row.register(return_register)?,
         registers: row
             .registers()

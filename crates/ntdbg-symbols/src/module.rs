@@ -121,7 +121,9 @@ pub struct ModuleSymbols {
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
-    /// The image's DWARF call frame information, indexed on the first frame that needs it.
+    /// Where the module is loaded.
+    pub(crate) base: u64,
+    /// The image's DWARF call frame information, indexed on first use.
     dwarf_cfi: OnceLock<Option<DwarfCfi>>,
     /// What [`Tables::at`] built for the addresses asked last.
     recent: RecentAt,
@@ -180,6 +182,9 @@ impl FrameSymbolizer for Collect {
 struct Detect<'a> {
     inner: &'a mut dyn FrameSymbolizer,
     named: bool,
+    /// Whether a symbol starting at an address may name the frame's function (unwind data
+    /// knows the functions' extents); a name refused is not forwarded.
+    may_name: Option<&'a dyn Fn(u64) -> bool>,
 }
 
 impl FrameSymbolizer for Detect<'_> {
@@ -187,6 +192,9 @@ impl FrameSymbolizer for Detect<'_> {
         self.inner.get_instruction()
     }
     fn set_function(&mut self, name: &str, base: u64, parameter_size: u32) {
+        if self.may_name.is_some_and(|may_name| !may_name(base)) {
+            return;
+        }
         self.named |= !name.is_empty();
         self.inner.set_function(name, base, parameter_size);
     }
@@ -212,6 +220,7 @@ impl ModuleSymbols {
             data_symbols: Vec::new(),
             unwinder: None,
             image: None,
+            base: 0,
             dwarf_cfi: OnceLock::new(),
             recent: RecentAt::default(),
             index: OnceLock::new(),
@@ -341,9 +350,15 @@ impl ModuleSymbols {
         if !has_function && self.unwinder.as_ref().is_some_and(|u| !u.covers(rva)) {
             return false;
         }
+        // A public symbol with another function's DWARF entry between it and the address
+        // names that other function's neighbour (one without a public symbol of its own: a
+        // static function, a cold part).
+        let base = module.base_address();
+        let same_function = |symbol: u64| self.public_may_name(symbol.wrapping_sub(base), rva);
         let mut detect = Detect {
             inner: frame,
             named: false,
+            may_name: (!has_function).then_some(&same_function),
         };
         symbols.fill_symbol(module, &mut detect);
         detect.named
@@ -370,20 +385,27 @@ impl ModuleSymbols {
                 return Some(());
             }
         }
-        let base = module.base_address();
         if let Some(unwinder) = &self.unwinder {
-            if unwinder.walk(base, walker).is_some() {
+            if unwinder.walk(module.base_address(), walker).is_some() {
                 return Some(());
             }
         }
-        self.dwarf_cfi(base)?.walk(walker)
+        self.dwarf_cfi()?.walk(walker)
     }
 
-    /// The image's DWARF CFI for the module loaded at `base`, indexed on first use.
-    fn dwarf_cfi(&self, base: u64) -> Option<&DwarfCfi> {
+    /// The image's DWARF CFI, indexed on first use.
+    fn dwarf_cfi(&self) -> Option<&DwarfCfi> {
         self.dwarf_cfi
-            .get_or_init(|| DwarfCfi::new(self.image.as_ref()?, base))
+            .get_or_init(|| DwarfCfi::new(self.image.as_ref()?, self.base))
             .as_ref()
+    }
+
+    /// Whether a public symbol at `symbol` may name the code at `rva`: not when the image's
+    /// DWARF CFI shows another function between them.
+    fn public_may_name(&self, symbol: u64, rva: u64) -> bool {
+        self.dwarf_cfi()
+            .and_then(|d| d.same_function(symbol, rva))
+            .unwrap_or(true)
     }
 
     /// Bytes the DWARF CFI holds, once indexed (0 before).
@@ -395,11 +417,11 @@ impl ModuleSymbols {
     }
 
     /// Whether the image's unwind data (an x64/ARM64 `.pdata` entry, a DWARF frame
-    /// description entry) covers `rva` of the module loaded at `base`: such a function's
-    /// caller comes from its unwind data, never from a guess.
-    pub fn unwind_data_covers(&self, base: u64, rva: u64) -> bool {
+    /// description entry) covers `rva`: such a function's caller comes from its unwind data,
+    /// never from a guess.
+    pub fn unwind_data_covers(&self, rva: u64) -> bool {
         self.unwinder.as_ref().is_some_and(|u| u.has_entry(rva))
-            || self.dwarf_cfi(base).is_some_and(|d| d.covers(rva))
+            || self.dwarf_cfi().is_some_and(|d| d.covers(rva))
     }
 
     /// Whether the image's unwind tables (x64/ARM64 `.pdata`) have an entry covering `rva`;
@@ -432,10 +454,9 @@ impl ModuleSymbols {
         if func.is_none() {
             // No function covers `rva`: the nearest public or data symbol below it, but only
             // within the same section (a code public must not name a global variable).
-            let public = c
-                .function
-                .take()
-                .filter(|(_, start)| self.same_section(*start, rva));
+            let public = c.function.take().filter(|(_, start)| {
+                self.same_section(*start, rva) && self.public_may_name(*start, rva)
+            });
             let data = self
                 .data_symbols
                 .iter()
