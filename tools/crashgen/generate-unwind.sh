@@ -47,21 +47,10 @@ I386="${CRASHGEN_WINE_I386_DLLS:-}"
 WINE="$(command -v wine64 || command -v wine)" || die "wine not found (apt-get install -y wine wine64)"
 WINESERVER="$(command -v wineserver || echo /usr/lib/wine/wineserver64)"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/ntdbg-unwind.XXXXXX")"
-export WINEPREFIX="$WORK/prefix" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 export WINEDLLPATH="$I386"
-unset DISPLAY WAYLAND_DISPLAY
-cleanup() {
-    "$WINESERVER" -k >/dev/null 2>&1 || true
-    if [ "${CRASHGEN_KEEP:-0}" = 1 ]; then echo "generate-unwind: kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-wine_idle() { timeout 60 "$WINESERVER" -w >/dev/null 2>&1 || "$WINESERVER" -k >/dev/null 2>&1 || true; }
-
-say "creating Wine prefix (with the i386 DLLs)"
-timeout 300 "$WINE" wineboot -i >"$WORK/wineboot.log" 2>&1 || die "wineboot failed (CRASHGEN_KEEP=1 keeps $WORK/wineboot.log)"
-timeout 60 "$WINE" reg add 'HKCU\Software\Wine' /v Version /t REG_SZ /d win10 /f >/dev/null 2>&1 || true
-wine_idle
+# shellcheck source=tools/crashgen/wine-prefix.sh
+source "$HERE/wine-prefix.sh"
+wine_prefix generate-unwind
 
 NAME=unwind_throw
 DIR="$WINEPREFIX/drive_c/crashgen/unwind"
