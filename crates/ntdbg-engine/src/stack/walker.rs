@@ -286,7 +286,8 @@ impl Walker<'_> {
             }
             _ => return None,
         };
-        let trust = self.guessed_return_trust(ra, context.get(self.layout.fp), caller_sp)?;
+        let trust = self.return_trust(ra)?;
+        let trust = self.placed_trust(ra, trust, context.get(self.layout.fp), caller_sp)?;
         let mut caller = context.caller();
         caller.keep_callee_saved(context);
         caller.set(self.layout.ip, ra)?;
@@ -314,17 +315,16 @@ impl Walker<'_> {
         returns_through_stack_top(bitness, pc, &before, &read)
     }
 
-    /// How a return address a guess found (the leaf rule, a frame pointer) is trusted, with
-    /// the frame pointer and stack pointer its frame would have: `None` when it follows no
-    /// call or lies where no code is. In code outside every module, a return address whose
-    /// call site is unknown stands only when that code's frame-pointer chain reaches module
-    /// code again ([`Trust::FrameChain`]).
-    fn guessed_return_trust(&mut self, ra: u64, fp: Option<u64>, sp: u64) -> Option<Trust> {
+    /// How a return address a guess found (the leaf rule, a frame pointer), whose call site
+    /// gave `trust`, is trusted where it lies, with the frame pointer and stack pointer its
+    /// frame would have: `None` where no code is. In code outside every module, a return
+    /// address whose call site is unknown stands only when that code's frame-pointer chain
+    /// reaches module code again ([`Trust::FrameChain`]).
+    fn placed_trust(&mut self, ra: u64, trust: Trust, fp: Option<u64>, sp: u64) -> Option<Trust> {
         if ra < NULL_PAGE {
             return None;
         }
         let place = self.place(ra);
-        let trust = self.return_trust(ra)?;
         match place {
             Place::Code => Some(trust),
             _ if !place.outside_modules() => None,
@@ -457,12 +457,12 @@ impl Walker<'_> {
             if place != Place::Code && !place.outside_modules() {
                 continue;
             }
-            if self.return_trust(ra).is_none() {
+            let Some(trust) = self.return_trust(ra) else {
                 rejected = Some(ra);
                 continue;
-            }
+            };
             // A return address outside every module: its frame's record is `caller_fp`.
-            let Some(trust) = self.guessed_return_trust(ra, Some(caller_fp), caller_sp) else {
+            let Some(trust) = self.placed_trust(ra, trust, Some(caller_fp), caller_sp) else {
                 continue;
             };
             let mut caller = context.caller();
