@@ -4,18 +4,23 @@ and against an earlier ntdbg run (before/after a walker change).
 
 usage:
   bench/stacks-vs-stackwalk.py [--ntdbg PATH] [--save FILE] [--before FILE] [--details]
+                               [--extra DIR]...
 
 - ntdbg: `ntdbg run DUMP -c "~*k" --json --offline` (every thread from its own context) and
   `.ecxr; k` for the thread of the exception (minidump-stackwalk walks that one from the
   exception context). Inline frames are left out: minidump-stackwalk nests them in their frame.
 - minidump-stackwalk: the stored runs in `_generated-minidump-stackwalk-0.27.0/` (same
-  symbols as listed in the corpus README); when `minidump-stackwalk` is on PATH, also a fresh
-  run for the dumps without a stored one (the Wine dumps, with no symbols: Wine writes no
-  CodeView records).
+  symbols as listed in the corpus README; `realworld/` has its own, made without symbols);
+  when `minidump-stackwalk` is on PATH, also a fresh run for the dumps without a stored one
+  (the Wine dumps, with no symbols: Wine writes no CodeView records).
+- `--extra DIR` adds every dump under DIR (e.g. dumps fetched for a walker change, kept out of
+  the repository), compared with a fresh minidump-stackwalk run.
 - Frames are compared by address: the exact instruction for frame 0, the return address for
   callers (minidump-stackwalk prints return address - 1 for callers, - 4 on ARM64; added back).
 - `--save` writes ntdbg's frames to FILE; `--before` compares with such a file: frames added,
   removed, and found_by / trust changes.
+- "msw trusted, not ntdbg": minidump-stackwalk frames found by context, CFI or frame pointer
+  (not scanning) whose address ntdbg's stack of that thread lacks.
 """
 import argparse
 import collections
@@ -30,6 +35,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.environ.get("NTDBG_TESTDATA", os.path.join(ROOT, "..", "shared", "testdata"))
 GENERATED = "_generated-minidump-stackwalk-0.27.0"
+REALWORLD = "realworld/"
 BP = "google-breakpad/src/processor/testdata"
 FF_SYMS = "mozilla-minidump-stackwalk-pgo/pgo_data/symbols"
 
@@ -52,13 +58,14 @@ for name in ["minidump2", "minidump_32bit_crash_addr", "ascii_read_av", "ascii_w
 MALFORMED = {"rust-minidump/testdata/invalid-range.dmp", "rust-minidump/testdata/invalid-record-count.dmp"}
 
 
-def dumps(work):
+def dumps(work, root=CORPUS):
     """(relative name, path to open) of every dump; xz-compressed ones are expanded into work."""
-    for dirpath, _, files in os.walk(CORPUS):
+    for dirpath, dirs, files in os.walk(root):
+        dirs.sort()
         for f in sorted(files):
             path = os.path.join(dirpath, f)
-            rel = os.path.relpath(path, CORPUS)
-            if rel.startswith(GENERATED) or rel in MALFORMED:
+            rel = os.path.relpath(path, root)
+            if GENERATED in rel or rel in MALFORMED:
                 continue
             if f.endswith(".dmp"):
                 yield rel, path
@@ -109,10 +116,22 @@ def ntdbg_threads(ntdbg, rel, path):
     return {str(k): v for k, v in threads.items()}
 
 
-def msw_threads(rel, path, work):
-    stored = STORED.get(rel)
+def stored_run(rel):
+    """The stored minidump-stackwalk JSON of a corpus dump, if there is one."""
+    if rel in STORED:
+        return os.path.join(CORPUS, GENERATED, STORED[rel][0] + ".json")
+    if rel.startswith(REALWORLD):
+        name = rel[len(REALWORLD):].rsplit(".", 1)[0].replace("/", "_") + ".json"
+        path = os.path.join(CORPUS, REALWORLD, GENERATED, name)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def msw_threads(rel, path, work, fresh=False):
+    stored = None if fresh else stored_run(rel)
     if stored:
-        with open(os.path.join(CORPUS, GENERATED, stored[0] + ".json")) as f:
+        with open(stored) as f:
             data = json.load(f)
         source = "stored"
     elif shutil.which("minidump-stackwalk"):
@@ -139,6 +158,7 @@ def msw_threads(rel, path, work):
             frames.append({
                 "address": off if f["frame"] == 0 else off + back,
                 "found_by": f.get("trust", ""),
+                "trusted": f.get("trust", "") in ("context", "cfi", "frame_pointer"),
                 "where": (f.get("module") or "?") + ("!" + f["function"] if f.get("function") else ""),
             })
         threads[str(t["thread_id"])] = frames
@@ -158,12 +178,20 @@ def compare(a, b):
     return prefix, both, len(a) - both, len(b) - both
 
 
+def trusted_missing(ours, theirs):
+    """minidump-stackwalk's trusted frames (context, CFI, frame pointer) whose address is not
+    in our stack."""
+    have = {f["address"] for f in ours}
+    return [f for f in theirs if f["trusted"] and f["address"] not in have]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ntdbg", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "debug", "ntdbg"))
     ap.add_argument("--save")
     ap.add_argument("--before")
     ap.add_argument("--details", action="store_true", help="print differing threads frame by frame")
+    ap.add_argument("--extra", action="append", default=[], help="another folder of dumps (fresh minidump-stackwalk runs)")
     args = ap.parse_args()
     before = json.load(open(args.before)) if args.before else None
     saved = {}
@@ -171,13 +199,18 @@ def main():
     found_by = collections.Counter()
     trust = collections.Counter()
     with tempfile.TemporaryDirectory() as work:
-        print("| dump | threads | ntdbg frames | msw frames | same prefix | in both | only ntdbg | only msw |"
+        print("| dump | threads | ntdbg frames | msw frames | same prefix | in both | only ntdbg | only msw "
+              "| msw trusted, not ntdbg |"
               + (" before frames | added | removed | found_by changed |" if before else ""))
-        print("|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if before else ""))
-        for rel, path in dumps(work):
+        print("|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if before else ""))
+        every = [(rel, path, False) for rel, path in dumps(work)]
+        for extra in args.extra:
+            every += [(os.path.join(os.path.basename(os.path.normpath(extra)), rel), path, True)
+                      for rel, path in dumps(work, extra)]
+        for rel, path, fresh in every:
             ours = ntdbg_threads(args.ntdbg, rel, path)
             saved[rel] = ours
-            theirs, source = msw_threads(rel, path, work)
+            theirs, source = msw_threads(rel, path, work, fresh)
             row = collections.Counter()
             for tid, frames in ours.items():
                 row["threads"] += 1
@@ -192,6 +225,10 @@ def main():
                     row["both"] += both
                     row["only_ntdbg"] += only_a
                     row["only_msw"] += only_b
+                    missing = trusted_missing(frames, theirs[tid])
+                    row["msw_trusted_missing"] += len(missing)
+                    if args.details and missing:
+                        print(f"  {rel} thread {tid}: msw trusted, not ntdbg: {[(hex(f['address']), f['found_by'], f['where']) for f in missing]}")
                     if args.details and (only_a or only_b):
                         print(f"  {rel} thread {tid}: ntdbg {[(hex(f['address']), f['found_by'], f['trust']) for f in frames]}")
                         print(f"  {' ' * len(rel)}        msw   {[(hex(f['address']), f['found_by']) for f in theirs[tid]]}")
@@ -209,13 +246,13 @@ def main():
             totals.update(row)
             msw = "–" if theirs is None else f"{row['msw']} ({source})"
             line = (f"| {rel} | {row['threads']} | {row['ntdbg']} | {msw} | {row['prefix']} | {row['both']} "
-                    f"| {row['only_ntdbg']} | {row['only_msw']} |")
+                    f"| {row['only_ntdbg']} | {row['only_msw']} | {row['msw_trusted_missing']} |")
             if before is not None:
                 line += f" {row['before']} | {row['added']} | {row['removed']} | {row['changed']} |"
             print(line)
     t = totals
     line = (f"| **total** | {t['threads']} | {t['ntdbg']} | {t['msw']} | {t['prefix']} | {t['both']} "
-            f"| {t['only_ntdbg']} | {t['only_msw']} |")
+            f"| {t['only_ntdbg']} | {t['only_msw']} | {t['msw_trusted_missing']} |")
     if before is not None:
         line += f" {t['before']} | {t['added']} | {t['removed']} | {t['changed']} |"
     print(line)

@@ -61,20 +61,9 @@ WINESERVER="$(command -v wineserver || echo /usr/lib/wine/wineserver64)"
 LIBGCC="$(dirname "$("$TRIPLE-gcc-win32" -print-libgcc-file-name 2>/dev/null || "$TRIPLE-gcc" -print-libgcc-file-name)")" ||
     die "libgcc for $TRIPLE not found (apt-get install -y mingw-w64)"
 
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/ntdbg-samples.XXXXXX")"
-export WINEPREFIX="$WORK/prefix" WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-unset DISPLAY WAYLAND_DISPLAY
-cleanup() {
-    "$WINESERVER" -k >/dev/null 2>&1 || true
-    if [ "${CRASHGEN_KEEP:-0}" = 1 ]; then echo "samples: kept $WORK"; else rm -rf "$WORK"; fi
-}
-trap cleanup EXIT
-wine_idle() { timeout 60 "$WINESERVER" -w >/dev/null 2>&1 || "$WINESERVER" -k >/dev/null 2>&1 || true; }
-
-say "creating Wine prefix"
-timeout 300 "$WINE" wineboot -i >"$WORK/wineboot.log" 2>&1 || die "wineboot failed (CRASHGEN_KEEP=1 keeps $WORK/wineboot.log)"
-timeout 60 "$WINE" reg add 'HKCU\Software\Wine' /v Version /t REG_SZ /d win10 /f >/dev/null 2>&1 || true
-wine_idle
+# shellcheck source=tools/crashgen/wine-prefix.sh
+source "$HERE/wine-prefix.sh"
+wine_prefix samples
 
 DIR="$WINEPREFIX/drive_c/crashgen/$NAME"
 WINDIR="C:\\crashgen\\$NAME"

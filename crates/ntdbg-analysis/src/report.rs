@@ -120,8 +120,9 @@ pub struct StackEntry {
     pub source: Option<String>,
     /// `context`, `cfi`, `leaf`, `frame_pointer` or `scan`.
     pub found_by: String,
-    /// How far its return address was checked: `context`, `unwind_data`, `call_site` or
-    /// `unverified` (a guess that may be wrong). Left out of the MCP output schema.
+    /// How far its return address was checked: `context`, `unwind_data`, `call_site`,
+    /// `frame_chain` (JIT code whose frame-pointer chain reaches module code) or `unverified`
+    /// (a guess that may be wrong). Left out of the MCP output schema.
     #[schemars(skip)]
     pub trust: String,
 }

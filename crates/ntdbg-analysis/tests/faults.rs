@@ -565,3 +565,27 @@ fn trap_after_storing_a_register_to_a_global() {
         &["a store of rcx to a global of the image; rcx still holds it at the trap"],
     );
 }
+
+#[test]
+fn jit_code_is_said_to_be_outside_every_module() {
+    // The repository's unwind sample: three JIT functions between the program's frames, with no
+    // runtime loaded that compiles code: whose code it is stays unknown, and the report says so.
+    let path = ntdbg_testutil::sample("unwind/jit_callback.dmp");
+    let session = Session::open_dump(&path, None).expect("sample opens");
+    let report = analyze(&session);
+    let jit = of_kind(&report.inferences, "code_outside_modules");
+    has(
+        &jit.text,
+        &[
+            "3 frames between 02 and 04 are code outside every module",
+            "no runtime known to compile code at run time is loaded",
+        ],
+    );
+    has(
+        &jit.basis,
+        &[
+            "cfi 1, frame_pointer 2",
+            "no known runtime module is loaded",
+        ],
+    );
+}

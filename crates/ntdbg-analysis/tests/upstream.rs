@@ -122,6 +122,61 @@ const OUTSIDE_CODE: &str = "minidump-stackwalk's caller here (from unwind data o
 const RECORD_CHAIN_END: &str = "the last frame record is zero (fp and lr 0): the thread's \
      outermost frame; minidump-stackwalk scans past it and adds a leftover";
 
+/// Threads waiting in a system-call stub (`mov eax,N; mov edx,…; call edx; ret N`): the stub's
+/// bytes are in the dump and show a leaf, so its return address at `[esp]` is its caller (the
+/// thread-pool worker, the wait function); minidump-stackwalk's frame pointer skips that
+/// caller, and ours follows the same chain one frame later.
+const LEAF_STUB: &str = "frame 0 is a system-call stub whose bytes (in the dump) show a leaf: \
+     its caller at [esp] is a frame minidump-stackwalk's frame-pointer step skips";
+
+const MINI_KNOWN: &[Known] = &[
+    Known {
+        key: "thread 1 frame 1",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 1 frame 2",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 1 frame 3",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 1 frame count",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 2 frame 1",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 2 frame 2",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 2 frame 3",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 2 frame count",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+    Known {
+        key: "thread 3 frame count",
+        kind: KnownKind::OursRight,
+        why: LEAF_STUB,
+    },
+];
+
 const FIREFOX_X64_KNOWN: &[Known] = &[
     Known {
         key: "thread 2 frame 1",
@@ -301,7 +356,7 @@ fn cases() -> Vec<Case> {
             symbols: &["getsentry-symbolic/symbolic-testutils/fixtures/windows"],
             stackwalk: Stackwalk::Generated("symbolic-windows-mini"),
             upstream: upstream_symbolic_mini,
-            known: &[],
+            known: MINI_KNOWN,
             note: "symbol path = the fixtures folder (crash.sym and crash.pdb): the PDB wins, as in WinDbg; physical frames compared (inline frames: see the crash.pdb-only row)",
         },
         Case {
@@ -315,7 +370,7 @@ fn cases() -> Vec<Case> {
             ],
             stackwalk: Stackwalk::Generated("symbolic-windows-mini"),
             upstream: upstream_symbolic_mini_pdb,
-            known: &[],
+            known: MINI_KNOWN,
             note: "crash.pdb + crash.exe only: frame 0 holds the inline calls `anonymous namespace'::crash <- `anonymous namespace'::start (symbolic's inlinee at 0x2a3d) in main; physical frames still equal minidump-stackwalk's (crash.sym)",
         },
         Case {

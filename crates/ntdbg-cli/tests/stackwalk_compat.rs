@@ -1,8 +1,10 @@
 //! `ntdbg stackwalk` against `minidump-stackwalk` (rust-minidump 0.27) side by side on every
 //! dump of the shared corpus, with the same symbols: every key minidump-stackwalk writes is in
 //! ntdbg's JSON with the same type (recursively), the threads are the same, and every frame
-//! minidump-stackwalk trusts is the same frame at the same index, up to its first scanned
-//! frame. Also the text layout's first lines, and the errors for unreadable input.
+//! minidump-stackwalk trusts is the same frame in the same order, up to its first scanned
+//! frame; ntdbg may have more frames in between only where its leaf rule found a caller that
+//! minidump-stackwalk's frame-pointer step skips (shown as `scan`). Also the text layout's
+//! first lines, and the errors for unreadable input.
 //!
 //! Skips, saying so, when `minidump-stackwalk` is not on PATH (`cargo install --locked
 //! minidump-stackwalk`) or the corpus is absent.
@@ -225,7 +227,9 @@ struct FrameCounts {
 }
 
 /// The same threads; each frame minidump-stackwalk trusts (up to its first scanned frame)
-/// the same module, module offset and function (when both name one).
+/// the same module, module offset and function (when both name one), in the same order; an
+/// extra frame of ntdbg's before it is allowed when ntdbg did not trust it as unwind data or
+/// a frame pointer (the caller of a leaf, which a frame-pointer step skips).
 fn same_trusted_frames(
     msw: &Value,
     ours: &Value,
@@ -253,6 +257,8 @@ fn same_trusted_frames(
             continue;
         }
         let ours_frames = ot["frames"].as_array().unwrap();
+        // How many more frames ntdbg has before the one compared.
+        let mut extra = 0;
         for (i, mf) in mt["frames"].as_array().unwrap().iter().enumerate() {
             if matches!(
                 mf["trust"].as_str(),
@@ -265,17 +271,27 @@ fn same_trusted_frames(
                 counts.outside_modules += 1;
                 break;
             }
-            let Some(of) = ours_frames.get(i) else {
+            let same = |of: &Value| {
+                let same_function = mf["function"].is_null()
+                    || of["function"].is_null()
+                    || mf["function"] == of["function"];
+                mf["module"] == of["module"]
+                    && mf["module_offset"] == of["module_offset"]
+                    && same_function
+            };
+            // ntdbg's leaf-rule frame before the one minidump-stackwalk's frame pointer gave.
+            if ours_frames
+                .get(i + extra)
+                .is_some_and(|of| !same(of) && of["trust"] == "scan")
+                && ours_frames.get(i + extra + 1).is_some_and(same)
+            {
+                extra += 1;
+            }
+            let Some(of) = ours_frames.get(i + extra) else {
                 problems.push(format!("thread {index} frame {i}: missing in ntdbg ({mf})"));
                 break;
             };
-            let same_function = mf["function"].is_null()
-                || of["function"].is_null()
-                || mf["function"] == of["function"];
-            if mf["module"] != of["module"]
-                || mf["module_offset"] != of["module_offset"]
-                || !same_function
-            {
+            if !same(of) {
                 problems.push(format!(
                     "thread {index} frame {i} ({}): minidump-stackwalk {} {} {}, ntdbg {} {} {}",
                     mf["trust"],

@@ -27,6 +27,7 @@ mod extensions;
 pub mod frame_vars;
 pub mod hex_json;
 pub mod interrupt;
+mod jit_names;
 pub mod live;
 pub mod memory;
 pub mod module_info;

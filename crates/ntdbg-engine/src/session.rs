@@ -74,7 +74,9 @@ impl Session {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        Ok(Session::new(target, symbol_store(symbol_path, folder)?))
+        let symbols = symbol_store(symbol_path, folder)?;
+        symbols.set_jit_names(crate::jit_names::beside(path, target.as_ref()).map(Arc::new));
+        Ok(Session::new(target, symbols))
     }
 
     /// A session over any target, starting on the event thread when there is one.

@@ -1,13 +1,16 @@
 //! The stack walker on dumps built with exactly the stacks and code a test chose
 //! (`ntdbg_testutil::minidump_builder`): call-site validation of scanned and frame-pointer
-//! return addresses, the ARM64 frame-record chain, the end of a chain; and on the shared
-//! corpus: leaf functions, unwind data leading outside code, every frame's trust.
+//! return addresses, the ARM64 frame-record chain, the end of a chain, frame-pointer chains
+//! through code outside every module, the leaf rule from the code's bytes; on the shared
+//! corpus: leaf functions, unwind data leading outside code, every frame's trust; and on the
+//! repository's `testdata/unwind` dumps: JIT code, a leaf without its image, DWARF CFI.
 
 use ntdbg_engine::stack::{FoundBy, Stack, Trust};
 use ntdbg_engine::Session;
 use ntdbg_testutil::corrupt::TempDir;
 use ntdbg_testutil::minidump_builder::{
-    Arm64Context, Context, Cpu, MinidumpBuilder, Module, Thread, X64Context,
+    Arm64Context, Context, Cpu, Exception, MemoryInfo, MinidumpBuilder, Module, Thread, X64Context,
+    MEM_COMMIT, MEM_PRIVATE, PAGE_EXECUTE_READ, PAGE_READWRITE,
 };
 
 const APP: u64 = 0x7ff6_0000_0000;
@@ -231,6 +234,376 @@ fn arm64_leaf_outside_every_module_returns_through_lr() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// x64: frame-pointer chains through code outside every module (JIT code).
+
+/// Where the JIT code of these tests lies: in no module.
+const JIT: u64 = 0x0000_0200_0000_0000;
+
+/// How the JIT region shows in the dump.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum JitRegion {
+    /// Its code bytes are in the dump, and no memory info list says what it is.
+    CodeInDump,
+    /// Neither its code nor a memory info list are in the dump.
+    Unknown,
+    /// The memory info list marks it with this protection; its code is not in the dump.
+    Protected(u32),
+}
+
+/// Frame 0 in JIT code at `JIT + 0xa0`, its frame-pointer chain through the records at
+/// `STACK + 0x40`, `+ 0x60`, `+ 0x80` with the return addresses `returns`; the app module's
+/// code (`x64_code`) is in the dump.
+fn jit_dump(region: JitRegion, returns: [u64; 3]) -> MinidumpBuilder {
+    let mut stack = vec![0u8; 0x40];
+    stack.extend(words(&[STACK + 0x60, returns[0]]));
+    stack.extend(vec![0u8; 0x10]);
+    stack.extend(words(&[STACK + 0x80, returns[1]]));
+    stack.extend(vec![0u8; 0x10]);
+    stack.extend(words(&[0, returns[2], 0, 0, 0, 0]));
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.module(Module::new("C:\\app\\app.exe", APP, 0x10000))
+        .memory(CODE, x64_code())
+        .thread(Thread {
+            id: 1,
+            context: Some(Context::X64(X64Context {
+                rip: JIT + 0xa0,
+                rsp: STACK + 0x20,
+                rbp: STACK + 0x40,
+                ..X64Context::default()
+            })),
+            stack_base: STACK,
+            stack,
+            ..Thread::default()
+        });
+    match region {
+        JitRegion::CodeInDump => {
+            dump.memory(JIT, x64_code());
+        }
+        JitRegion::Unknown => {}
+        JitRegion::Protected(protect) => {
+            dump.memory_info(MemoryInfo {
+                base: JIT,
+                allocation_base: JIT,
+                allocation_protect: PAGE_READWRITE,
+                region_size: 0x1000,
+                state: MEM_COMMIT,
+                protect,
+                kind: MEM_PRIVATE,
+            });
+        }
+    }
+    dump
+}
+
+#[test]
+fn jit_frame_pointer_chain_reaching_module_code_is_followed() {
+    let returns = [JIT + 0x25, JIT + 0x46, CODE + 0x25];
+    // The JIT code is in the dump: every return address follows a call.
+    let walked = walk(&jit_dump(JitRegion::CodeInDump, returns), "walk-jit-code");
+    assert_eq!(
+        summary(&walked),
+        [
+            (JIT + 0xa0, FoundBy::Context, Trust::Context),
+            (JIT + 0x25, FoundBy::FramePointer, Trust::CallSite),
+            (JIT + 0x46, FoundBy::FramePointer, Trust::CallSite),
+            (CODE + 0x25, FoundBy::FramePointer, Trust::CallSite),
+        ],
+        "{walked:#?}"
+    );
+    assert!(walked.frames[1].module.is_none());
+    assert_eq!(walked.frames[1].call_site(), format!("{:#x}", JIT + 0x25));
+    // Neither the code nor a memory info list: the chain reaching module code is the check.
+    // So it is with a list marking the region executable.
+    for region in [JitRegion::Unknown, JitRegion::Protected(PAGE_EXECUTE_READ)] {
+        let walked = walk(&jit_dump(region, returns), "walk-jit-unknown");
+        assert_eq!(
+            summary(&walked),
+            [
+                (JIT + 0xa0, FoundBy::Context, Trust::Context),
+                (JIT + 0x25, FoundBy::FramePointer, Trust::FrameChain),
+                (JIT + 0x46, FoundBy::FramePointer, Trust::FrameChain),
+                (CODE + 0x25, FoundBy::FramePointer, Trust::CallSite),
+            ],
+            "{walked:#?}"
+        );
+        assert!(walked.frames.iter().all(|f| f.is_trusted()));
+    }
+}
+
+#[test]
+fn jit_chains_that_do_not_reach_module_code_are_not_followed() {
+    let cases = [
+        // The last record's return address is in no code.
+        (JitRegion::Unknown, [JIT + 0x25, JIT + 0x46, 0x1234_5678]),
+        // A return address in the dump's JIT code that follows no call.
+        (JitRegion::CodeInDump, [JIT + 0x60, JIT + 0x46, CODE + 0x25]),
+        // Memory the memory info list says is not executable.
+        (
+            JitRegion::Protected(PAGE_READWRITE),
+            [JIT + 0x25, JIT + 0x46, CODE + 0x25],
+        ),
+    ];
+    for (region, returns) in cases {
+        let walked = walk(&jit_dump(region, returns), "walk-jit-broken");
+        assert!(
+            walked.frames.iter().all(
+                |f| f.found_by != FoundBy::FramePointer && f.module.is_some()
+                    || f.found_by == FoundBy::Context
+            ),
+            "{returns:x?}: {walked:#?}"
+        );
+    }
+}
+
+#[test]
+fn jit_frames_named_by_a_unity_crash_log_that_matches_the_dump() {
+    let mut dump = jit_dump(JitRegion::Unknown, [JIT + 0x25, JIT + 0x46, CODE + 0x25]);
+    dump.exception(Exception::new(1, 0xC000_0005, JIT + 0xa0));
+    let log = |thread: u32, native: u64| {
+        format!(
+            "Stack Trace of Crashed Thread {thread}:\r\n\
+             {:#018X} (Assembly-CSharp) Game.Crash()\r\n\
+             {:#018X} (Assembly-CSharp) Game.Update()\r\n\
+             {:#018X} (mscorlib) System.Object.runtime_invoke_void__this__()\r\n\
+             {native:#018X} (app) app_main\r\n\r\nStacks for Running Threads:\r\n",
+            JIT + 0xa0,
+            JIT + 0x25,
+            JIT + 0x46,
+        )
+    };
+    let named = |thread: u32, native: u64| {
+        let dir = TempDir::new("walk-jit-names");
+        let path = dir.path().join("crash.dmp");
+        dump.write(&path);
+        std::fs::write(dir.path().join("error.log"), log(thread, native)).unwrap();
+        let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+        session.thread_stack(0).unwrap()
+    };
+    let stack = named(1, CODE + 0x25);
+    let sites: Vec<String> = stack.frames.iter().map(|f| f.call_site()).collect();
+    assert_eq!(
+        sites[..4],
+        [
+            "Assembly-CSharp!Game.Crash",
+            "Assembly-CSharp!Game.Update",
+            "mscorlib!System.Object.runtime_invoke_void__this__",
+            "app+0x1025",
+        ]
+    );
+    assert_eq!(stack.frames[1].module_base, None);
+    let note = stack.note.unwrap_or_default();
+    assert!(
+        note.contains("3 frame(s) outside every module named by Unity's crash log"),
+        "{note}"
+    );
+    // Another thread's log, or one whose native frame is not where the dump has its module:
+    // not this dump's, and no name is taken from it.
+    for (thread, native) in [(2, CODE + 0x25), (1, 0x1234)] {
+        let stack = named(thread, native);
+        assert!(stack.frames[1].function.is_none(), "{:?}", stack.frames[1]);
+        assert_eq!(stack.frames[1].call_site(), format!("{:#x}", JIT + 0x25));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// x64: the leaf rule from the bytes around the fault, without the module's image.
+
+/// A module without image or symbols; its code (`x64_code` with `body` at +0x80) is in the
+/// dump; frame 0 at +0x80 with the return address after the call at +0x25 at `[rsp]`.
+fn leaf_dump(body: &[u8]) -> MinidumpBuilder {
+    let mut code = x64_code();
+    code[0x80..0x80 + body.len()].copy_from_slice(body);
+    let mut stack = vec![0u8; 0x20];
+    stack.extend(words(&[CODE + 0x25, 0, 0, 0]));
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.module(Module::new("C:\\app\\app.exe", APP, 0x10000))
+        .memory(CODE, code)
+        .thread(Thread {
+            id: 1,
+            context: Some(Context::X64(X64Context {
+                rip: CODE + 0x80,
+                rsp: STACK + 0x20,
+                ..X64Context::default()
+            })),
+            stack_base: STACK,
+            stack,
+            ..Thread::default()
+        });
+    dump
+}
+
+#[test]
+fn leaf_decided_from_the_code_without_an_image() {
+    // mov byte ptr [0],1; ret (after the nops before it: no stack adjustment).
+    let leaf = [0xC6, 0x04, 0x25, 0, 0, 0, 0, 0x01, 0xC3];
+    let walked = walk(&leaf_dump(&leaf), "walk-leaf-code");
+    assert_eq!(
+        summary(&walked)[1],
+        (CODE + 0x25, FoundBy::Leaf, Trust::CallSite),
+        "{walked:#?}"
+    );
+    // With `pop rbx` before the ret the word at [rsp] is not the return address: the same
+    // return address is only found by scanning.
+    let not_leaf = [0xC6, 0x04, 0x25, 0, 0, 0, 0, 0x01, 0x5B, 0xC3];
+    let walked = walk(&leaf_dump(&not_leaf), "walk-not-leaf");
+    assert_eq!(
+        summary(&walked)[1],
+        (CODE + 0x25, FoundBy::Scan, Trust::CallSite),
+        "{walked:#?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The repository's testdata/unwind dumps (tools/crashgen/generate-unwind.sh).
+
+/// The crashing thread's frames of `testdata/unwind/<name>.dmp`, symbols from `symbols`
+/// (the dump's own folder when `None`).
+fn unwind_sample(name: &str, symbols: Option<&str>) -> Stack {
+    let path = ntdbg_testutil::sample(&format!("unwind/{name}.dmp"));
+    let session = Session::open_dump(&path, symbols).unwrap();
+    session.event_stack().unwrap()
+}
+
+/// `(call site, found_by, trust)` of the first `n` frames.
+fn first_frames(stack: &Stack, n: usize) -> Vec<(String, FoundBy, Trust)> {
+    stack
+        .frames
+        .iter()
+        .take(n)
+        .map(|f| (f.call_site(), f.found_by, f.trust))
+        .collect()
+}
+
+#[test]
+fn jit_code_calling_back_into_the_program() {
+    // write_null <- callback_from_jit <- three JIT functions in VirtualAlloc memory (frame
+    // pointers, no unwind data, code not in the dump, no memory info list under Wine) <-
+    // run_jit <- mode_jit_callback: the first JIT frame through callback_from_jit's unwind
+    // data, the others through the chain that reaches run_jit again.
+    let stack = unwind_sample("jit_callback", None);
+    let jit = |f: &ntdbg_engine::stack::Frame| f.call_site();
+    let frames = first_frames(&stack, 7);
+    assert_eq!(frames[0].0, "unwind!write_null");
+    assert_eq!(frames[1].0, "unwind!callback_from_jit+0x9");
+    for (i, (found_by, trust)) in [
+        (FoundBy::Cfi, Trust::UnwindData),
+        (FoundBy::FramePointer, Trust::FrameChain),
+        (FoundBy::FramePointer, Trust::FrameChain),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let f = &stack.frames[2 + i];
+        assert!(f.module.is_none(), "{f:?}");
+        assert!(jit(f).starts_with("0x"), "{f:?}");
+        assert_eq!((f.found_by, f.trust), (found_by, trust), "{f:?}");
+    }
+    // The JIT functions are 32 bytes apart: innermost (highest) first.
+    let addresses: Vec<u64> = stack.frames[2..5].iter().map(|f| f.instruction).collect();
+    assert_eq!(addresses[0] - addresses[1], 0x20);
+    assert_eq!(addresses[1] - addresses[2], 0x20);
+    assert_eq!(
+        frames[5..],
+        [
+            (
+                "unwind!run_jit+0x6".to_string(),
+                FoundBy::FramePointer,
+                Trust::CallSite
+            ),
+            (
+                "unwind!mode_jit_callback+0x2a".to_string(),
+                FoundBy::Cfi,
+                Trust::UnwindData
+            ),
+        ]
+    );
+    assert!(stack.note.is_none(), "{:?}", stack.note);
+}
+
+#[test]
+fn fault_in_jit_code() {
+    // A JIT leaf (mov byte ptr [0],1; ret) called by the JIT functions: frame 0 outside
+    // every module, its caller by the leaf rule from the dump's bytes around the fault (which
+    // also hold the JIT functions' calls), then the frame-pointer chain to run_jit.
+    let stack = unwind_sample("jit_fault", None);
+    let frames = first_frames(&stack, 6);
+    let kinds: Vec<(FoundBy, Trust)> = frames.iter().map(|f| (f.1, f.2)).collect();
+    assert_eq!(
+        kinds[..5],
+        [
+            (FoundBy::Context, Trust::Context),
+            (FoundBy::Leaf, Trust::CallSite),
+            (FoundBy::FramePointer, Trust::CallSite),
+            (FoundBy::FramePointer, Trust::CallSite),
+            (FoundBy::FramePointer, Trust::CallSite),
+        ]
+    );
+    assert!(
+        frames[..4].iter().all(|f| f.0.starts_with("0x")),
+        "{frames:?}"
+    );
+    assert_eq!(frames[4].0, "unwind!run_jit+0x6");
+    assert_eq!(frames[5].0, "unwind!mode_jit_fault+0x25");
+}
+
+#[test]
+fn leaf_without_its_image() {
+    // mov byte ptr [0],1; ret in unwind.exe, opened with neither the exe nor its PDB: only
+    // the dump's bytes around the fault say the function is a leaf; its caller's call lies
+    // in them too.
+    let dir = TempDir::new("walk-leaf-no-image");
+    let path = dir.path().join("leaf_no_image.dmp");
+    std::fs::copy(ntdbg_testutil::sample("unwind/leaf_no_image.dmp"), &path).unwrap();
+    let session = Session::open_dump(&path, Some(dir.path().to_str().unwrap())).unwrap();
+    let without = session.event_stack().unwrap();
+    let with = unwind_sample("leaf_no_image", None);
+    assert_eq!(with.frames[1].call_site(), "unwind!call_leaf+0x9");
+    let f = &without.frames[1];
+    assert_eq!(
+        (f.instruction, f.found_by, f.trust),
+        (with.frames[1].instruction, FoundBy::Leaf, Trust::CallSite),
+        "{without:#?}"
+    );
+    assert_eq!(f.stack_pointer, without.frames[0].stack_pointer + 8);
+}
+
+#[test]
+fn x86_mingw_throw_unwound_by_dwarf_cfi() {
+    // i686 MinGW g++: an exception leaves a noexcept function, so __gxx_personality_v0 calls
+    // std::terminate from inside _Unwind_RaiseException. libstdc++'s and libgcc's frames have
+    // only .eh_frame; the stack reaches the thrower and main through it.
+    let stack = unwind_sample("throw_noexcept", None);
+    let names: Vec<String> = stack.frames.iter().map(|f| f.call_site()).collect();
+    let at = |name: &str| {
+        names
+            .iter()
+            .position(|n| n.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} in {names:#?}"))
+    };
+    let order = [
+        "unwind_throw!__cxa_call_terminate",
+        "unwind_throw!_Unwind_RaiseException",
+        "unwind_throw!__cxa_throw",
+        "unwind_throw!load_config",
+        "unwind_throw!start_server",
+        "unwind_throw!main",
+    ];
+    let found: Vec<usize> = order.iter().map(|n| at(n)).collect();
+    assert!(found.windows(2).all(|w| w[0] < w[1]), "{names:#?}");
+    for i in at(order[0])..=at("unwind_throw!main") {
+        let f = &stack.frames[i];
+        assert_eq!(
+            (f.found_by, f.trust),
+            (FoundBy::Cfi, Trust::UnwindData),
+            "{f:?}"
+        );
+    }
+    assert!(names
+        .iter()
+        .any(|n| n.starts_with("unwind_throw!__gxx_personality_v0")));
+}
+
+// ---------------------------------------------------------------------------------------------
 // The shared corpus.
 
 /// Every thread's stack of a corpus dump, opened with the dump's own folder as symbol path.
@@ -270,8 +643,9 @@ fn x64_leaf_function_returns_through_rsp() {
 #[test]
 fn unwind_data_leading_outside_code_is_not_a_frame() {
     ntdbg_testutil::require_testdata!();
-    // Firefox x64: JIT code and stack addresses reached through unwind data used to be
-    // shown as `cfi` frames; none is now, and every frame says how far it was checked.
+    // Firefox x64: stack, heap and free addresses reached through unwind data used to be
+    // shown as `cfi` frames; none is now (no return address there lies in memory the memory
+    // info list marks executable), and every frame says how far it was checked.
     let stacks =
         corpus_stacks("mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-x86_64.dmp");
     let frames: Vec<_> = stacks.iter().flat_map(|s| &s.frames).collect();
@@ -288,9 +662,12 @@ fn unwind_data_leading_outside_code_is_not_a_frame() {
 #[test]
 fn x86_stacks_match_minidump_stackwalk_to_the_last_caller() {
     ntdbg_testutil::require_testdata!();
-    // Wine x86: crashy's frames through the PDB's frame data, then kernel32 and ntdll through
-    // the ebp chain, which ends at the record whose return address is in the null page (no
-    // scanned leftovers after it), as minidump-stackwalk shows.
+    // Wine x86: crashy's frames through the PDB's frame data, its MinGW startup code (no
+    // PDB record) through the DWARF CFI of crashy.exe (the stack realignment of
+    // __tmainCRTStartup, whose ebp record holds a copy of the return address one slot below
+    // the real one), then kernel32 and ntdll through the ebp chain, which ends at the record
+    // whose return address is in the null page (no scanned leftovers after it), as
+    // minidump-stackwalk shows.
     let path = ntdbg_testutil::testdata("winelab/x86/null.inproc.dmp");
     let session = Session::open_dump(&path, None).unwrap();
     let walked = session.event_stack().unwrap();
@@ -306,7 +683,7 @@ fn x86_stacks_match_minidump_stackwalk_to_the_last_caller() {
             (0x0040_1a5e, FoundBy::Cfi),
             (0x0040_185d, FoundBy::Cfi),
             (0x0040_138e, FoundBy::Cfi),
-            (0x7b62_93e0, FoundBy::FramePointer),
+            (0x7b62_93e0, FoundBy::Cfi),
             (0x7bc5_ca07, FoundBy::FramePointer),
             (0x7bc5_d228, FoundBy::FramePointer),
         ]

@@ -41,10 +41,12 @@ mod breakpad_lazy;
 mod compressed;
 mod demangle;
 mod download;
+mod dwarf_cfi;
 mod error;
 mod image;
 mod image_file;
 mod index;
+mod jit_names;
 mod load;
 mod locate;
 mod module;
@@ -71,6 +73,9 @@ pub use image::ImageSource;
 pub use index::{
     finish_index_writes, fuzz_symbol_index, write_indexes_out_of_process, write_symbol_index,
     INDEX_ENV, WRITER_COMMAND, WRITER_ENV,
+};
+pub use jit_names::{
+    parse_perf_map, parse_unity_error_log, JitName, JitNames, UnityFrame, UnityStack,
 };
 pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus};
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};

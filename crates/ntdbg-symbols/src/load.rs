@@ -249,6 +249,7 @@ pub(crate) fn load_module(
         (p.name, key)
     });
     out.image_path = image_path;
+    out.base = ident.base;
     if let Some(img) = image {
         out.image_info = Some(img.info.clone());
         out.image_source = Some(img.source.clone());

@@ -9,6 +9,7 @@ use breakpad_symbols::{FrameSymbolizer, FrameWalker, Module};
 use ntdbg_formats::pe::PeInfo;
 
 use crate::demangle::strip_parameters;
+use crate::dwarf_cfi::DwarfCfi;
 use crate::image::{ImageSource, MappedImage};
 use crate::index::Tables;
 use crate::recent_at::RecentAt;
@@ -120,6 +121,10 @@ pub struct ModuleSymbols {
     pub(crate) data_symbols: Vec<(String, u64)>,
     pub(crate) unwinder: Option<PeUnwinder>,
     pub(crate) image: Option<Arc<MappedImage>>,
+    /// Where the module is loaded.
+    pub(crate) base: u64,
+    /// The image's DWARF call frame information, indexed on first use.
+    dwarf_cfi: OnceLock<Option<DwarfCfi>>,
     /// What [`Tables::at`] built for the addresses asked last.
     recent: RecentAt,
     index: OnceLock<NameIndex>,
@@ -177,6 +182,9 @@ impl FrameSymbolizer for Collect {
 struct Detect<'a> {
     inner: &'a mut dyn FrameSymbolizer,
     named: bool,
+    /// Whether a symbol starting at an address may name the frame's function (unwind data
+    /// knows the functions' extents); a name refused is not forwarded.
+    may_name: Option<&'a dyn Fn(u64) -> bool>,
 }
 
 impl FrameSymbolizer for Detect<'_> {
@@ -184,6 +192,9 @@ impl FrameSymbolizer for Detect<'_> {
         self.inner.get_instruction()
     }
     fn set_function(&mut self, name: &str, base: u64, parameter_size: u32) {
+        if self.may_name.is_some_and(|may_name| !may_name(base)) {
+            return;
+        }
         self.named |= !name.is_empty();
         self.inner.set_function(name, base, parameter_size);
     }
@@ -209,6 +220,8 @@ impl ModuleSymbols {
             data_symbols: Vec::new(),
             unwinder: None,
             image: None,
+            base: 0,
+            dwarf_cfi: OnceLock::new(),
             recent: RecentAt::default(),
             index: OnceLock::new(),
             types: OnceLock::new(),
@@ -337,16 +350,24 @@ impl ModuleSymbols {
         if !has_function && self.unwinder.as_ref().is_some_and(|u| !u.covers(rva)) {
             return false;
         }
+        // A public symbol with another function's DWARF entry between it and the address
+        // names that other function's neighbour (one without a public symbol of its own: a
+        // static function, a cold part).
+        let base = module.base_address();
+        let same_function = |symbol: u64| self.public_may_name(symbol.wrapping_sub(base), rva);
         let mut detect = Detect {
             inner: frame,
             named: false,
+            may_name: (!has_function).then_some(&same_function),
         };
         symbols.fill_symbol(module, &mut detect);
         detect.named
     }
 
     /// Recovers the caller's registers for the frame `walker` describes: Breakpad `STACK CFI`
-    /// / `STACK WIN` records first, else the image's x64/ARM64 unwind tables.
+    /// / `STACK WIN` records first, else the image's x64/ARM64 unwind tables, else the image's
+    /// DWARF call frame information (`.eh_frame`, `.debug_frame` of MinGW/clang x86 and x64
+    /// images).
     ///
     /// For the innermost frame (`!walker.has_grand_callee()`) `get_instruction()` is the exact
     /// program counter; for callers it is inside the call instruction (return address − 1),
@@ -364,7 +385,43 @@ impl ModuleSymbols {
                 return Some(());
             }
         }
-        self.unwinder.as_ref()?.walk(module.base_address(), walker)
+        if let Some(unwinder) = &self.unwinder {
+            if unwinder.walk(module.base_address(), walker).is_some() {
+                return Some(());
+            }
+        }
+        self.dwarf_cfi()?.walk(walker)
+    }
+
+    /// The image's DWARF CFI, indexed on first use.
+    fn dwarf_cfi(&self) -> Option<&DwarfCfi> {
+        self.dwarf_cfi
+            .get_or_init(|| DwarfCfi::new(self.image.as_ref()?, self.base))
+            .as_ref()
+    }
+
+    /// Whether a public symbol at `symbol` may name the code at `rva`: not when the image's
+    /// DWARF CFI shows another function between them.
+    fn public_may_name(&self, symbol: u64, rva: u64) -> bool {
+        self.dwarf_cfi()
+            .and_then(|d| d.same_function(symbol, rva))
+            .unwrap_or(true)
+    }
+
+    /// Bytes the DWARF CFI holds, once indexed (0 before).
+    pub(crate) fn dwarf_cfi_bytes(&self) -> usize {
+        self.dwarf_cfi
+            .get()
+            .and_then(Option::as_ref)
+            .map_or(0, DwarfCfi::held_bytes)
+    }
+
+    /// Whether the image's unwind data (an x64/ARM64 `.pdata` entry, a DWARF frame
+    /// description entry) covers `rva`: such a function's caller comes from its unwind data,
+    /// never from a guess.
+    pub fn unwind_data_covers(&self, rva: u64) -> bool {
+        self.unwinder.as_ref().is_some_and(|u| u.has_entry(rva))
+            || self.dwarf_cfi().is_some_and(|d| d.covers(rva))
     }
 
     /// Whether the image's unwind tables (x64/ARM64 `.pdata`) have an entry covering `rva`;
@@ -397,10 +454,9 @@ impl ModuleSymbols {
         if func.is_none() {
             // No function covers `rva`: the nearest public or data symbol below it, but only
             // within the same section (a code public must not name a global variable).
-            let public = c
-                .function
-                .take()
-                .filter(|(_, start)| self.same_section(*start, rva));
+            let public = c.function.take().filter(|(_, start)| {
+                self.same_section(*start, rva) && self.public_may_name(*start, rva)
+            });
             let data = self
                 .data_symbols
                 .iter()

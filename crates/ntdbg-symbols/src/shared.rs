@@ -302,7 +302,8 @@ fn approximate_size(symbols: &ModuleSymbols) -> u64 {
         .map(|(name, _)| size_of::<(String, u64)>() + name.len())
         .sum();
     let image = symbols.image.as_ref().map_or(0, |i| i.resident_bytes());
-    let unwind = symbols.unwinder.as_ref().map_or(0, |u| u.held_bytes());
+    let unwind =
+        symbols.unwinder.as_ref().map_or(0, |u| u.held_bytes()) + symbols.dwarf_cfi_bytes();
     (table + data + image + unwind + size_of::<ModuleSymbols>()) as u64
 }
 

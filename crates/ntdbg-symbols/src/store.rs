@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use minidump::{MinidumpModule, Module};
@@ -11,7 +11,7 @@ use crate::download::{DownloadState, Downloads, DEFAULT_TIMEOUT};
 use crate::load::load_module;
 use crate::shared::{LoadKey, SharedSymbols};
 use crate::SharedBytes;
-use crate::{DownloadObserver, ModuleSymbols, SymbolPath};
+use crate::{DownloadObserver, JitNames, ModuleSymbols, SymbolPath};
 
 /// Most modules [`SymbolStore::preload`] loads at once (each may wait on a symbol server).
 pub const PARALLEL_LOADS: usize = 8;
@@ -62,6 +62,8 @@ pub struct SymbolStore {
     /// Set by [`SymbolStore::clear`]: loads from now on parse again instead of taking the
     /// shared cache's entry (and replace it).
     reloaded: AtomicBool,
+    /// Names for code outside every module, from a file beside the dump.
+    jit_names: RwLock<Option<Arc<JitNames>>>,
 }
 
 impl Default for SymbolStore {
@@ -105,7 +107,25 @@ impl SymbolStore {
             downloads: DownloadState::default(),
             shared: RwLock::new(None),
             reloaded: AtomicBool::new(false),
+            jit_names: RwLock::new(None),
         }
+    }
+
+    /// Gives the names of code outside every module that a file beside the dump holds (see
+    /// [`JitNames`]), or none.
+    pub fn set_jit_names(&self, names: Option<Arc<JitNames>>) {
+        *self
+            .jit_names
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = names;
+    }
+
+    /// The names of code outside every module, if a file gave some.
+    pub fn jit_names(&self) -> Option<Arc<JitNames>> {
+        self.jit_names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Turns symbol-server downloads off (`true`) or on. Files already in the caches are

@@ -11,6 +11,7 @@ mod deliberate;
 mod fail_fast;
 mod fill_pattern;
 mod heap;
+mod jit;
 mod stack_overflow;
 
 use crate::exception::{DecodedException, ExceptionKind};
@@ -82,6 +83,7 @@ pub fn infer(
         out.insert(0, message);
     }
     out.extend(context_thread::context_thread(session, event));
+    out.extend(jit::code_outside_modules(session, frames));
     out
 }
 

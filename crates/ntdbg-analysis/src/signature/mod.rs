@@ -114,7 +114,7 @@ pub struct SignatureFrame {
     /// How the walker found the frame (`context`, `cfi`, `leaf`, `frame_pointer`, `scan`).
     pub found_by: String,
     /// How far its return address was checked (`context`, `unwind_data`, `call_site`,
-    /// `unverified`): only `unverified` frames are kept out of signatures.
+    /// `frame_chain`, `unverified`): only `unverified` frames are kept out of signatures.
     pub trust: String,
     /// What the frame did for the signature.
     pub role: SignatureRole,

@@ -17,6 +17,9 @@ use crate::provider::load_module_symbols;
 pub(crate) struct FrameSymbols {
     /// The module holding the address.
     pub(crate) module: Option<MinidumpModule>,
+    /// For code outside every module that a file beside the dump names: what that file says
+    /// holds it (Unity: the managed assembly).
+    pub(crate) jit_module: Option<String>,
     /// The function (or public symbol) name.
     pub(crate) function_name: Option<String>,
     /// Where the function starts.
@@ -49,6 +52,20 @@ impl FrameSymbols {
         if let Some(module) = target.modules().module_at_address(instruction) {
             load_module_symbols(target, symbols, module).fill_symbol(module, &mut lookup);
             lookup.found.module = Some(module.clone());
+        } else if let Some(names) = symbols.jit_names() {
+            // Such files list a caller at its return address, just past `instruction`.
+            let back = if target.arch() == ntdbg_targets::Arch::Arm64 {
+                4
+            } else {
+                1
+            };
+            if let Some(name) = names
+                .at(instruction)
+                .or_else(|| names.at(instruction.wrapping_add(back)))
+            {
+                lookup.found.function_name = Some(name.function.clone());
+                lookup.found.jit_module = name.module.clone();
+            }
         }
         // The symbols give inlined calls outermost first.
         lookup.found.inlines.reverse();

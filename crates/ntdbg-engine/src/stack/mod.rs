@@ -3,16 +3,20 @@
 //!
 //! The walk ([`walker`]) goes from each frame to its caller through the callee's unwind data
 //! (Breakpad `STACK CFI`/`STACK WIN` from a `.sym` or the PDB's frame data, else the image's
-//! x64/ARM64 `.pdata`), then for the innermost frame the leaf-function rule, then frame
-//! pointers (ARM64: frame records), then stack scanning. Guessed return addresses must follow
-//! a call instruction ([`call_site`]) in the code the dump or the module image holds;
+//! x64/ARM64 `.pdata`, else its DWARF `.eh_frame`/`.debug_frame`), then for the innermost
+//! frame the leaf-function rule (the ABI, or the code around the fault: [`leaf_code`]), then
+//! frame pointers (ARM64: frame records; through code outside every module only where the
+//! chain reaches module code again), then stack scanning. Guessed return addresses must
+//! follow a call instruction ([`call_site`]) in the code the dump or the module image holds;
 //! symbols come from our [`SymbolStore`](ntdbg_symbols::SymbolStore).
 
 mod call_site;
 mod cfi;
 mod code;
+mod executable;
 mod frame_context;
 mod frame_symbols;
+mod leaf_code;
 mod memory;
 mod regs;
 mod walker;
@@ -39,10 +43,12 @@ pub const MAX_FRAMES: usize = 1024;
 pub enum FoundBy {
     /// The register context itself (frame 0).
     Context,
-    /// Unwind data: PDB frame data / FPO, Breakpad CFI, or PE `.pdata`/`.xdata`.
+    /// Unwind data: PDB frame data / FPO, Breakpad CFI, PE `.pdata`/`.xdata`, or the
+    /// image's DWARF `.eh_frame`/`.debug_frame`.
     Cfi,
     /// The innermost frame's function is a leaf (x64/ARM64 code no unwind-table entry
-    /// covers): its return address is at `[rsp]` (x64) or in `lr` (ARM64).
+    /// covers, or x86/x64 code whose bytes show no stack adjustment up to its `ret`): its
+    /// return address is at `[esp]`/`[rsp]` or in `lr` (ARM64).
     Leaf,
     /// The frame-pointer chain (ARM64: the frame records `[fp]`, `[fp+8]`).
     FramePointer,
@@ -69,23 +75,30 @@ impl FoundBy {
 pub enum Trust {
     /// Frame 0: the register context.
     Context,
-    /// Recovered by the callee's unwind data, and the return address lies in a module's code.
+    /// Recovered by the callee's unwind data, and the return address lies in code: a
+    /// module's, memory the memory info list marks executable, or code outside every module
+    /// whose frame-pointer chain reaches module code again.
     UnwindData,
     /// The instruction that ends exactly at the return address is a call (decoded from the
     /// dump's bytes or the module image's).
     CallSite,
+    /// A frame-pointer frame through code outside every module (JIT code) whose call site is
+    /// not in the dump: the chain of saved frame pointers from it climbs the stack, no return
+    /// address on it is refuted by its call site, and it reaches module code again.
+    FrameChain,
     /// A guess (leaf, frame pointer or scan) whose call site could not be checked: the code
     /// before the return address is in neither the dump nor a module image.
     Unverified,
 }
 
 impl Trust {
-    /// Stable key (`context`, `unwind_data`, `call_site`, `unverified`).
+    /// Stable key (`context`, `unwind_data`, `call_site`, `frame_chain`, `unverified`).
     pub fn name(self) -> &'static str {
         match self {
             Trust::Context => "context",
             Trust::UnwindData => "unwind_data",
             Trust::CallSite => "call_site",
+            Trust::FrameChain => "frame_chain",
             Trust::Unverified => "unverified",
         }
     }
@@ -149,8 +162,9 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// Whether the frame is a fact rather than a guess: the register context, unwind data, or
-    /// a return address (leaf, frame pointer, scan) that follows a call instruction.
+    /// Whether the frame is a fact rather than a guess: the register context, unwind data, a
+    /// return address (leaf, frame pointer, scan) that follows a call instruction, or a
+    /// frame-pointer chain through code outside every module that reaches module code again.
     pub fn is_trusted(&self) -> bool {
         self.trust != Trust::Unverified
     }
@@ -300,6 +314,7 @@ pub fn walk(
                 stack,
                 notes: Vec::new(),
                 memo: Default::default(),
+                chained_records: Vec::new(),
             };
             let walked = walker.run(regs::Regs::from_context(layout, context));
             walker_notes = walker.notes;
@@ -362,6 +377,22 @@ pub fn walk(
             text: format!("frame {row:02x}: {text}"),
         }
     }));
+    if let Some(names) = symbols.jit_names() {
+        let named = frames
+            .iter()
+            .filter(|f| f.module_base.is_none() && f.function.is_some())
+            .count();
+        if named > 0 {
+            notes.push(StackNote {
+                frame: None,
+                text: format!(
+                    "{named} frame(s) outside every module named by {} ({}), whose stack matches this dump",
+                    names.kind(),
+                    names.source().display()
+                ),
+            });
+        }
+    }
     if physical_frames >= MAX_FRAMES {
         notes.push(StackNote {
             frame: Some(frames.len()),
@@ -387,7 +418,7 @@ fn convert_frames(target: &dyn Target, walked: Vec<Physical>, rows: usize) -> Ve
     for (i, w) in walked.into_iter().enumerate() {
         let f = w.symbols;
         let module = f.module.as_ref();
-        let module_name = module.map(|m| module_name(&m.name));
+        let module_name = module.map(|m| module_name(&m.name)).or(f.jit_module);
         let module_base = module.map(|m| m.raw.base_of_image);
         let caller = callers.get(i);
         let caller_sp = caller.map(|c| c.0);

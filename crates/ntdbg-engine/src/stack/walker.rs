@@ -1,8 +1,15 @@
 //! The stack walk: from each frame to its caller by, in order, the callee's unwind data, the
-//! x64/ARM64 leaf-function rule (innermost frame only), the frame-pointer chain (ARM64: the
-//! frame records), and stack scanning. Every guessed return address (leaf, frame pointer,
-//! scan) must follow a call instruction in the code the dump or the module image holds; a
-//! return address from unwind data must lie in a module's code.
+//! leaf-function rule (innermost frame only: the x64/ARM64 ABI where unwind tables exist,
+//! else the code around the fault), the frame-pointer chain (ARM64: the frame records), and
+//! stack scanning. Every guessed return address (leaf, frame pointer, scan) must follow a
+//! call instruction in the code the dump or the module image holds; a return address from
+//! unwind data must lie in code.
+//!
+//! Code outside every module (JIT compilers' output) counts as code where the dump's memory
+//! info list marks it executable, or, without that list, where a frame-pointer chain runs
+//! through it: frame-pointer links into such code are followed only when the chain from
+//! there climbs the stack, each return address not refuted by its call site, and reaches
+//! module code again.
 
 use std::sync::Arc;
 
@@ -13,11 +20,14 @@ use ntdbg_targets::{Arch, Target};
 
 use super::call_site::{self, CallCheck, MAX_X86_CALL};
 use super::cfi::UnwindStep;
-use super::code::code_before;
+use super::code::{code_before, read_code};
+use super::executable::{protection, Protection};
 use super::frame_symbols::{FrameSymbols, SymbolMemo};
+use super::leaf_code::{returns_through_stack_top, BYTES_BEFORE};
 use super::memory::StackMemory;
 use super::regs::{strip_pac, Layout, Regs};
 use super::{FoundBy, Trust, MAX_FRAMES};
+use crate::disasm::Bitness;
 use crate::provider::load_module_symbols;
 
 /// Words scanned for a return address after a frame found by its context or unwind data
@@ -30,6 +40,10 @@ const X64_FRAME_POINTER_SLOTS: u64 = 16;
 
 /// Addresses below this are the null page: a return address there ends the walk.
 const NULL_PAGE: u64 = 4096;
+
+/// Links of a frame-pointer chain followed through code outside every module before it must
+/// have reached module code again.
+const MAX_OUTSIDE_LINKS: usize = 256;
 
 /// One walked frame with how it was found.
 pub(crate) struct Walked {
@@ -45,15 +59,35 @@ pub(crate) struct Walked {
     pub(crate) trust: Trust,
 }
 
-/// Where an address lies with respect to the modules' code.
+/// Where an address lies with respect to code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Place {
     /// In an executable section of a module (or a module whose sections are unknown).
     Code,
     /// In a module, but in a section that is not executable.
     ModuleData,
-    /// In no module.
-    NoModule,
+    /// In no module, in memory the memory info list marks executable (JIT code).
+    Executable,
+    /// In no module, where no memory info list says what the memory is.
+    Unknown,
+    /// In no module, in memory the memory info list says is not executable.
+    NotCode,
+}
+
+impl Place {
+    /// Whether this may be code outside every module (JIT code).
+    fn outside_modules(self) -> bool {
+        matches!(self, Place::Executable | Place::Unknown)
+    }
+
+    /// How a note names a place that is not code.
+    fn describe(self) -> &'static str {
+        match self {
+            Place::ModuleData => "in a module's data, not its code",
+            Place::NotCode => "in no module, in memory that is not executable",
+            _ => "in no module",
+        }
+    }
 }
 
 /// What the frame-pointer chain says about a frame's caller.
@@ -90,6 +124,9 @@ pub(crate) struct Walker<'a> {
     pub(crate) notes: Vec<(usize, String)>,
     /// The frames' symbols, looked up once per address.
     pub(crate) memo: SymbolMemo,
+    /// Frame-pointer records (their addresses) of chains through code outside every module
+    /// already found to reach module code again.
+    pub(crate) chained_records: Vec<u64>,
 }
 
 impl Walker<'_> {
@@ -155,22 +192,26 @@ impl Walker<'_> {
                 }
                 return None;
             }
-            match self.place(ip) {
-                Place::Code => {
-                    return Some(self.symbolized(context, index, FoundBy::Cfi, Trust::UnwindData))
+            let place = self.place(ip);
+            // A return address into code outside every module that no memory info list vouches
+            // for is taken when that code's frame-pointer chain leads back to module code.
+            let code = match place {
+                Place::Code | Place::Executable => true,
+                Place::Unknown => {
+                    let (fp, sp) = (context.get(self.layout.fp), context.get(self.layout.sp));
+                    fp.zip(sp)
+                        .is_some_and(|(fp, sp)| self.chain_reaches_module(fp, sp))
                 }
-                place => {
-                    let r#where = if place == Place::NoModule {
-                        "in no module"
-                    } else {
-                        "in a module's data, not its code"
-                    };
-                    self.notes.push((
-                        index,
-                        format!("the unwind data's return address {ip:#x} is {where}: not taken"),
-                    ));
-                }
+                Place::ModuleData | Place::NotCode => false,
+            };
+            if code {
+                return Some(self.symbolized(context, index, FoundBy::Cfi, Trust::UnwindData));
             }
+            let r#where = place.describe();
+            self.notes.push((
+                index,
+                format!("the unwind data's return address {ip:#x} is {where}: not taken"),
+            ));
         }
         if index == 1 {
             if let Some(leaf) = self.leaf(callee) {
@@ -213,24 +254,31 @@ impl Walker<'_> {
         step.finish()
     }
 
-    /// The innermost frame as a leaf function (x64 and ARM64 only): code of a module whose
-    /// unwind tables have no entry for it, which by the ABI neither moves the stack pointer
-    /// nor saves registers. x64: the return address is at `[rsp]`; ARM64: in `lr` (also
-    /// when the pc is in no module, as after a call through a bad pointer).
-    fn leaf(&self, callee: &Walked) -> Option<Walked> {
+    /// The innermost frame as a leaf function, which neither moves the stack pointer nor saves
+    /// registers: x64 code of a module whose unwind tables have no entry for it (the ABI says
+    /// it is a leaf), x86/x64 code no unwind data covers whose bytes around the fault show it
+    /// ([`returns_through_stack_top`]), ARM64 code without an entry or outside every module
+    /// (as after a call through a bad pointer). x86/x64: the return address is at `[sp]`;
+    /// ARM64: in `lr`.
+    fn leaf(&mut self, callee: &Walked) -> Option<Walked> {
         let context = &callee.regs;
         let pc = callee.instruction;
         let module = self.target.modules().module_at_address(pc);
-        let no_entry = module
-            .and_then(|m| {
-                self.module_symbols(m)
-                    .unwind_entry_covers(pc - m.raw.base_of_image)
-            })
+        let symbols = module.map(|m| (m, self.module_symbols(m)));
+        let rva = |m: &MinidumpModule| pc - m.raw.base_of_image;
+        let no_entry = symbols
+            .as_ref()
+            .and_then(|(m, s)| s.unwind_entry_covers(rva(m)))
             .map(|covered| !covered);
         let (ra, caller_sp) = match self.arch {
-            Arch::X64 if no_entry == Some(true) => {
-                let sp = context.get(self.layout.sp)?;
-                (self.stack.pointer_at(sp)?, sp.checked_add(8)?)
+            Arch::X64 if no_entry == Some(true) => self.return_at_stack_top(context)?,
+            Arch::X86 | Arch::X64
+                if !symbols
+                    .as_ref()
+                    .is_some_and(|(m, s)| s.unwind_data_covers(rva(m)))
+                    && self.code_returns_through_stack_top(pc) =>
+            {
+                self.return_at_stack_top(context)?
             }
             Arch::Arm64 if module.is_none() || no_entry == Some(true) => {
                 let lr = context.get_named("lr")?;
@@ -239,11 +287,106 @@ impl Walker<'_> {
             _ => return None,
         };
         let trust = self.return_trust(ra)?;
+        let trust = self.placed_trust(ra, trust, context.get(self.layout.fp), caller_sp)?;
         let mut caller = context.caller();
         caller.keep_callee_saved(context);
         caller.set(self.layout.ip, ra)?;
         caller.set(self.layout.sp, caller_sp)?;
         Some(self.symbolized(caller, 1, FoundBy::Leaf, trust))
+    }
+
+    /// The word at the stack pointer as a return address, and the stack pointer after it.
+    fn return_at_stack_top(&self, context: &Regs) -> Option<(u64, u64)> {
+        let sp = context.get(self.layout.sp)?;
+        let ptr = self.stack.pointer_size as u64;
+        Some((self.stack.pointer_at(sp)?, sp.checked_add(ptr)?))
+    }
+
+    /// Whether the code around `pc` (from the dump, else the module's image) shows a leaf
+    /// function that returns through the word at the stack pointer.
+    fn code_returns_through_stack_top(&self, pc: u64) -> bool {
+        let Some(bitness) = Bitness::of_arch(self.arch) else {
+            return false;
+        };
+        let before = code_before(self.target, self.symbols, pc, BYTES_BEFORE);
+        let read = |addr: u64, len: usize| {
+            read_code(self.target, self.symbols, addr, len).map(|b| b.into_owned())
+        };
+        returns_through_stack_top(bitness, pc, &before, &read)
+    }
+
+    /// How a return address a guess found (the leaf rule, a frame pointer), whose call site
+    /// gave `trust`, is trusted where it lies, with the frame pointer and stack pointer its
+    /// frame would have: `None` where no code is. In code outside every module, a return
+    /// address whose call site is unknown stands only when that code's frame-pointer chain
+    /// reaches module code again ([`Trust::FrameChain`]).
+    fn placed_trust(&mut self, ra: u64, trust: Trust, fp: Option<u64>, sp: u64) -> Option<Trust> {
+        if ra < NULL_PAGE {
+            return None;
+        }
+        let place = self.place(ra);
+        match place {
+            Place::Code => Some(trust),
+            _ if !place.outside_modules() => None,
+            _ if trust == Trust::CallSite => Some(trust),
+            _ => fp
+                .is_some_and(|fp| self.chain_reaches_module(fp, sp))
+                .then_some(Trust::FrameChain),
+        }
+    }
+
+    /// Whether the frame-pointer chain whose first record is at `record` (a saved frame
+    /// pointer, then a return address), in a frame whose stack pointer is `sp`, reaches module
+    /// code: each record above the last and inside the stack, each return address in code
+    /// outside every module and not refuted by its call site, until one lies in a module's
+    /// code (and is not refuted either).
+    fn chain_reaches_module(&mut self, record: u64, sp: u64) -> bool {
+        let ptr = self.stack.pointer_size as u64;
+        let mut record = record;
+        let mut lowest = sp;
+        let mut visited = Vec::new();
+        let mut reached = false;
+        for _ in 0..MAX_OUTSIDE_LINKS {
+            if self.chained_records.contains(&record) {
+                reached = true;
+                break;
+            }
+            if record < lowest || !self.stack.contains(record) {
+                return false;
+            }
+            let next = self.stack.pointer_at(record);
+            let ra = record
+                .checked_add(ptr)
+                .and_then(|a| self.stack.pointer_at(a))
+                .map(|ra| {
+                    if self.arch == Arch::Arm64 {
+                        strip_pac(ra)
+                    } else {
+                        ra
+                    }
+                });
+            let (Some(next), Some(ra)) = (next, ra) else {
+                return false;
+            };
+            if ra < NULL_PAGE || self.return_trust(ra).is_none() {
+                return false;
+            }
+            visited.push(record);
+            match self.place(ra) {
+                Place::Code => {
+                    reached = true;
+                    break;
+                }
+                place if place.outside_modules() => {}
+                _ => return false,
+            }
+            lowest = record + 2 * ptr;
+            record = next;
+        }
+        if reached {
+            self.chained_records.extend(visited);
+        }
+        reached
     }
 
     /// The caller through the frame pointer: x86 `[ebp]`/`[ebp+4]`; x64 the same pair up to
@@ -255,6 +398,9 @@ impl Walker<'_> {
         else {
             return Chain::Broken;
         };
+        if self.place_of(callee.instruction).outside_modules() {
+            return self.by_frame_pointer_outside_modules(callee, index, fp, sp);
+        }
         let ptr = self.stack.pointer_size as u64;
         let slots = if self.arch == Arch::X64 {
             X64_FRAME_POINTER_SLOTS
@@ -304,11 +450,19 @@ impl Walker<'_> {
                 Arch::X64 => true,
                 _ => caller_fp == 0 || (caller_fp > record && self.stack.contains(caller_fp)),
             };
-            if !chained || ra < NULL_PAGE || caller_sp <= sp || self.place(ra) != Place::Code {
+            if !chained || ra < NULL_PAGE || caller_sp <= sp {
+                continue;
+            }
+            let place = self.place(ra);
+            if place != Place::Code && !place.outside_modules() {
                 continue;
             }
             let Some(trust) = self.return_trust(ra) else {
                 rejected = Some(ra);
+                continue;
+            };
+            // A return address outside every module: its frame's record is `caller_fp`.
+            let Some(trust) = self.placed_trust(ra, trust, Some(caller_fp), caller_sp) else {
                 continue;
             };
             let mut caller = context.caller();
@@ -332,6 +486,61 @@ impl Walker<'_> {
             ));
         }
         Chain::Broken
+    }
+
+    /// The caller of a frame in code outside every module, through its frame-pointer record
+    /// `[fp]`, `[fp + pointer]` (JIT compilers keep standard frames): the return address must
+    /// lie in module code or lead there through further such records
+    /// ([`Walker::chain_reaches_module`]). The caller's frame pointer is the saved one,
+    /// whatever it is: module code need not keep one.
+    fn by_frame_pointer_outside_modules(
+        &mut self,
+        callee: &Walked,
+        index: usize,
+        fp: u64,
+        sp: u64,
+    ) -> Chain {
+        let ptr = self.stack.pointer_size as u64;
+        let (Some(caller_fp), Some(raw_ra), Some(caller_sp)) = (
+            self.stack.pointer_at(fp).filter(|_| fp >= sp),
+            fp.checked_add(ptr).and_then(|a| self.stack.pointer_at(a)),
+            fp.checked_add(2 * ptr),
+        ) else {
+            return Chain::Broken;
+        };
+        if raw_ra < NULL_PAGE {
+            return if self.arch == Arch::X86 || caller_fp == 0 {
+                Chain::End
+            } else {
+                Chain::Broken
+            };
+        }
+        let ra = if self.arch == Arch::Arm64 {
+            strip_pac(raw_ra)
+        } else {
+            raw_ra
+        };
+        // This frame's own record starts the chain that must lead to module code.
+        if !self.chain_reaches_module(fp, sp) {
+            return Chain::Broken;
+        }
+        let Some(trust) = self.return_trust(ra) else {
+            return Chain::Broken;
+        };
+        let trust = if trust == Trust::Unverified {
+            Trust::FrameChain
+        } else {
+            trust
+        };
+        let mut caller = callee.regs.caller();
+        if caller.set(self.layout.ip, ra).is_none()
+            || caller.set(self.layout.sp, caller_sp).is_none()
+        {
+            return Chain::Broken;
+        }
+        caller.set(self.layout.fp, caller_fp);
+        let frame = self.symbolized(caller, index, FoundBy::FramePointer, trust);
+        Chain::Caller(Box::new(frame))
     }
 
     /// The caller from the first stack word above the callee's stack pointer that is a
@@ -439,11 +648,20 @@ impl Walker<'_> {
         }
     }
 
-    /// Where `addr` lies: module code, module data, or no module.
+    /// Where `addr` (a return address: looked at inside its call) lies: module code, module
+    /// data, or outside every module as the memory info list says.
     fn place(&self, addr: u64) -> Place {
-        let at = addr.wrapping_sub(self.call_back());
+        self.place_of(addr.wrapping_sub(self.call_back()))
+    }
+
+    /// Where the instruction at `at` lies (see [`Walker::place`]).
+    fn place_of(&self, at: u64) -> Place {
         let Some(module) = self.target.modules().module_at_address(at) else {
-            return Place::NoModule;
+            return match protection(self.target, at) {
+                Protection::Executable => Place::Executable,
+                Protection::NotExecutable => Place::NotCode,
+                Protection::Unknown => Place::Unknown,
+            };
         };
         match self
             .module_symbols(module)

@@ -89,7 +89,9 @@ impl Machine {
 /// One entry of the section table.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionHeader {
-    /// The name (up to 8 bytes, NULs trimmed; long `/nnn` names are kept as written).
+    /// The name (up to 8 bytes, NULs trimmed). A long name (`/nnn`, an offset into the COFF
+    /// string table, as MinGW linkers write `.debug_frame`) is resolved when the image is
+    /// parsed from a file that keeps its string table; otherwise it is kept as written.
     pub name: String,
     /// `VirtualAddress`: the section's RVA.
     pub virtual_address: u32,
@@ -291,6 +293,11 @@ impl PeInfo {
     }
 
     fn read_optional_parts(&mut self, bytes: &dyn PeBytes, layout: PeLayout) {
+        if layout == PeLayout::File {
+            if let Err(e) = self.resolve_long_section_names(bytes) {
+                self.warnings.push(e);
+            }
+        }
         self.exception_directory = self.data_directory(raw::IMAGE_DIRECTORY_ENTRY_EXCEPTION);
         match self.read_codeview(bytes, layout) {
             Ok(cv) => self.codeview = cv,
@@ -302,6 +309,46 @@ impl PeInfo {
                 Err(e) => self.warnings.push(e),
             }
         }
+    }
+
+    /// Replaces `/nnn` section names by the names they point to in the COFF string table
+    /// (after the symbol table, in the file only: the loader does not map it).
+    fn resolve_long_section_names(&mut self, bytes: &dyn PeBytes) -> Result<(), FormatError> {
+        /// Size of one COFF symbol record.
+        const SYMBOL_SIZE: u64 = 18;
+        /// The longest string table read (its names are short; a bad size must not cost much).
+        const MAX_STRING_TABLE: u32 = 1 << 20;
+        if !self.sections.iter().any(|s| s.name.starts_with('/')) {
+            return Ok(());
+        }
+        let nt = read_u32(bytes, 0x3c, "DOS header")? as usize;
+        let coff = nt + 4;
+        let symbols = u64::from(read_u32(bytes, coff + 8, "COFF header")?);
+        let count = u64::from(read_u32(bytes, coff + 12, "COFF header")?);
+        if symbols == 0 {
+            return Ok(());
+        }
+        let table =
+            usize::try_from(symbols + count * SYMBOL_SIZE).map_err(|_| FormatError::Malformed {
+                what: "COFF symbol table",
+                offset: symbols,
+                reason: "beyond the addressable range",
+            })?;
+        let size = read_u32(bytes, table, "COFF string table")?.min(MAX_STRING_TABLE);
+        let strings = bytes.bytes_at(table, size as usize, "COFF string table")?;
+        for section in &mut self.sections {
+            let Some(offset) = section
+                .name
+                .strip_prefix('/')
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            if let Some(name) = strings.get(offset..).filter(|_| offset >= 4) {
+                section.name = crate::bytes::c_string(name);
+            }
+        }
+        Ok(())
     }
 
     fn read_codeview(

@@ -43,6 +43,25 @@ fn crashy_x86_file_layout() {
 }
 
 #[test]
+fn long_section_names_come_from_the_string_table() {
+    // Our x86 crashy.exe (lld, MinGW runtime): `.debug_frame` and the other DWARF sections
+    // have names longer than 8 bytes, written as `/nnn` offsets into the string table.
+    let bytes = std::fs::read(ntdbg_testutil::repo_root().join("testdata/x86/crashy.exe")).unwrap();
+    let pe = PeInfo::parse(&bytes, PeLayout::File).unwrap();
+    let names: Vec<&str> = pe.sections.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&".debug_frame"), "{names:?}");
+    assert!(names.contains(&".eh_fram"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with('/')), "{names:?}");
+    assert!(pe.warnings.is_empty(), "{:?}", pe.warnings);
+    // A string table cut off (it starts at 0x2fa00, 129 bytes): the names stay as written,
+    // with a warning.
+    let cut = &bytes[..0x2fa00 + 64];
+    let pe = PeInfo::parse(cut, PeLayout::File).unwrap();
+    assert!(pe.sections.iter().any(|s| s.name == "/4"));
+    assert!(!pe.warnings.is_empty());
+}
+
+#[test]
 fn mapped_layout_reads_the_same_identity() {
     ntdbg_testutil::require_testdata!();
     let bytes = read("winelab/x64/crashy.exe");
@@ -52,7 +71,17 @@ fn mapped_layout_reads_the_same_identity() {
     let pe = PeInfo::parse(&mapped, PeLayout::Mapped).unwrap();
     assert_eq!(pe.codeview, file.codeview);
     assert_eq!(pe.exception_directory, file.exception_directory);
-    assert_eq!(pe.sections, file.sections);
+    // The same sections, but long names only resolved from the file: the loader does not map
+    // the COFF string table.
+    assert_eq!(pe.sections.len(), file.sections.len());
+    for (mapped, filed) in pe.sections.iter().zip(&file.sections) {
+        let unnamed = SectionHeader {
+            name: filed.name.clone(),
+            ..mapped.clone()
+        };
+        assert_eq!(&unnamed, filed);
+        assert!(mapped.name == filed.name || mapped.name.starts_with('/'));
+    }
     // The exception directory reads the same bytes in both layouts.
     let dir = file.exception_directory.unwrap();
     assert_eq!(
