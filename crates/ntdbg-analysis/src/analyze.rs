@@ -121,8 +121,18 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (inferences, waits)
         }
     };
+    let pointed_to = decoded
+        .as_ref()
+        .map(|(e, _)| crate::evidence::pointed::pointed_values(session, e))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.report())
+        .collect();
     let tag = match &decoded {
-        Some((e, d)) => kind_tag(&d.kind, e.code),
+        Some((e, d)) => kind_tag(
+            &crate::fault::access_from_instruction(session, e, &d.kind),
+            e.code,
+        ),
         None => no_exception_tag(&inferences).into(),
     };
     let signature = build_signature(&tag, &frames, config);
@@ -165,6 +175,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         signature_frames: signature.frames,
         frame_locals,
         inferences,
+        pointed_to,
         waits,
         limitations,
         next_commands,

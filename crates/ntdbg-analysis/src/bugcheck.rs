@@ -977,6 +977,7 @@ pub(crate) fn bugcheck_report(
         // Kernel frames' variables are not reported yet.
         frame_locals: Vec::new(),
         inferences,
+        pointed_to: Vec::new(),
         waits: Vec::new(),
         limitations,
         next_commands,

@@ -189,6 +189,13 @@ pub fn render_report(report: &Report) -> String {
             let _ = writeln!(out, "    basis: {}", w.basis);
         }
     }
+    if !report.pointed_to.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "POINTED_TO:");
+        for p in &report.pointed_to {
+            let _ = writeln!(out, "  {} = {} -> {}", p.place, p.value, p.target);
+        }
+    }
     if !report.inferences.is_empty() {
         let _ = writeln!(out);
         let _ = writeln!(out, "INFERENCES:");

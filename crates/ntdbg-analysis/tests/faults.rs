@@ -92,8 +92,7 @@ fn freed_fill_pattern_pointer() {
         &[
             "0xfeeefeee",
             "freed memory",
-            "use after free",
-            "(hypothesis)",
+            "hypothesis: a use after free",
         ],
     );
     has(
@@ -137,13 +136,13 @@ fn constant_address_read() {
         &[
             "constant address 0x3e3c9a10",
             "hard-coded",
-            "not a freed or corrupted one",
+            "not a freed or overwritten one",
         ],
     );
     has(
         &i.basis,
         &[
-            "rax was loaded with the constant 0x3e3c9a10 by `mov eax,3E3C9A10h`",
+            "rax <- `mov eax,3E3C9A10h`",
             "decoded from the function's start",
             "faults!read_constant_address",
         ],
@@ -324,7 +323,7 @@ fn constant_address_decoded_backwards_without_symbols() {
     let i = of_kind(&all, "constant_address");
     has(
         &i.text,
-        &["read of the constant address 0x4e3c9 that nothing in the dump maps"],
+        &["read of the constant address 0x4e3c9, which the code itself supplies"],
     );
     has(&i.basis, &["`mov eax,4E3C9h`", "decoded backwards"]);
 }
