@@ -89,11 +89,7 @@ fn freed_fill_pattern_pointer() {
     let i = of_kind(&all, "fill_pattern");
     has(
         &i.text,
-        &[
-            "0xfeeefeee",
-            "freed memory",
-            "hypothesis: a use after free",
-        ],
+        &["0xfeeefeee", "freed memory", "hypothesis: a use after free"],
     );
     has(
         &i.basis,

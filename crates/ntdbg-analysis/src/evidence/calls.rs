@@ -85,6 +85,7 @@ pub(crate) fn call_before(
                 format!("through the pointer at {slot:#x}"),
             )
         }
+        (_, Some(Operand::Register(r))) => through_register(session, imports, at, r),
         _ => (None, "an indirect call".to_string()),
     };
     Some(Call {
@@ -93,6 +94,41 @@ pub(crate) fn call_before(
         callee,
         how,
     })
+}
+
+/// `call r14`: the register's value traced back in the caller's code; named when it was loaded
+/// from an import slot or a function's address.
+fn through_register(
+    session: &Session,
+    imports: &ImportNames,
+    at: u64,
+    register: &str,
+) -> (Option<String>, String) {
+    /// Instructions before the call looked at.
+    const LOOK_BACK: usize = 40;
+    let how = format!("through the register {register}");
+    let Some(code) = super::code::code_before(session, at, LOOK_BACK) else {
+        return (None, how);
+    };
+    let Some(trace) = super::dataflow::trace(session, &code, register, &|_| None)
+        .filter(|t| t.certainty == super::code::Certainty::Certain)
+    else {
+        return (None, how);
+    };
+    match trace.origin {
+        super::dataflow::Origin::Global { address, .. } => (
+            slot_callee(session, imports, address),
+            format!(
+                "{how}, loaded from the pointer at {address:#x} ({})",
+                trace.steps.join(" <- ")
+            ),
+        ),
+        super::dataflow::Origin::Constant(target) | super::dataflow::Origin::AddressOf(target) => (
+            function_at(session, target),
+            format!("{how}, set to {target:#x} ({})", trace.steps.join(" <- ")),
+        ),
+        _ => (None, how),
+    }
 }
 
 /// A direct call to `target`: the function there, or what an import thunk (`jmp [slot]`) at

@@ -38,6 +38,17 @@ pub(crate) struct CodeBefore {
 }
 
 impl CodeBefore {
+    /// Whether any instruction before `instructions[end]` writes `register` (a call counts for
+    /// a volatile one).
+    pub fn written_before(&self, register: &str, end: usize) -> bool {
+        self.instructions[..end.min(self.instructions.len())]
+            .iter()
+            .any(|i| {
+                i.written.iter().any(|w| w == register)
+                    || (matches!(i.flow, ControlFlow::Call { .. }) && is_volatile(register))
+            })
+    }
+
     /// The index of the last instruction before `instructions[end]` (or the address, for
     /// `end == len`) that writes `register`, when every instruction between them falls
     /// through to the next, none of them is a call (it would clobber the register or return
@@ -53,6 +64,8 @@ impl CodeBefore {
         let between = &self.instructions[index + 1..end];
         let straight = between.iter().all(|i| match i.flow {
             ControlFlow::Next => true,
+            // A callee preserves the non-volatile registers.
+            ControlFlow::Call { .. } => !is_volatile(register),
             // A conditional jump that was not taken lets the path through.
             ControlFlow::Jump {
                 conditional: true, ..
@@ -62,9 +75,18 @@ impl CodeBefore {
         if !straight {
             return None;
         }
+        // Known targets: the whole function's, else those of the jumps the window holds.
+        let window_targets: Vec<u64> = self
+            .instructions
+            .iter()
+            .filter_map(|i| match i.flow {
+                ControlFlow::Jump { target, .. } => target,
+                _ => None,
+            })
+            .collect();
         let lands_at = |a: u64| match &self.jump_targets {
             Some(targets) => targets.contains(&a),
-            None => false,
+            None => window_targets.contains(&a),
         };
         let end_address = self
             .instructions

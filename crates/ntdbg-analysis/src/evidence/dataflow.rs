@@ -32,6 +32,8 @@ pub(crate) enum Origin {
         /// The pointer register and its value, when the context still holds it unchanged.
         base: Option<(String, u64)>,
     },
+    /// The address of a global or function of a module (`lea rax,[rip+X]`).
+    AddressOf(u64),
     /// Computed by arithmetic (`lea rax,[rcx+rdx*4]`, `add rax,rsi`); `index` names the
     /// register scaled or added as an index.
     Computed {
@@ -58,6 +60,7 @@ impl Origin {
             } => format!("the global variable {n} ({address:#x})"),
             Origin::Global { address, .. } => format!("a global variable at {address:#x}"),
             Origin::Argument(n) => format!("the function's {} argument", ordinal(*n)),
+            Origin::AddressOf(a) => format!("the address {a:#x} of a global or function"),
             Origin::Loaded {
                 operand,
                 base: Some((r, v)),
@@ -96,6 +99,12 @@ impl Trace {
             Certainty::Certain => "",
             Certainty::Window => "; a jump from outside the decoded window could enter between",
         };
+        if self.steps.is_empty() {
+            return format!(
+                "{} is not written in the function before the use ({}{caveat})",
+                self.register, self.how
+            );
+        }
         format!(
             "{} <- {} ({}{caveat})",
             self.register,
@@ -153,6 +162,10 @@ fn follow(
         return None;
     }
     let Some((index, how_sure)) = code.writer_before(register, end) else {
+        // Written on a path that is not straight (a loop, a jump in between): unknown.
+        if code.written_before(register, end) {
+            return None;
+        }
         return unwritten(session, code, register, end);
     };
     if how_sure == Certainty::Window {
@@ -189,6 +202,9 @@ fn follow(
         ),
         ("mov" | "movzx" | "movsx" | "movsxd", Some(Operand::Memory(m))) => {
             load(session, code, m, index, depth, steps, certainty, context)
+        }
+        ("lea", Some(Operand::Memory(m))) if m.base.is_none() && m.index.is_none() => {
+            Some(Origin::AddressOf(m.displacement as u64))
         }
         ("lea", Some(Operand::Memory(m))) => Some(Origin::Computed {
             text: writer.text.clone(),
@@ -293,13 +309,21 @@ fn load(
 }
 
 /// A register nothing in the window writes: an x64 argument register when the window starts
-/// at the function's entry.
+/// at the function's entry and no jump lands in it (a loop could come back from code after
+/// the use that writes the register).
 fn unwritten(session: &Session, code: &CodeBefore, register: &str, end: usize) -> Option<Origin> {
     let x64 = session.arch().pointer_size() == 8;
     let no_call_before = code.instructions[..end]
         .iter()
         .all(|i| !matches!(i.flow, ControlFlow::Call { .. }));
-    if !(x64 && code.from_entry && no_call_before) {
+    let no_jump_in = match &code.jump_targets {
+        Some(targets) => code.instructions[..end]
+            .iter()
+            .skip(1)
+            .all(|i| !targets.contains(&i.address)),
+        None => false,
+    };
+    if !(x64 && code.from_entry && no_call_before && no_jump_in) {
         return None;
     }
     X64_ARGUMENT_REGISTERS

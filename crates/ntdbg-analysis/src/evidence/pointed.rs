@@ -178,8 +178,10 @@ fn data_symbol(session: &Session, value: u64) -> Option<String> {
         return None;
     }
     let s = session.symbolize(value);
-    s.function.as_ref()?;
-    Some(s.display())
+    // Only the start of a symbol: past it may be other data the symbol does not name (static
+    // variables have no symbol of their own), and linker-made names say nothing.
+    let name = s.function.as_deref()?;
+    (s.function_offset == Some(0) && !name.starts_with('.')).then(|| s.display())
 }
 
 /// The printable text at the start of `bytes` (ASCII, or UTF-16LE when every other byte is

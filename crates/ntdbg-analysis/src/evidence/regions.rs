@@ -20,8 +20,7 @@ const PAGE_NOACCESS: u32 = 0x01;
 const PAGE_GUARD: u32 = 0x100;
 /// The x86/x64 page size.
 pub(crate) const PAGE: u64 = 0x1000;
-/// Free commit below which the system counts as out of commit: 1% of the limit, at least
-/// this much.
+/// Free commit below which the system counts as out of commit (see `commit_exhaustion`).
 const LOW_COMMIT_FLOOR: u64 = 64 << 20;
 
 /// What the MemoryInfoList says of the region holding an address.
@@ -154,8 +153,10 @@ pub(crate) fn page_boundary(
 
 /// The system or the process at (or near) its commit limit, in words, with the figures.
 pub(crate) fn commit_exhaustion(facts: &CommitFacts) -> Option<String> {
+    // Free commit at most 1% of the limit, or 64 MiB when that is under 5% of it.
     let low = |used: u64, limit: u64| {
-        limit > 0 && limit.saturating_sub(used) <= (limit / 100).max(LOW_COMMIT_FLOOR)
+        let margin = (limit / 100).max(LOW_COMMIT_FLOOR.min(limit / 20));
+        limit > 0 && limit.saturating_sub(used) <= margin
     };
     if let Some(s) = facts.system {
         if low(s.committed, s.limit) {

@@ -55,7 +55,11 @@ impl Fault<'_, '_> {
 
     /// The origin of the operand's base (else index) register, in words.
     fn origin_clause(&self) -> String {
-        match self.traces.first() {
+        let certain = self
+            .traces
+            .first()
+            .filter(|t| t.certainty == crate::evidence::code::Certainty::Certain);
+        match certain {
             Some(t) => format!(
                 "; the pointer ({}) came from {}",
                 t.register,
@@ -120,6 +124,11 @@ pub(super) fn access_violation(
         if let Some(i) = constant(&fault, &class) {
             return vec![i];
         }
+    }
+    // A reservation the commit limit left uncommitted explains a page-aligned fault better
+    // than an overrun does.
+    if let Some(i) = uncommitted(&fault).filter(|i| i.kind == "out_of_memory") {
+        return vec![i];
     }
     if let Some(i) = overrun(&fault) {
         return vec![i];
@@ -206,7 +215,7 @@ fn overrun(fault: &Fault) -> Option<Inference> {
     Some(Inference::new(
         "buffer_overrun",
         format!(
-            "{} {:#x}, just {what} accessible memory at a page boundary: the access {direction} a buffer (an overrun of an array, a string or a copy loop; with page heap enabled, of a heap block)",
+            "{} at {:#x}, just {what} accessible memory at a page boundary: the access {direction} a buffer (an overrun of an array, a string or a copy loop; with page heap enabled, of a heap block)",
             fault.verb, fault.address
         ),
         format!(

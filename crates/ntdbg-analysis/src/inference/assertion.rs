@@ -90,6 +90,66 @@ pub(super) fn abort(evidence: &Evidence, frames: &[Frame]) -> Inference {
     )
 }
 
+/// The stack protector's and `_FORTIFY_SOURCE`'s failure functions (GCC, Clang, MinGW's
+/// libssp), with what their failure means.
+const STACK_CHECKS: &[(&str, &str)] = &[
+    ("__stack_chk_fail", "the stack protector (-fstack-protector) found the canary of {f} overwritten when it returned: a stack buffer overrun in {f}"),
+    ("__stack_chk_fail_local", "the stack protector (-fstack-protector) found the canary of {f} overwritten when it returned: a stack buffer overrun in {f}"),
+    ("__chk_fail", "a _FORTIFY_SOURCE check in {f} found a copy larger than its destination buffer: a buffer overflow"),
+    ("__fortify_fail", "a _FORTIFY_SOURCE check in {f} found a copy larger than its destination buffer: a buffer overflow"),
+];
+
+/// A failed stack-protector or fortify check: its failure function on the stack (its caller is
+/// the function whose buffer overflowed) or called in the chain.
+pub(super) fn stack_protector(evidence: &Evidence, frames: &[Frame]) -> Option<Inference> {
+    let meaning = |name: &str| {
+        STACK_CHECKS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| *m)
+    };
+    for (k, f) in frames.iter().enumerate().take(16) {
+        let Some(name) = f.function.as_deref().map(ntdbg_symbols::strip_parameters) else {
+            continue;
+        };
+        if let Some(m) = meaning(name) {
+            let victim = frames.get(k + 1).map(function_name)?;
+            return Some(Inference::new(
+                "runtime_check",
+                m.replace("{f}", &victim),
+                format!(
+                    "exception code {:#010x}; frame {:02x} is {}, called by {victim}",
+                    evidence.event.code,
+                    f.index,
+                    f.call_site()
+                ),
+            ));
+        }
+    }
+    let (frame, call) = evidence.called(&|n| meaning(n).is_some())?;
+    let victim = function_name(frames.iter().find(|f| f.index == *frame)?);
+    Some(Inference::new(
+        "runtime_check",
+        meaning(call.function()?)?.replace("{f}", &victim),
+        format!(
+            "exception code {:#010x}; {victim} called {} (`{}` at {:#x})",
+            evidence.event.code,
+            call.callee.as_deref()?,
+            call.text,
+            call.at
+        ),
+    ))
+}
+
+/// `module!function` of a frame without the offset (`module+0x…` without symbols).
+fn function_name(f: &Frame) -> String {
+    let site = f.call_site();
+    match &f.function {
+        Some(_) => site.split('+').next().unwrap_or(&site).to_string(),
+        None => site,
+    }
+}
+
 /// Whether `text` reads like an assertion or check message (and not a format string).
 pub(crate) fn is_assertion_message(text: &str) -> bool {
     let lower = text.to_ascii_lowercase();

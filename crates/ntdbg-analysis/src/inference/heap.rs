@@ -128,7 +128,13 @@ pub(super) fn heap_manager_fault(
             ),
         ));
     }
-    if let Some(i) = called_heap(evidence, &system_prefix, &instr, &hypothesis(pattern)) {
+    if let Some(i) = called_heap(
+        evidence,
+        frames,
+        &system_prefix,
+        &instr,
+        &hypothesis(pattern),
+    ) {
         return Some(i);
     }
     let first = system_prefix.first()?;
@@ -166,6 +172,7 @@ pub(super) fn heap_manager_fault(
 /// program passed it.
 fn called_heap(
     evidence: &Evidence,
+    frames: &[Frame],
     system_prefix: &[&Frame],
     instr: &str,
     hypothesis: &str,
@@ -184,11 +191,16 @@ fn called_heap(
         return None;
     }
     let callee = call.callee.as_deref()?;
+    let site = frames
+        .iter()
+        .find(|f| f.index == *frame)
+        .map(Frame::call_site)
+        .unwrap_or_else(|| "the program".into());
     let frees = call.function().is_some_and(is_release_function);
     let text = if frees {
-        format!("heap corruption or an invalid free: the access violation happened inside the heap manager, called through {callee}: the block's header was damaged (a buffer overflow, a double free or a use after free), or the pointer passed was never a heap block; the bug is earlier than this stack")
+        format!("heap corruption or an invalid free: the access violation happened inside the heap manager, which {site} called through {callee}: the block's header was damaged (a buffer overflow, a double free or a use after free), or the pointer passed was never a heap block; the bug is earlier than this stack")
     } else {
-        format!("heap corruption: the access violation happened inside the heap manager, called through {callee}, which faults when its metadata was damaged earlier (a buffer overflow, a double free or a use after free); the bug is earlier than this stack")
+        format!("heap corruption: the access violation happened inside the heap manager, which {site} called through {callee}; it faults when its metadata was damaged earlier (a buffer overflow, a double free or a use after free); the bug is earlier than this stack")
     };
     Some(Inference::new(
         "heap_corruption",

@@ -68,6 +68,11 @@ pub fn infer(
         }
         _ => {}
     }
+    if let Some(check) = assertion::stack_protector(&evidence, frames) {
+        // The check names the bug; the trap or abort it ended in is only how it stopped.
+        out.retain(|i| !matches!(i.kind.as_str(), "deliberate" | "abort" | "breakpoint"));
+        out.insert(0, check);
+    }
     if let Some(message) = assertion::assertion_message(session, event) {
         // The message explains the breakpoint better than "no debugger attached".
         out.retain(|i| i.kind != "breakpoint");
