@@ -248,7 +248,7 @@ fn near_null_and_constant_addresses() {
     ntdbg_testutil::require_testdata!();
     let r = report("google-breakpad/src/processor/testdata/minidump2.dmp");
     assert!(inferences(&r).contains(
-        "write at 0x45, inside the never-mapped NULL page: a NULL pointer plus an offset"
+        "write at 0x45, inside the never-mapped NULL page: a NULL or near-NULL pointer plus an offset"
     ));
     // symbolic mini.dmp: `mov dword ptr ds:[45h],5`, no base register.
     let r = report("getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp");

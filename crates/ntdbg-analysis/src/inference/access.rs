@@ -353,7 +353,7 @@ fn classified(fault: &Fault, class: &AddressClass, access: Option<Access>) -> In
         ),
         (AddressClass::NearNull { offset }, _) => (
             "null_deref",
-            format!("null pointer dereference: {verb} at {offset:#x}, inside the never-mapped NULL page: a NULL pointer plus an offset (a field of a NULL object or an element of a NULL array, most likely){origin}"),
+            format!("null pointer dereference: {verb} at {offset:#x}, inside the never-mapped NULL page: a NULL or near-NULL pointer plus an offset; hypotheses: a field reached through a NULL object pointer, an element of a NULL array, or a small integer used as a pointer{origin}"),
             format!("{params}, inside the never-mapped first 64 KiB; at {}{instr}", fault.site),
         ),
         (_, Some(Access::Execute)) => (

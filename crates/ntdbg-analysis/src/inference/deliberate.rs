@@ -207,7 +207,7 @@ pub(super) fn breakpoint(evidence: &Evidence, frames: &[Frame], site: &str) -> V
 /// A check of the C runtime that reported and broke: the call just before the trap, a call of
 /// the chain, or a frame names a reporting or `/RTC` function.
 fn runtime_check(evidence: &Evidence, frames: &[Frame], site: &str) -> Option<Inference> {
-    let (session, event) = (evidence.session, evidence.event);
+    let event = evidence.event;
     let before_trap =
         last_call_before(evidence, event.address).filter(|c| c.function().is_some_and(is_check));
     let (name, how) = if let Some(call) = &before_trap {
@@ -243,7 +243,6 @@ fn runtime_check(evidence: &Evidence, frames: &[Frame], site: &str) -> Option<In
             format!("frame {:02x} is {}", f.index, f.call_site()),
         )
     };
-    let _ = session;
     Some(Inference::new(
         if name.starts_with("_RTC_") || name == "failwithmessage" {
             "runtime_check"
@@ -284,10 +283,9 @@ fn break_function(
 ) -> Option<Inference> {
     let (session, event) = (evidence.session, evidence.event);
     let first = frames.first()?;
+    let attached = debugger.map(|d| format!("; {d}")).unwrap_or_default();
     let in_system = first.module.as_deref().is_some_and(is_system_module);
-    if !in_system || trap != Some("int 3") {
-        return None;
-    }
+    let system_break = in_system && trap == Some("int 3");
     // The caller's call names the break function, when its code and imports are known: the
     // call before frame 1's return address, or, when the break function is `int 3; ret` (no
     // prologue), before the return address at the stack pointer.
@@ -295,7 +293,7 @@ fn break_function(
     let by_frame = evidence
         .calls
         .first()
-        .filter(|(f, c)| *f == 1 && is_break(c))
+        .filter(|(f, c)| system_break && *f == 1 && is_break(c))
         .map(|(f, c)| {
             (
                 frames.get(*f).map(|f| f.call_site()).unwrap_or_default(),
@@ -303,6 +301,9 @@ fn break_function(
             )
         });
     let caller = by_frame.or_else(|| {
+        if !system_break {
+            return None;
+        }
         let ra = return_address_of_leaf(session, event)?;
         let call = call_before(session, &evidence.imports, ra).filter(is_break)?;
         Some((session.symbolize(ra).display(), call))
@@ -311,13 +312,30 @@ fn break_function(
         let callee = call.callee.as_deref()?;
         return Some(Inference::new(
             "breakpoint",
-            format!(
-                "a deliberate breakpoint: {caller_site} called {callee}{}",
-                debugger.map(|d| format!("; {d}")).unwrap_or_default()
-            ),
+            format!("a deliberate breakpoint: {caller_site} called {callee}{attached}"),
             format!(
                 "exception code {:#010x} at {site}, the `int 3` of the break function; {caller_site} called {callee} (`{}` at {:#x}, {})",
                 event.code, call.text, call.at, call.how
+            ),
+        ));
+    }
+    // By name: the symbols call frame 0 a break function.
+    let named = first
+        .function
+        .as_deref()
+        .map(ntdbg_symbols::strip_parameters)
+        .filter(|n| BREAK_FUNCTIONS.contains(n));
+    if let (Some(name), Some(caller)) = (named, frames.get(1)) {
+        return Some(Inference::new(
+            "breakpoint",
+            format!(
+                "a deliberate breakpoint: {} called {name}{attached}",
+                caller.call_site()
+            ),
+            format!(
+                "exception code {:#010x} at {site}; frame 00 is {}, called by frame 01",
+                event.code,
+                first.call_site()
             ),
         ));
     }
@@ -328,13 +346,11 @@ fn break_function(
         .module
         .as_deref()
         .is_some_and(|m| m.eq_ignore_ascii_case("ntdll"));
-    if in_ntdll && system_only && frames.len() > 1 {
-        let _ = session;
+    if system_break && in_ntdll && system_only && frames.len() > 1 {
         return Some(Inference::new(
             "debugger_break",
             format!(
-                "a breakpoint in ntdll on a thread that runs no application code: most likely the thread a debugger creates when it attaches or breaks in (DbgUiRemoteBreakin -> DbgBreakPoint), so the dump was taken from a debugger rather than by a crash{}",
-                debugger.map(|d| format!("; {d}")).unwrap_or_default()
+                "a breakpoint in ntdll on a thread that runs no application code: most likely the thread a debugger creates when it attaches or breaks in (DbgUiRemoteBreakin -> DbgBreakPoint), so the dump was taken from a debugger rather than by a crash{attached}"
             ),
             format!(
                 "exception code {:#010x} at {site}, an `int 3` in ntdll; all {} frames of the thread are in system modules",
