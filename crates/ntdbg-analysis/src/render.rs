@@ -82,6 +82,9 @@ pub fn render_report(report: &Report) -> String {
         "DUMP_KIND:      {} ({}, Windows {}), {} threads, {} modules",
         d.kind, d.arch, d.os_build, d.threads, d.modules
     );
+    if let Some(p) = &d.process_name {
+        let _ = writeln!(out, "PROCESS_NAME:   {p}");
+    }
     let _ = writeln!(out);
     let e = &report.event;
     match (&e.code, &e.name) {

@@ -72,6 +72,12 @@ pub struct DumpFacts {
     pub modules: usize,
     /// Number of threads.
     pub threads: usize,
+    /// The process the dump is of (WinDbg's `PROCESS_NAME`): a user dump's main module, a
+    /// small kernel dump's current process (its EPROCESS `ImageFileName`); absent when unknown.
+    /// Not in the MCP output schema (its size budget is spent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub process_name: Option<String>,
 }
 
 /// The last event, decoded.

@@ -56,7 +56,7 @@ const WINELAB: &[(&str, &str, &[&str])] = &[
     (
         "x64/breakpoint.inproc.dmp",
         "BREAKPOINT crashy!mode_breakpoint",
-        &["breakpoint instruction"],
+        &["a deliberate breakpoint: crashy!mode_breakpoint", "called __debugbreak"],
     ),
     (
         "x64/raise.inproc.dmp",

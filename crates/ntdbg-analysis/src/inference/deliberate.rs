@@ -165,6 +165,17 @@ fn check_meaning(name: &str) -> &'static str {
 /// breakpoint instruction.
 pub(super) fn breakpoint(evidence: &Evidence, frames: &[Frame], site: &str) -> Vec<Inference> {
     let (session, event) = (evidence.session, evidence.event);
+    if session.target().as_kernel_dump().is_some() {
+        // A kernel dump without a bugcheck (code 0) that stopped at a breakpoint.
+        return vec![Inference::new(
+            "debugger_break",
+            "no bugcheck: the system was stopped at a breakpoint, as the kernel debugger stops it to write a dump (.dump), not by a crash",
+            format!(
+                "the dump header's bugcheck code is 0 and its exception record holds {:#010x} (a breakpoint) at {site}",
+                event.code
+            ),
+        )];
+    }
     if let Some(f) = super::assertion::find_function(frames, super::assertion::ASSERT_FUNCTIONS) {
         return vec![Inference::new(
             "assertion",
