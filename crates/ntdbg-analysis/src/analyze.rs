@@ -33,6 +33,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         os_build: target.system().os_version.clone(),
         modules: target.modules().iter().count(),
         threads: target.threads().len(),
+        process_name: process_name(session),
     };
 
     if let Some(bugcheck) = target.bugcheck() {
@@ -121,8 +122,18 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (inferences, waits)
         }
     };
+    let pointed_to = decoded
+        .as_ref()
+        .map(|(e, _)| crate::evidence::pointed::pointed_values(session, e))
+        .unwrap_or_default()
+        .iter()
+        .map(|p| p.report())
+        .collect();
     let tag = match &decoded {
-        Some((e, d)) => kind_tag(&d.kind, e.code),
+        Some((e, d)) => kind_tag(
+            &crate::fault::access_from_instruction(session, e, &d.kind),
+            e.code,
+        ),
         None => no_exception_tag(&inferences).into(),
     };
     let signature = build_signature(&tag, &frames, config);
@@ -165,10 +176,25 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         signature_frames: signature.frames,
         frame_locals,
         inferences,
+        pointed_to,
         waits,
         limitations,
         next_commands,
     }
+}
+
+/// The process a dump is of: a kernel dump's current process (from its EPROCESS copy), a user
+/// dump's first `.exe` module.
+fn process_name(session: &Session) -> Option<String> {
+    let target = session.target();
+    if let Some(kernel) = target.as_kernel_dump() {
+        return kernel.current_process_name().map(|(name, _)| name);
+    }
+    target
+        .modules()
+        .iter()
+        .map(|m| ntdbg_engine::module_info::file_name_of(&m.name).to_string())
+        .find(|n| n.to_ascii_lowercase().ends_with(".exe"))
 }
 
 /// The signature tag of a dump without an exception: a proven deadlock or a hang buckets apart

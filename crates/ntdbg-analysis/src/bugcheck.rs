@@ -687,6 +687,85 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
             d.description =
                 "the user held the power button to collect a dump (manually initiated)".into();
         }
+        0x4A => {
+            d.arguments = [
+                s("address of the system function (system call routine)"),
+                s("the IRQL that was held"),
+                s("zero"),
+                s("zero"),
+            ];
+            d.description = format!(
+                "a thread returned to user mode from a system call at IRQL {} instead of PASSIVE_LEVEL: a driver raised the IRQL (or took a spin lock) and did not lower it",
+                p[1]
+            );
+        }
+        0x109 => {
+            d.arguments = [
+                s("reserved"),
+                s("reserved"),
+                s("reserved"),
+                s("the type of the corrupted region"),
+            ];
+            let region = match p[3] {
+                0 => "a generic data region",
+                1 => "a function or .pdata",
+                2 => "the processor IDT",
+                3 => "the processor GDT",
+                4 => "a type-1 process list",
+                5 => "a type-2 process list",
+                6 => "the debug routine",
+                7 => "a critical MSR",
+                _ => "a critical kernel structure",
+            };
+            d.description = format!(
+                "kernel code or data was modified ({region}, type {:#x}): a driver patched the kernel, or memory was corrupted by hardware",
+                p[3]
+            );
+        }
+        0x116 => {
+            d.arguments = [
+                s("pointer to the internal TDR recovery context (TDR_RECOVERY_CONTEXT)"),
+                s("pointer into the responsible device driver module (the owner tag)"),
+                s("error code of the last failed operation"),
+                s("internal context-dependent data"),
+            ];
+            d.faulting_address = Some(p[1]).filter(|&v| v != 0);
+            d.description = format!(
+                "the display driver did not recover from a GPU timeout (TDR); the responsible driver holds {:#x}",
+                p[1]
+            );
+        }
+        0x13A => {
+            d.arguments = [
+                s("the type of heap corruption"),
+                s("address of the heap that reported the corruption"),
+                s("address at which the corruption was detected"),
+                s("reserved"),
+            ];
+            let kind = match p[0] {
+                3 => "a corrupt entry header",
+                4 => "multiple corrupt entry headers",
+                5 => "a corrupt entry header in a large allocation",
+                6 => "a corruption consistent with a buffer overrun",
+                7 => "a corruption consistent with a buffer underrun",
+                8 | 0xF => "a free block passed to an operation valid only for busy blocks",
+                9 => "an invalid argument to a heap operation",
+                0xA => "an invalid allocation type",
+                0xB => "a corruption consistent with a use after free",
+                0xC => "the wrong heap passed to an operation",
+                0xD => "an invalid free list",
+                0xE => "list corruption outside the free list",
+                0x10..=0x12 => "invalid internal state (usually a buffer overflow)",
+                0x13 => "a NULL heap handle",
+                0x14 => "an allocation larger than the allocation limit",
+                0x15 => "a commit request over the commit limit",
+                _ => "kernel heap corruption",
+            };
+            d.description = format!(
+                "the kernel-mode heap detected {kind} (type {:#x}) at {:#x} in heap {:#x}",
+                p[0], p[2], p[1]
+            );
+        }
         0x1A => {
             d.arguments = [
                 s("the subtype of memory management violation"),
@@ -757,6 +836,32 @@ pub fn decode_bugcheck(code: u32, p: [u64; 4]) -> DecodedBugcheck {
         _ => {}
     }
     d
+}
+
+/// The bugcheck in words: its name, what happened, and the meaning of each argument; the
+/// current process when the dump's EPROCESS copy names it.
+fn bugcheck_inference(
+    bugcheck: &ntdbg_targets::Bugcheck,
+    d: &DecodedBugcheck,
+    process: Option<&(String, usize)>,
+) -> crate::report::Inference {
+    let mut text = format!("{} ({:#x}): {}", d.name, bugcheck.code, d.description);
+    if let Some((name, _)) = process {
+        text.push_str(&format!("; the current process is {name}"));
+    }
+    let mut basis = format!("the dump header's bugcheck code {:#x}", bugcheck.code);
+    for (i, (value, meaning)) in bugcheck.parameters.iter().zip(&d.arguments).enumerate() {
+        basis.push_str(&format!("; Arg{} = {value:#x}", i + 1));
+        if !meaning.is_empty() {
+            basis.push_str(&format!(" ({meaning})"));
+        }
+    }
+    if let Some((name, offset)) = process {
+        basis.push_str(&format!(
+            "; process {name}: the ImageFileName field at {offset:#x} of the dump's copy of the current EPROCESS (the one zero-padded image name there; no kernel symbols needed)"
+        ));
+    }
+    crate::report::Inference::new("bugcheck", text, basis)
 }
 
 /// The register context of the fault a bugcheck's parameters point to: its CONTEXT record
@@ -921,6 +1026,10 @@ pub(crate) fn bugcheck_report(
     let basis = basis.unwrap_or_default();
     let faulting_module = faulting.map(module_facts);
 
+    let process = session
+        .target()
+        .as_kernel_dump()
+        .and_then(|k| k.current_process_name());
     let mut inferences = Vec::new();
     if let Some(m) = &faulting_module {
         inferences.push(Inference {
@@ -932,6 +1041,7 @@ pub(crate) fn bugcheck_report(
             kind: "faulting_module".into(),
         });
     }
+    inferences.push(bugcheck_inference(bugcheck, &d, process.as_ref()));
     if matches!(
         bugcheck.code,
         0x7E | 0x1000007E | 0x1E | 0x8E | 0x1000008E | 0x3B
@@ -977,6 +1087,7 @@ pub(crate) fn bugcheck_report(
         // Kernel frames' variables are not reported yet.
         frame_locals: Vec::new(),
         inferences,
+        pointed_to: Vec::new(),
         waits: Vec::new(),
         limitations,
         next_commands,

@@ -156,6 +156,45 @@ fn stack_owner(session: &Session, addr: u64, faulting: Option<u32>) -> Option<Ad
     None
 }
 
+/// The exception kind with the access of a general-protection fault taken from the faulting
+/// instruction: its record always says "read" of 0xffffffffffffffff (x64, a non-canonical
+/// address), whatever the instruction did; an instruction that writes its memory operand makes
+/// it a write.
+pub fn access_from_instruction(
+    session: &Session,
+    event: &ExceptionEvent,
+    kind: &crate::exception::ExceptionKind,
+) -> crate::exception::ExceptionKind {
+    use crate::exception::{Access, ExceptionKind};
+    let gp = matches!(
+        kind,
+        ExceptionKind::AccessViolation {
+            address: Some(u64::MAX),
+            in_page: false,
+            ..
+        }
+    ) && session.arch() == Arch::X64;
+    if !gp {
+        return kind.clone();
+    }
+    let writes = Bitness::of_arch(session.arch())
+        .and_then(|b| {
+            let bytes = session.read_code(event.address, 16)?;
+            ntdbg_engine::disasm::instruction_effects(b, &bytes, event.address)
+        })
+        .is_some_and(|i| i.store.is_some());
+    match kind {
+        ExceptionKind::AccessViolation {
+            address, in_page, ..
+        } if writes => ExceptionKind::AccessViolation {
+            access: Some(Access::Write),
+            address: *address,
+            in_page: *in_page,
+        },
+        _ => kind.clone(),
+    }
+}
+
 /// A little-endian pointer from dump memory, `None` when any byte is missing.
 pub(crate) fn read_pointer(session: &Session, addr: u64, size: usize) -> Option<u64> {
     let bytes: Option<Vec<u8>> = session.read_virtual(addr, size).into_iter().collect();

@@ -14,6 +14,7 @@ mod analyze;
 pub mod bugcheck;
 pub mod cxx;
 pub mod error_text;
+mod evidence;
 pub mod exception;
 pub mod fault;
 pub mod frame_locals;
@@ -30,6 +31,6 @@ pub mod triage;
 
 pub use analyze::{analyze, analyze_with};
 pub use report::{
-    DumpFacts, EventFacts, Inference, ModuleFacts, Report, StackEntry, REPORT_FRAMES,
+    DumpFacts, EventFacts, Inference, ModuleFacts, PointedTo, Report, StackEntry, REPORT_FRAMES,
     REPORT_VERSION,
 };

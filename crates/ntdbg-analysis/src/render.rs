@@ -82,6 +82,9 @@ pub fn render_report(report: &Report) -> String {
         "DUMP_KIND:      {} ({}, Windows {}), {} threads, {} modules",
         d.kind, d.arch, d.os_build, d.threads, d.modules
     );
+    if let Some(p) = &d.process_name {
+        let _ = writeln!(out, "PROCESS_NAME:   {p}");
+    }
     let _ = writeln!(out);
     let e = &report.event;
     match (&e.code, &e.name) {
@@ -187,6 +190,13 @@ pub fn render_report(report: &Report) -> String {
         for w in &report.waits {
             let _ = writeln!(out, "  - {}", w.text);
             let _ = writeln!(out, "    basis: {}", w.basis);
+        }
+    }
+    if !report.pointed_to.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "POINTED_TO:");
+        for p in &report.pointed_to {
+            let _ = writeln!(out, "  {} = {} -> {}", p.place, p.value, p.target);
         }
     }
     if !report.inferences.is_empty() {

@@ -40,6 +40,12 @@ pub struct Report {
     pub frame_locals: Vec<crate::frame_locals::FrameLocals>,
     /// What the facts suggest, each with its basis.
     pub inferences: Vec<Inference>,
+    /// Text and named symbols the faulting context's registers and top stack slots point to
+    /// (absent when none). Not in the MCP output schema, which keeps `tools/list` within its
+    /// budget.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schemars(skip)]
+    pub pointed_to: Vec<PointedTo>,
     /// Dumps without an exception: what every thread waits on (absent otherwise). Not in the
     /// MCP output schema, which keeps `tools/list` within its budget.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -66,6 +72,12 @@ pub struct DumpFacts {
     pub modules: usize,
     /// Number of threads.
     pub threads: usize,
+    /// The process the dump is of (WinDbg's `PROCESS_NAME`): a user dump's main module, a
+    /// small kernel dump's current process (its EPROCESS `ImageFileName`); absent when unknown.
+    /// Not in the MCP output schema (its size budget is spent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub process_name: Option<String>,
 }
 
 /// The last event, decoded.
@@ -125,6 +137,19 @@ pub struct StackEntry {
     /// (a guess that may be wrong). Left out of the MCP output schema.
     #[schemars(skip)]
     pub trust: String,
+}
+
+/// A register or stack slot of the faulting context and the text or symbol its value points to.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PointedTo {
+    /// The register (`rsi`) or stack slot (`[rsp+0x18]`).
+    pub place: String,
+    /// Its value.
+    pub value: String,
+    /// `text` or `symbol`.
+    pub kind: String,
+    /// The text, quoted (`L"…"` when UTF-16), or the symbol (`app!g_settings`).
+    pub target: String,
 }
 
 /// A conclusion and the facts it rests on.

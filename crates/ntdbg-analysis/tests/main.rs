@@ -3,6 +3,7 @@
 //! `... --test analysis MODULE::`). `autotests = false` in Cargo.toml: a new file here is
 //! declared below, which `every_test_file_is_a_module` checks.
 
+mod causes;
 mod cxx;
 mod cxx_samples;
 mod cxx_walkers;

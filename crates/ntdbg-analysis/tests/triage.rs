@@ -56,7 +56,7 @@ const WINELAB: &[(&str, &str, &[&str])] = &[
     (
         "x64/breakpoint.inproc.dmp",
         "BREAKPOINT crashy!mode_breakpoint",
-        &["breakpoint instruction"],
+        &["a deliberate breakpoint: crashy!mode_breakpoint", "called __debugbreak"],
     ),
     (
         "x64/raise.inproc.dmp",
@@ -178,18 +178,21 @@ fn same_mode_one_bucket_different_modes_apart() {
 fn breakpad_exploitability_set() {
     ntdbg_testutil::require_testdata!();
     let base = "google-breakpad/src/processor/testdata";
-    // HIGH: ASCII address; NONE: null read/write and stack exhaustion; LOW: non-null read.
+    // Breakpad rates HIGH an ASCII address, NONE a null read/write and stack exhaustion, LOW a
+    // non-null read. Its crashme.exe loads each address as an immediate (`mov eax,41414141h`)
+    // right before the access: a constant of the code, whatever its bytes, which the report
+    // says instead of rating it exploitable.
     let cases: &[(&str, &str, &[&str], bool)] = &[
         (
             "ascii_read_av.dmp",
             "AV_READ ",
-            &["ASCII bytes \"AAAA\"", "eax=41414141"],
+            &["constant address 0x41414141", "`mov eax,41414141h`"],
             true,
         ),
         (
             "ascii_write_av.dmp",
             "AV_WRITE ",
-            &["ASCII bytes \"AAAA\""],
+            &["constant address 0x41414141"],
             true,
         ),
         (
@@ -236,11 +239,7 @@ fn breakpad_exploitability_set() {
         for w in *words {
             assert!(text.contains(w), "{dump}: {w:?} not in\n{text}");
         }
-        assert_eq!(
-            text.contains("likely exploitable"),
-            *exploitable,
-            "{dump}: {text}"
-        );
+        assert!(!text.contains("exploitable"), "{dump}: {text}");
     }
 }
 
@@ -248,7 +247,9 @@ fn breakpad_exploitability_set() {
 fn near_null_and_constant_addresses() {
     ntdbg_testutil::require_testdata!();
     let r = report("google-breakpad/src/processor/testdata/minidump2.dmp");
-    assert!(inferences(&r).contains("struct offset 0x45 from a NULL base"));
+    assert!(inferences(&r).contains(
+        "write at 0x45, inside the never-mapped NULL page: a NULL or near-NULL pointer plus an offset"
+    ));
     // symbolic mini.dmp: `mov dword ptr ds:[45h],5`, no base register.
     let r = report("getsentry-symbolic/symbolic-testutils/fixtures/windows/mini.dmp");
     assert!(

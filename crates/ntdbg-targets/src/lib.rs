@@ -26,6 +26,7 @@ pub mod kernel_dump;
 pub mod listing;
 mod loader_list;
 mod memory;
+mod memory_streams;
 mod model;
 mod process_facts;
 mod user_dump;
@@ -34,6 +35,7 @@ pub use error::TargetError;
 pub use gdb_target::GdbTarget;
 pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
+pub use memory_streams::{CommitFacts, ProcessCommit, SystemCommit};
 pub use model::{
     Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
     PROCESSOR_ARCHITECTURE_ARM,
@@ -105,6 +107,11 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// when the target does not record one.
     fn memory_info(&self) -> Option<&[MemoryInfo]> {
         None
+    }
+    /// System and process commit at dump time (a minidump's SystemMemoryInfo and
+    /// ProcessVmCounters streams); empty when the target records neither.
+    fn commit_facts(&self) -> CommitFacts {
+        CommitFacts::default()
     }
     /// The stack memory around stack pointer `sp` that a stack walk may read: the captured
     /// region holding it, or (kernel dumps) the mapped pages from `sp` up, for a register

@@ -6,6 +6,7 @@ use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, Th
 use crate::process_facts::{self, HandleInfo, ThreadTimes, UnloadedModule};
 use crate::Target;
 use memmap2::Mmap;
+use minidump::format::MINIDUMP_STREAM_TYPE;
 use minidump::system_info::Cpu;
 use minidump::{
     Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
@@ -41,6 +42,7 @@ pub struct UserDump {
     thread_times: Option<Vec<ThreadTimes>>,
     unloaded: Vec<UnloadedModule>,
     memory_info: Option<Vec<MemoryInfo>>,
+    commit: crate::CommitFacts,
 }
 
 impl UserDump {
@@ -160,6 +162,16 @@ impl UserDump {
         });
 
         let memory_info = read_memory_info(&dump, mask);
+        let commit = crate::CommitFacts {
+            system: dump
+                .get_raw_stream(MINIDUMP_STREAM_TYPE::SystemMemoryInfoStream as u32)
+                .ok()
+                .and_then(crate::memory_streams::system_commit),
+            process: dump
+                .get_raw_stream(MINIDUMP_STREAM_TYPE::ProcessVmCountersStream as u32)
+                .ok()
+                .and_then(crate::memory_streams::process_commit),
+        };
 
         let raw = &system_info.raw;
         let misc_raw = misc.as_ref().map(|m| &m.raw);
@@ -210,6 +222,7 @@ impl UserDump {
             thread_times,
             unloaded,
             memory_info,
+            commit,
         })
     }
 
@@ -400,6 +413,9 @@ impl Target for UserDump {
     }
     fn memory_info(&self) -> Option<&[MemoryInfo]> {
         self.memory_info.as_deref()
+    }
+    fn commit_facts(&self) -> crate::CommitFacts {
+        self.commit
     }
     fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
         // The first captured range holding `sp`, as the default finds it, without copying

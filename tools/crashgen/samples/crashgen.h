@@ -39,6 +39,9 @@ static const char *crashgen_dump_path;
 /* The dump type the next dump is written with. */
 static MINIDUMP_TYPE crashgen_dump_type = MiniDumpNormal;
 
+/* Extra streams for the next dump (what Wine does not write), or NULL. */
+static MINIDUMP_USER_STREAM_INFORMATION *crashgen_user_streams;
+
 /* Whether the dump-writing thread leaves itself out of the dump (a watchdog). */
 static BOOL crashgen_skip_self;
 
@@ -87,7 +90,7 @@ static void crashgen_write_dump(EXCEPTION_POINTERS *ep, DWORD thread_id, BOOL sk
          * x64 module into the dump, which Windows does not do. */
         SymInitialize(GetCurrentProcess(), NULL, FALSE);
         ok = MiniDumpWriteDump(GetCurrentProcess(), GetCurrentProcessId(), file,
-                               crashgen_dump_type, ep ? &mei : NULL, NULL,
+                               crashgen_dump_type, ep ? &mei : NULL, crashgen_user_streams,
                                &callback);
         FlushFileBuffers(file);
         CloseHandle(file);

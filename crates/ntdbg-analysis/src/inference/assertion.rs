@@ -2,6 +2,8 @@
 //! ("Assertion failed: x > 0 [File: …] [Line: …]") that a register or a stack slot near the
 //! stack pointer points to when the process stopped.
 
+use crate::evidence::pointed::{candidates, text_target, Target};
+use crate::evidence::Evidence;
 use crate::report::Inference;
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
@@ -25,9 +27,7 @@ pub(super) const INVALID_PARAMETER_FUNCTIONS: &[&str] = &[
 ];
 
 /// Bytes of the stack above the stack pointer whose pointer slots are looked at.
-const STACK_WINDOW: u64 = 0x200;
-/// Longest message read.
-const MAX_MESSAGE: usize = 512;
+const STACK_WINDOW: usize = 0x200;
 /// Shortest text taken for a message.
 const MIN_MESSAGE: usize = 12;
 
@@ -40,19 +40,113 @@ pub(super) fn find_function(frames: &[Frame], names: &[&str]) -> Option<String> 
     })
 }
 
-/// The inference for `abort()` (0x40000015).
-pub(super) fn abort(frames: &[Frame]) -> Inference {
-    match find_function(frames, ASSERT_FUNCTIONS) {
-        Some(f) => Inference::new(
+/// `std::terminate` as symbols and imports name it.
+const TERMINATE_FUNCTIONS: &[&str] = &["terminate", "std::terminate", "_ZSt9terminatev"];
+
+/// The inference for `abort()` (0x40000015): who called it, when the stack or the call chain
+/// shows it.
+pub(super) fn abort(evidence: &Evidence, frames: &[Frame]) -> Inference {
+    const BASIS: &str = "exception code 0x40000015 (STATUS_FATAL_APP_EXIT)";
+    if let Some(f) = find_function(frames, ASSERT_FUNCTIONS) {
+        return Inference::new(
             "assertion",
             "an assertion failed and called abort()",
-            format!("exception code 0x40000015 (STATUS_FATAL_APP_EXIT); {f} is on the stack"),
-        ),
-        None => Inference::new(
+            format!("{BASIS}; {f} is on the stack"),
+        );
+    }
+    let called = |names: &[&str]| {
+        evidence
+            .called(&|n| names.contains(&n))
+            .and_then(|(frame, call)| {
+                let caller = frames.iter().find(|f| f.index == *frame)?.call_site();
+                Some((caller, call.callee.clone()?, call.at))
+            })
+    };
+    if let Some((caller, callee, at)) = called(ASSERT_FUNCTIONS) {
+        return Inference::new(
+            "assertion",
+            format!("an assertion failed in {caller} and called abort()"),
+            format!("{BASIS}; {caller} called {callee} (the call at {at:#x})"),
+        );
+    }
+    if let Some((caller, callee, at)) = called(TERMINATE_FUNCTIONS) {
+        return Inference::new(
             "abort",
-            "abort() was called (an assertion, std::terminate or an explicit abort)",
-            "exception code 0x40000015 (STATUS_FATAL_APP_EXIT)",
+            format!("std::terminate() was called from {caller}, which calls abort(): most often an exception no handler caught (or one thrown from a noexcept function or a destructor during unwinding)"),
+            format!("{BASIS}; {caller} called {callee} (the call at {at:#x})"),
+        );
+    }
+    if let Some((caller, callee, at)) = called(&["abort"]) {
+        return Inference::new(
+            "abort",
+            format!("{caller} called abort()"),
+            format!("{BASIS}; {caller} called {callee} (the call at {at:#x})"),
+        );
+    }
+    Inference::new(
+        "abort",
+        "abort() was called (an assertion, std::terminate or an explicit abort)",
+        BASIS,
+    )
+}
+
+/// The stack protector's and `_FORTIFY_SOURCE`'s failure functions (GCC, Clang, MinGW's
+/// libssp), with what their failure means.
+const STACK_CHECKS: &[(&str, &str)] = &[
+    ("__stack_chk_fail", "the stack protector (-fstack-protector) found the canary of {f} overwritten when it returned: a stack buffer overrun in {f}"),
+    ("__stack_chk_fail_local", "the stack protector (-fstack-protector) found the canary of {f} overwritten when it returned: a stack buffer overrun in {f}"),
+    ("__chk_fail", "a _FORTIFY_SOURCE check in {f} found a copy larger than its destination buffer: a buffer overflow"),
+    ("__fortify_fail", "a _FORTIFY_SOURCE check in {f} found a copy larger than its destination buffer: a buffer overflow"),
+];
+
+/// A failed stack-protector or fortify check: its failure function on the stack (its caller is
+/// the function whose buffer overflowed) or called in the chain.
+pub(super) fn stack_protector(evidence: &Evidence, frames: &[Frame]) -> Option<Inference> {
+    let meaning = |name: &str| {
+        STACK_CHECKS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| *m)
+    };
+    for (k, f) in frames.iter().enumerate().take(16) {
+        let Some(name) = f.function.as_deref().map(ntdbg_symbols::strip_parameters) else {
+            continue;
+        };
+        if let Some(m) = meaning(name) {
+            let victim = frames.get(k + 1).map(function_name)?;
+            return Some(Inference::new(
+                "runtime_check",
+                m.replace("{f}", &victim),
+                format!(
+                    "exception code {:#010x}; frame {:02x} is {}, called by {victim}",
+                    evidence.event.code,
+                    f.index,
+                    f.call_site()
+                ),
+            ));
+        }
+    }
+    let (frame, call) = evidence.called(&|n| meaning(n).is_some())?;
+    let victim = function_name(frames.iter().find(|f| f.index == *frame)?);
+    Some(Inference::new(
+        "runtime_check",
+        meaning(call.function()?)?.replace("{f}", &victim),
+        format!(
+            "exception code {:#010x}; {victim} called {} (`{}` at {:#x})",
+            evidence.event.code,
+            call.callee.as_deref()?,
+            call.text,
+            call.at
         ),
+    ))
+}
+
+/// `module!function` of a frame without the offset (`module+0x…` without symbols).
+fn function_name(f: &Frame) -> String {
+    let site = f.call_site();
+    match &f.function {
+        Some(_) => site.split('+').next().unwrap_or(&site).to_string(),
+        None => site,
     }
 }
 
@@ -65,117 +159,38 @@ pub(crate) fn is_assertion_message(text: &str) -> bool {
             || (lower.contains("[file:") && lower.contains("line")))
 }
 
-/// The printable text at the start of `bytes` (ASCII, or UTF-16LE when every other byte is
-/// zero), up to a terminator.
-pub(crate) fn text_at(bytes: &[Option<u8>]) -> Option<String> {
-    let wide = bytes.len() >= 4 && bytes[1] == Some(0) && bytes[3] == Some(0);
-    let step = if wide { 2 } else { 1 };
-    let mut out = String::new();
-    for chunk in bytes.chunks(step) {
-        let c = chunk[0]?;
-        if wide && chunk.get(1).copied().flatten() != Some(0) {
-            return None;
-        }
-        match c {
-            0 => break,
-            b'\t' | 0x20..=0x7e => out.push(c as char),
-            _ => return None,
-        }
-    }
-    (out.len() >= MIN_MESSAGE).then_some(out)
-}
-
-/// Where a candidate pointer to a message was found (named only for the one that points to
-/// a message).
-#[derive(Debug, Clone, Copy)]
-enum Place {
-    /// A register of the exception context.
-    Register(&'static str),
-    /// The stack slot this many bytes above the stack pointer.
-    StackSlot(usize),
-}
-
-impl Place {
-    /// `rcx`, `[rsp+0x18]`.
-    fn name(self, sp_name: &str) -> String {
-        match self {
-            Place::Register(register) => register.to_string(),
-            Place::StackSlot(offset) => format!("[{sp_name}+{offset:#x}]"),
-        }
-    }
-}
-
 /// An assertion message pointed to by a register of the exception context or by a pointer
 /// slot just above the stack pointer.
 pub(super) fn assertion_message(session: &Session, event: &ExceptionEvent) -> Option<Inference> {
-    let context = event.context.as_ref()?;
-    let ptr = session.arch().pointer_size();
-    let names: &[&'static str] = if ptr == 8 {
-        &[
-            "rax", "rcx", "rdx", "rbx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r12", "r13",
-            "r14", "r15", "rbp",
-        ]
-    } else {
-        &["eax", "ecx", "edx", "ebx", "esi", "edi", "ebp"]
-    };
-    let mut candidates: Vec<(Place, u64)> = names
-        .iter()
-        .filter_map(|r| {
-            Some((
-                Place::Register(r),
-                ntdbg_engine::registers::register(context, r)?,
-            ))
-        })
-        .collect();
-    let sp_name = if ptr == 8 { "rsp" } else { "esp" };
-    if let Some(sp) = ntdbg_engine::registers::register(context, sp_name) {
-        let window = session.read_virtual(sp, STACK_WINDOW as usize);
-        for (i, slot) in window.chunks(ptr).enumerate() {
-            let bytes: Option<Vec<u8>> = slot.iter().copied().collect();
-            let Some(bytes) = bytes.filter(|b| b.len() == ptr) else {
-                continue;
-            };
-            let mut buf = [0u8; 8];
-            buf[..ptr].copy_from_slice(&bytes);
-            candidates.push((Place::StackSlot(i * ptr), u64::from_le_bytes(buf)));
-        }
-    }
-    for (place, value) in candidates {
-        if value < 0x1_0000 {
-            continue;
-        }
-        let read = session.read_memory(value, MAX_MESSAGE);
-        let Some(text) = text_at(&read.bytes) else {
-            continue;
+    candidates(session, event, STACK_WINDOW).into_iter().find_map(|(place, value)| {
+        let Some(Target::Text {
+            text, from_image, ..
+        }) = text_target(session, value)
+        else {
+            return None;
         };
-        if !is_assertion_message(&text) {
-            continue;
+        if text.len() < MIN_MESSAGE || !is_assertion_message(&text) {
+            return None;
         }
-        let from = if read.from_image.is_empty() {
-            "in the dump's memory"
-        } else {
+        let from = if from_image {
             "in the read-only data of the image on the symbol path"
+        } else {
+            "in the dump's memory"
         };
-        return Some(Inference::new(
+        Some(Inference::new(
             "assertion",
             format!("an assertion failed: \"{text}\""),
             format!(
-                "{} = {value:#x} points to this text ({from}) when exception {:#010x} was raised",
-                place.name(sp_name),
+                "{place} = {value:#x} points to this text ({from}) when exception {:#010x} was raised",
                 event.code
             ),
-        ));
-    }
-    None
+        ))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bytes(s: &[u8]) -> Vec<Option<u8>> {
-        s.iter().copied().map(Some).collect()
-    }
 
     #[test]
     fn assertion_messages_are_recognised() {
@@ -190,24 +205,5 @@ mod tests {
             "Assertion failed: %s, file %s, line %d"
         ));
         assert!(!is_assertion_message("C:\\Windows\\System32\\kernel32.dll"));
-    }
-
-    #[test]
-    fn text_is_read_in_both_encodings() {
-        assert_eq!(
-            text_at(&bytes(b"Assertion failed: ok\0junk")).as_deref(),
-            Some("Assertion failed: ok")
-        );
-        let wide: Vec<u8> = "assert(x) failed!"
-            .encode_utf16()
-            .flat_map(|u| u.to_le_bytes())
-            .chain([0, 0])
-            .collect();
-        assert_eq!(text_at(&bytes(&wide)).as_deref(), Some("assert(x) failed!"));
-        assert_eq!(text_at(&bytes(b"short\0")), None);
-        assert_eq!(text_at(&bytes(b"\x01\x02binary data here")), None);
-        let mut holes = bytes(b"Assertion failed");
-        holes[3] = None;
-        assert_eq!(text_at(&holes), None);
     }
 }

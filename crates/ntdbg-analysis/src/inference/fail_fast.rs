@@ -35,7 +35,7 @@ pub(super) fn fail_fast(code: Option<u64>) -> Inference {
 /// What the common fast-fail codes say about the bug.
 fn meaning(code: u64) -> Option<&'static str> {
     Some(match code {
-        0 | 2 => "the /GS stack cookie of a function was overwritten: a stack buffer overrun in the function that returned (memory corruption, possibly exploitable)",
+        0 | 2 => "the /GS stack cookie of a function was overwritten: a stack buffer overrun in the function that returned (memory corruption)",
         3 => "a doubly linked list entry was corrupted (LIST_ENTRY links do not point back): heap or object memory corruption",
         4 => "the stack pointer left the thread's stack",
         5 => "a function was called with an invalid argument that it refuses to handle",

@@ -3,13 +3,14 @@
 //! hypotheses with the facts behind them.
 
 use super::fill_pattern::FillPattern;
+use crate::evidence::Evidence;
 use crate::fault::FaultingInstruction;
 use crate::report::Inference;
 use crate::signature::is_system_module;
 use ntdbg_engine::stack::Frame;
 
 /// Function names (without module) that belong to a heap manager or the C runtime's heap.
-fn is_heap_function(name: &str) -> bool {
+pub(super) fn is_heap_function(name: &str) -> bool {
     let bare = ntdbg_symbols::strip_parameters(name);
     let rtl = (bare.starts_with("Rtl") || bare.starts_with("Rtlp"))
         && (bare.contains("Heap") || bare.contains("FreeBlock") || bare.contains("LowFrag"));
@@ -30,7 +31,41 @@ fn is_heap_function(name: &str) -> bool {
             | "_calloc_base"
             | "_free_dbg"
             | "_malloc_dbg"
+            | "_realloc_dbg"
+            | "_calloc_dbg"
+            | "GlobalAlloc"
+            | "GlobalFree"
+            | "GlobalReAlloc"
+            | "LocalAlloc"
+            | "LocalFree"
+            | "LocalReAlloc"
+            | "operator new"
+            | "operator delete"
+            | "operator new[]"
+            | "operator delete[]"
+            | "??2@YAPEAX_K@Z"
+            | "??3@YAXPEAX@Z"
+            | "??2@YAPAXI@Z"
+            | "??3@YAXPAX@Z"
+            | "_Znwm"
+            | "_Znwy"
+            | "_Znwj"
+            | "_ZdlPv"
+            | "_ZdlPvm"
+            | "_ZdlPvy"
+            | "_ZdaPv"
     ) || bare.starts_with("heap_")
+}
+
+/// Whether heap function `name` takes a block back (free, delete, realloc): a bad pointer
+/// passed to it faults inside the heap just as damaged metadata does.
+fn is_release_function(name: &str) -> bool {
+    ["Free", "free", "delete", "ReAlloc", "realloc"]
+        .iter()
+        .any(|w| name.contains(w))
+        || ["??3", "??_V", "_Zdl", "_Zda"]
+            .iter()
+            .any(|p| name.starts_with(p))
 }
 
 /// `STATUS_HEAP_CORRUPTION` (0xC0000374): the heap manager's own verdict.
@@ -45,6 +80,7 @@ pub(super) fn heap_corruption_status(site: &str) -> Inference {
 /// An access violation inside the heap manager: by name when the symbols say so, else inside
 /// ntdll (the heap manager's home) through a pointer made of a fill pattern.
 pub(super) fn heap_manager_fault(
+    evidence: &Evidence,
     frames: &[Frame],
     instruction: Option<&FaultingInstruction>,
     pattern: Option<&(String, FillPattern)>,
@@ -92,6 +128,15 @@ pub(super) fn heap_manager_fault(
             ),
         ));
     }
+    if let Some(i) = called_heap(
+        evidence,
+        frames,
+        &system_prefix,
+        &instr,
+        &hypothesis(pattern),
+    ) {
+        return Some(i);
+    }
     let first = system_prefix.first()?;
     let in_ntdll = first
         .module
@@ -118,6 +163,54 @@ pub(super) fn heap_manager_fault(
         format!(
             "frame 0 is in ntdll without symbols (the function cannot be named){caller}{instr}{}",
             hypothesis(pattern)
+        ),
+    ))
+}
+
+/// A fault in system code without symbols that the program entered by calling a heap function
+/// (`call [__imp_HeapAlloc]`): the heap manager faulted on its own metadata, or on a pointer the
+/// program passed it.
+fn called_heap(
+    evidence: &Evidence,
+    frames: &[Frame],
+    system_prefix: &[&Frame],
+    instr: &str,
+    hypothesis: &str,
+) -> Option<Inference> {
+    let first = system_prefix.first()?;
+    if first.index != 0 || system_prefix.iter().any(|f| f.function.is_some()) {
+        return None;
+    }
+    // The call into the system code: made by the first frame outside it.
+    let caller = system_prefix.len();
+    let (frame, call) = evidence
+        .calls
+        .iter()
+        .find(|(f, c)| *f >= caller && c.function().is_some_and(is_heap_function))?;
+    if *frame != caller {
+        return None;
+    }
+    let callee = call.callee.as_deref()?;
+    let site = frames
+        .iter()
+        .find(|f| f.index == *frame)
+        .map(Frame::call_site)
+        .unwrap_or_else(|| "the program".into());
+    let frees = call.function().is_some_and(is_release_function);
+    let text = if frees {
+        format!("heap corruption or an invalid free: the access violation happened inside the heap manager, which {site} called through {callee}: the block's header was damaged (a buffer overflow, a double free or a use after free), or the pointer passed was never a heap block; the bug is earlier than this stack")
+    } else {
+        format!("heap corruption: the access violation happened inside the heap manager, which {site} called through {callee}; it faults when its metadata was damaged earlier (a buffer overflow, a double free or a use after free); the bug is earlier than this stack")
+    };
+    Some(Inference::new(
+        "heap_corruption",
+        text,
+        format!(
+            "frames 00-{:02x} are system code without symbols; frame {frame:02x} called {callee} ({}, `{}` at {:#x}){instr}{hypothesis}",
+            caller - 1,
+            call.how,
+            call.text,
+            call.at
         ),
     ))
 }

@@ -5,7 +5,6 @@
 mod access;
 mod assertion;
 mod bit_flip;
-mod code;
 mod context_thread;
 mod deliberate;
 mod fail_fast;
@@ -14,6 +13,7 @@ mod heap;
 mod jit;
 mod stack_overflow;
 
+use crate::evidence::Evidence;
 use crate::exception::{DecodedException, ExceptionKind};
 use crate::report::Inference;
 use ntdbg_engine::stack::Frame;
@@ -27,6 +27,7 @@ pub fn infer(
     decoded: &DecodedException,
     frames: &[Frame],
 ) -> Vec<Inference> {
+    let evidence = Evidence::gather(session, event, frames);
     let mut out: Vec<Inference> = crate::cxx::inference(session, event, frames)
         .into_iter()
         .collect();
@@ -40,7 +41,7 @@ pub fn infer(
             address: Some(target),
             in_page: false,
         } => out.extend(access::access_violation(
-            session, event, *access, *target, &site, frames,
+            &evidence, *access, *target, &site, frames,
         )),
         ExceptionKind::StackOverflow => {
             out.push(stack_overflow::stack_overflow(session, event, frames))
@@ -50,11 +51,9 @@ pub fn infer(
             format!("division by zero in {site}"),
             format!("exception code {:#010x}", event.code),
         )),
-        ExceptionKind::Breakpoint => {
-            out.extend(deliberate::breakpoint(session, event, frames, &site))
-        }
+        ExceptionKind::Breakpoint => out.extend(deliberate::breakpoint(&evidence, frames, &site)),
         ExceptionKind::FastFail { code } => out.push(fail_fast::fail_fast(*code)),
-        ExceptionKind::Abort => out.push(assertion::abort(frames)),
+        ExceptionKind::Abort => out.push(assertion::abort(&evidence, frames)),
         ExceptionKind::HeapCorruption => out.push(heap::heap_corruption_status(&site)),
         ExceptionKind::InvalidParameter => out.push(Inference::new(
             "invalid_parameter",
@@ -64,18 +63,16 @@ pub fn infer(
             },
             format!("exception code {:#010x}", event.code),
         )),
-        ExceptionKind::Custom => out.push(Inference::new(
-            "raised_exception",
-            format!(
-                "the application raised its own exception code {:#010x} with RaiseException",
-                event.code
-            ),
-            "the code is not a known NTSTATUS or runtime exception code",
-        )),
+        ExceptionKind::Custom => out.push(raised(&evidence, frames)),
         ExceptionKind::Other if event.code == ILLEGAL_INSTRUCTION => {
             out.extend(deliberate::illegal_instruction(session, event, &site))
         }
         _ => {}
+    }
+    if let Some(check) = assertion::stack_protector(&evidence, frames) {
+        // The check names the bug; the trap or abort it ended in is only how it stopped.
+        out.retain(|i| !matches!(i.kind.as_str(), "deliberate" | "abort" | "breakpoint"));
+        out.insert(0, check);
     }
     if let Some(message) = assertion::assertion_message(session, event) {
         // The message explains the breakpoint better than "no debugger attached".
@@ -85,6 +82,24 @@ pub fn infer(
     out.extend(context_thread::context_thread(session, event));
     out.extend(jit::code_outside_modules(session, frames));
     out
+}
+
+/// An exception code of the application's own, with who raised it when the call chain shows
+/// the call to `RaiseException`.
+fn raised(evidence: &Evidence, frames: &[Frame]) -> Inference {
+    let code = evidence.event.code;
+    let raiser = evidence
+        .called(&|n| n == "RaiseException" || n == "RtlRaiseException")
+        .and_then(|(frame, call)| {
+            let site = frames.iter().find(|f| f.index == *frame)?.call_site();
+            Some(format!(" ({site} called {})", call.callee.as_deref()?))
+        })
+        .unwrap_or_default();
+    Inference::new(
+        "raised_exception",
+        format!("the application raised its own exception code {code:#010x} with RaiseException{raiser}"),
+        "the code is not a known NTSTATUS or runtime exception code",
+    )
 }
 
 /// `EXCEPTION_ILLEGAL_INSTRUCTION`.

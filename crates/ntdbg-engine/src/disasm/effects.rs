@@ -44,6 +44,17 @@ pub struct Store {
     pub register: Option<String>,
 }
 
+/// One operand of an instruction, as data-flow analysis needs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operand {
+    /// A register (full register of the mode: `rax` for `eax` on x64).
+    Register(String),
+    /// A memory operand (for `lea`, the address it computes).
+    Memory(MemoryOperand),
+    /// An immediate, as the instruction uses it.
+    Immediate(u64),
+}
+
 /// One decoded instruction and its effects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstructionEffects {
@@ -53,6 +64,11 @@ pub struct InstructionEffects {
     pub len: usize,
     /// Its text (`mov eax,4E3C9h`), without symbols.
     pub text: String,
+    /// The mnemonic alone, lower-case, without prefixes (`mov`, `lea`, `add`).
+    pub mnemonic: String,
+    /// Its explicit operands in order (branch targets and string-instruction operands are left
+    /// out).
+    pub operands: Vec<Operand>,
     /// Registers it writes, as full registers of the mode (`rax` for `eax` on x64).
     pub written: Vec<String>,
     /// `(register, value)` when it sets a register to a constant: `mov reg,imm` (value as the
@@ -111,6 +127,8 @@ pub fn instruction_effects(
         address: addr,
         len: instr.len(),
         text,
+        mnemonic: format!("{:?}", instr.mnemonic()).to_ascii_lowercase(),
+        operands: operands(bitness, &instr),
         constant: register_constant(bitness, &instr),
         written,
         store,
@@ -132,6 +150,20 @@ pub fn decode_run(bitness: Bitness, bytes: &[u8], start: u64) -> Vec<Instruction
         out.push(effects);
     }
     out
+}
+
+/// The explicit register, memory and immediate operands of `instr`.
+fn operands(bitness: Bitness, instr: &iced_x86::Instruction) -> Vec<Operand> {
+    (0..instr.op_count())
+        .filter_map(|op| match instr.op_kind(op) {
+            OpKind::Register => Some(Operand::Register(register_name(full_register(
+                bitness,
+                instr.op_register(op),
+            )))),
+            OpKind::Memory => memory_operand(bitness, instr).map(Operand::Memory),
+            _ => immediate(instr, op).map(Operand::Immediate),
+        })
+        .collect()
 }
 
 /// The value of immediate operand `op`, as the instruction uses it.
@@ -252,5 +284,27 @@ mod tests {
             }
         );
         assert_eq!(run[1].constant, Some(("rax".to_string(), u64::MAX)));
+    }
+
+    #[test]
+    fn mnemonics_and_operands() {
+        // mov rax,qword ptr [rbx+10h] ; lea rcx,[rax+rdx*4] ; add eax,5
+        let bytes = [
+            0x48, 0x8b, 0x43, 0x10, 0x48, 0x8d, 0x0c, 0x90, 0x83, 0xc0, 0x05,
+        ];
+        let run = decode_run(Bitness::Bits64, &bytes, 0);
+        assert_eq!(run[0].mnemonic, "mov");
+        assert_eq!(run[0].operands[0], Operand::Register("rax".into()));
+        let Operand::Memory(m) = &run[0].operands[1] else {
+            panic!("a memory operand")
+        };
+        assert_eq!((m.base.as_deref(), m.displacement), (Some("rbx"), 0x10));
+        assert_eq!(run[1].mnemonic, "lea");
+        let Operand::Memory(m) = &run[1].operands[1] else {
+            panic!("an address")
+        };
+        assert_eq!((m.index.as_deref(), m.scale), (Some("rdx"), 4));
+        assert_eq!(run[2].mnemonic, "add");
+        assert_eq!(run[2].operands[1], Operand::Immediate(5));
     }
 }

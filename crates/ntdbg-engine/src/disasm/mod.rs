@@ -30,7 +30,9 @@ mod types;
 mod tests;
 
 pub use backward::disassemble_backward;
-pub use effects::{decode_run, instruction_effects, ControlFlow, InstructionEffects, Store};
+pub use effects::{
+    decode_run, instruction_effects, ControlFlow, InstructionEffects, Operand, Store,
+};
 pub use flow::{disassemble_function, MAX_FLOW_INSTRUCTIONS};
 pub use forward::{disassemble_forward, DEFAULT_COUNT};
 pub use registers::instruction_registers;

@@ -417,6 +417,13 @@ impl KernelDump {
         self.triage.as_ref()
     }
 
+    /// The current process's image name in a small dump (WinDbg's `PROCESS_NAME`) and the
+    /// offset of `ImageFileName` in the dump's copy of its EPROCESS, found without symbols
+    /// (`ImageFileName`, the one zero-padded image name in the EPROCESS copy).
+    pub fn current_process_name(&self) -> Option<(String, usize)> {
+        triage::process_image_name(&self.map, self.triage.as_ref()?)
+    }
+
     /// The driver list of a small dump.
     pub fn drivers(&self) -> &[DriverEntry] {
         &self.drivers

@@ -173,6 +173,63 @@ impl TriageHeader {
     }
 }
 
+/// Where `EPROCESS.ImageFileName` may lie in the EPROCESS copy of a triage dump: after the
+/// process's `KPROCESS` and its early fields on every build (Windows 7 to 11, x86, x64, ARM64:
+/// 0x16c to 0x5a8), before the end of the structure.
+const IMAGE_FILE_NAME_RANGE: std::ops::Range<usize> = 0x100..0xB00;
+/// `ImageFileName` is a `UCHAR[15]`.
+const IMAGE_FILE_NAME_LEN: usize = 15;
+
+/// The current process's name from the triage dump's copy of its EPROCESS: the
+/// `ImageFileName` field, found without the kernel's symbols as the one 15-byte field in
+/// [`IMAGE_FILE_NAME_RANGE`] that holds an image name (`name.exe`, or a kernel process's
+/// name: `System`, `Registry`, `MemCompression`, `Secure System`, `Idle`), zero-padded.
+/// `(name, offset in the EPROCESS)`; `None` without a copy, or with none or several
+/// candidates.
+pub fn process_image_name(buf: &[u8], triage: &TriageHeader) -> Option<(String, usize)> {
+    let start = triage.process_offset as usize;
+    if start == 0 {
+        return None;
+    }
+    let end = start.checked_add(IMAGE_FILE_NAME_RANGE.end + IMAGE_FILE_NAME_LEN)?;
+    let eprocess = buf.get(start..end.min(buf.len()))?;
+    let mut found = IMAGE_FILE_NAME_RANGE.filter_map(|at| {
+        let field = eprocess.get(at..at + IMAGE_FILE_NAME_LEN)?;
+        let name = image_name(field)?;
+        // The name starts the field: the byte before it is not part of a longer text.
+        let before = *eprocess.get(at - 1)?;
+        (!before.is_ascii_graphic()).then_some((name, at))
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// The image name a zero-padded `ImageFileName` field holds, if it holds one.
+fn image_name(field: &[u8]) -> Option<String> {
+    let len = field.iter().position(|b| *b == 0).unwrap_or(field.len());
+    if len < 2 || field[len..].iter().any(|b| *b != 0) {
+        return None;
+    }
+    let name = std::str::from_utf8(&field[..len]).ok()?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || "._- ".contains(c);
+    if !name.chars().all(allowed) || name.starts_with(['.', ' ']) {
+        return None;
+    }
+    let lower = name.to_ascii_lowercase();
+    // A 15-character name is cut short: its extension may be missing.
+    let image = [".exe", ".com", ".scr"].iter().any(|e| lower.ends_with(e))
+        || (len == IMAGE_FILE_NAME_LEN && name.contains('.'));
+    let kernel = [
+        "System",
+        "Registry",
+        "MemCompression",
+        "Secure System",
+        "Idle",
+    ]
+    .contains(&name);
+    (image || kernel).then(|| name.to_string())
+}
+
 /// One loaded driver from the triage driver list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverEntry {
@@ -290,4 +347,57 @@ pub fn memory_blocks64(buf: &[u8], triage: &TriageHeader) -> Vec<Block> {
         push(va, off as usize, size as usize);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(s: &[u8]) -> [u8; 15] {
+        let mut f = [0u8; 15];
+        f[..s.len()].copy_from_slice(s);
+        f
+    }
+
+    #[test]
+    fn image_file_names() {
+        assert_eq!(image_name(&field(b"System")).as_deref(), Some("System"));
+        assert_eq!(
+            image_name(&field(b"notepad.exe")).as_deref(),
+            Some("notepad.exe")
+        );
+        assert_eq!(
+            image_name(b"SearchProtocolH"),
+            None,
+            "15 characters with no dot"
+        );
+        assert_eq!(
+            image_name(b"MsMpEng.exe\0\0\x01\0"),
+            None,
+            "not zero-padded"
+        );
+        assert_eq!(image_name(&field(b"Systemx")), None);
+        assert_eq!(image_name(&field(b"a")), None);
+    }
+
+    #[test]
+    fn the_one_image_name_of_the_eprocess_copy() {
+        let mut buf = vec![0x11u8; 0x40 + 0xC00];
+        let at = 0x40 + 0x150;
+        buf[at - 1] = 0;
+        buf[at..at + 15].copy_from_slice(&field(b"cmd.exe"));
+        let triage = TriageHeader {
+            process_offset: 0x40,
+            ..TriageHeader::default()
+        };
+        assert_eq!(
+            process_image_name(&buf, &triage),
+            Some(("cmd.exe".into(), 0x150))
+        );
+        // Two candidates: no answer.
+        let other = 0x40 + 0x300;
+        buf[other - 1] = 0;
+        buf[other..other + 15].copy_from_slice(&field(b"System"));
+        assert_eq!(process_image_name(&buf, &triage), None);
+    }
 }
