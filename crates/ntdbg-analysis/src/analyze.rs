@@ -9,13 +9,22 @@ use crate::report::{
 use crate::signature::{build_signature, kind_tag, SignatureConfig};
 use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::prefixed_pointer_hex;
-use ntdbg_engine::{module_name, Session};
+use ntdbg_engine::{module_name, EngineError, Session};
 
 /// Analyses the session's last event. Never fails: what cannot be known becomes a limitation.
 /// When symbols may be downloaded, the event stack's modules load in parallel first, so every
 /// front end (CLI, `!analyze`, MCP) gets overlapping downloads.
 pub fn analyze(session: &Session) -> Report {
     analyze_with(session, &SignatureConfig::default())
+}
+
+/// [`analyze_with`], then the session's files checked ([`Session::check_files`]): a report
+/// read from a dump or symbol file that changed on disk meanwhile is replaced by the error
+/// saying so.
+pub fn analyze_checked(session: &Session, config: &SignatureConfig) -> Result<Report, EngineError> {
+    let report = analyze_with(session, config);
+    session.check_files()?;
+    Ok(report)
 }
 
 /// [`analyze`] with a chosen signature configuration (which modules count as system).

@@ -92,7 +92,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let rules = signature_config(signature_rules.as_deref())?;
             let session = open(&dump, symbols.as_deref(), offline)?;
             let indicator = progress::Indicator::install(session.symbols());
-            let report = ntdbg_analysis::analyze_with(&session, &rules);
+            let report = ntdbg_analysis::analyze_checked(&session, &rules)?;
             drop(indicator);
             // One write for the whole report, not one per line (stdout is line-buffered).
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());

@@ -5,7 +5,6 @@ use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
 use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 use crate::process_facts::{self, HandleInfo, ThreadTimes, UnloadedModule};
 use crate::Target;
-use memmap2::Mmap;
 use minidump::system_info::Cpu;
 use minidump::{
     Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
@@ -13,8 +12,8 @@ use minidump::{
     MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList,
     UnifiedMemory,
 };
+use ntdbg_files::{FileChanged, FileMap};
 use std::borrow::Cow;
-use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,7 +29,7 @@ struct MappedRange {
 #[derive(Debug)]
 pub struct UserDump {
     origin: String,
-    map: Arc<Mmap>,
+    map: Arc<FileMap>,
     ranges: Vec<MappedRange>,
     arch: Arch,
     system: SystemFacts,
@@ -50,28 +49,20 @@ impl UserDump {
             path: path.to_path_buf(),
             cause,
         };
-        let file = File::open(path).map_err(io_err)?;
-        let meta = file.metadata().map_err(io_err)?;
-        if meta.is_dir() {
-            return Err(io_err(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "it is a directory, not a dump file",
-            )));
-        }
-        if meta.len() == 0 {
+        // A regular file only; mapped so that a truncation while it is open reads zeros and
+        // is reported by `check_source`, never a signal.
+        let map = FileMap::open(path).map_err(io_err)?;
+        if map.is_empty() {
             return Err(TargetError::NotADump {
                 path: path.to_path_buf(),
                 signature: "empty file".into(),
             });
         }
-        // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
-        // truncated by another process while it is open.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
         check_signature(path, &map)?;
         Self::from_map(path, map)
     }
 
-    fn from_map(path: &Path, map: Mmap) -> Result<UserDump, TargetError> {
+    fn from_map(path: &Path, map: FileMap) -> Result<UserDump, TargetError> {
         let corrupt = |reason: String| TargetError::Corrupt {
             path: path.to_path_buf(),
             reason,
@@ -266,7 +257,7 @@ fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryI
 }
 
 /// Records a captured range, given the slice of the mapping that holds it.
-fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]) {
+fn push_range(ranges: &mut Vec<MappedRange>, map: &[u8], base: u64, bytes: &[u8]) {
     let start = map.as_ptr() as usize;
     let Some(file_offset) = (bytes.as_ptr() as usize).checked_sub(start) else {
         return;
@@ -400,6 +391,9 @@ impl Target for UserDump {
     }
     fn memory_info(&self) -> Option<&[MemoryInfo]> {
         self.memory_info.as_deref()
+    }
+    fn check_source(&self) -> Result<(), FileChanged> {
+        self.map.check()
     }
     fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
         // The first captured range holding `sp`, as the default finds it, without copying
