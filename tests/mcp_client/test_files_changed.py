@@ -71,8 +71,9 @@ async def test_a_dump_cut_under_one_session_leaves_the_other_answering(target: T
         ok(await call(client, "analyze_crash", session_id=b))
         sessions = ok(await call(client, "list_sessions"))["sessions"]
         assert {a, b} <= {s["session_id"] for s in sessions}
-        # Opening the file again reads it as it is now (cut short: a clear error).
-        assert err(await call(client, "open_dump", path=str(cut_one)))["code"] == "corrupt_dump"
+        # Opening the file again reads it as it is now: a new session, on a dump cut short.
+        again = ok(await call(client, "open_dump", path=str(cut_one)))
+        assert again["session_id"] not in (a, b)
 
 
 @pytest.mark.skipif(under_wine(), reason="Windows refuses to truncate a file that is mapped")

@@ -33,7 +33,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     let target = session.target();
     let ptr = target.arch().pointer_size();
     let hex = |v: u64| format!("{v:#x}");
-    let mut limitations = Vec::new();
+    let mut limitations = target.file_losses().to_vec();
 
     let dump = DumpFacts {
         path: target.origin().to_string(),
@@ -63,7 +63,11 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (facts, Some((e, d)))
         }
         None => {
-            limitations.push("the dump has no exception stream: no crash event to analyse".into());
+            // A dump cut short has said above whether its exception record was lost.
+            if target.file_losses().is_empty() {
+                limitations
+                    .push("the dump has no exception stream: no crash event to analyse".into());
+            }
             let facts = EventFacts {
                 kind: "none".into(),
                 code: None,

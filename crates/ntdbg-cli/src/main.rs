@@ -322,7 +322,7 @@ impl args::TargetArgs {
                     offline,
                 ))
             }
-            (None, Some(dump)) => open(dump, symbols, offline),
+            (None, Some(dump)) => open(dump, symbols, offline).inspect(warn_of_losses),
             (None, None) => anyhow::bail!(
                 "give a dump file or --attach gdb:HOST:PORT (pid:N, exe:PATH on Windows)"
             ),
@@ -342,6 +342,14 @@ fn detach(session: &Session) {
 /// Opens a dump; the error already names the file. `offline` turns symbol servers off.
 fn open(dump: &std::path::Path, symbols: Option<&str>, offline: bool) -> anyhow::Result<Session> {
     Ok(offline_if(Session::open_dump(dump, symbols)?, offline))
+}
+
+/// Says on stderr what could not be read of a dump cut short (`analyze` reports it among its
+/// limitations instead).
+fn warn_of_losses(session: &Session) {
+    for loss in session.target().file_losses() {
+        eprintln!("warning: {loss}");
+    }
 }
 
 /// `session`, kept off symbol servers when `offline`.

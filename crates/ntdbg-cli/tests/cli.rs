@@ -163,12 +163,36 @@ fn a_file_that_is_not_a_dump_exits_1() {
 #[test]
 fn a_truncated_dump_exits_1_without_panicking() {
     let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-null.dmp")).expect("sample");
-    let path = temp_file("truncated.dmp", &bytes[..200]);
+    let path = temp_file("truncated.dmp", &bytes[..100]);
     let o = ntdbg(&["analyze", &path.display().to_string()]);
     assert_eq!(o.status.code(), Some(1), "stdout: {}", stdout(&o));
     let err = stderr(&o);
     assert!(err.contains("corrupt or truncated"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Cut after its system info: what lies whole is read, and the loss is said (`analyze`: a
+/// limitation; `run`: a warning).
+#[test]
+fn a_dump_cut_short_is_read_as_far_as_it_goes() {
+    let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-null.dmp")).expect("sample");
+    let path = temp_file("cut-short.dmp", &bytes[..bytes.len() / 3]);
+    let path = path.display().to_string();
+    let o = ntdbg(&["analyze", &path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let limitations = report["limitations"].to_string();
+    assert!(
+        limitations.contains("the dump is cut short"),
+        "{limitations}"
+    );
+    let o = ntdbg(&["run", &path, "-c", "~"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("warning: the dump is cut short"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod context;
+mod cut_dump;
 mod error;
 pub mod gdb_target;
 pub mod kernel_dump;
@@ -113,6 +114,17 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// `!process`, …); `None` for every other target.
     fn as_kernel_dump(&self) -> Option<&KernelDump> {
         None
+    }
+    /// What could not be read from the target's file, one line each: a dump cut short keeps
+    /// its streams' whole parts and says here what lies past the end. The analysis reports
+    /// these as limitations.
+    fn file_losses(&self) -> &[String] {
+        &[]
+    }
+    /// Whether captured memory (a range, a thread's stack) lies past the end of the file:
+    /// a guess that reads memory (a stack scan) may then miss what would have refuted it.
+    fn memory_cut_short(&self) -> bool {
+        false
     }
     /// `Ok` while the file the target reads (a dump) holds what it held when it was opened;
     /// the error says how it changed (truncated, copied over, written). What was read from it
