@@ -131,7 +131,7 @@ impl UserDump {
                 if captured < u64::from(region.data_size) {
                     short_stacks += 1;
                 }
-                let stack_region = (captured > 0).then(|| MemoryRegion {
+                let stack_region = (captured > 0).then_some(MemoryRegion {
                     base: t.raw.stack.start_of_memory_range,
                     size: captured,
                 });
