@@ -9,7 +9,7 @@ use crate::report::{
 use crate::signature::{build_signature, kind_tag, SignatureConfig};
 use ntdbg_engine::stack::{Frame, Stack};
 use ntdbg_engine::text::prefixed_pointer_hex;
-use ntdbg_engine::{module_name, Session};
+use ntdbg_engine::{module_name, EngineError, Session};
 
 /// Analyses the session's last event. Never fails: what cannot be known becomes a limitation.
 /// When symbols may be downloaded, the event stack's modules load in parallel first, so every
@@ -18,13 +18,22 @@ pub fn analyze(session: &Session) -> Report {
     analyze_with(session, &SignatureConfig::default())
 }
 
+/// [`analyze_with`], then the session's files checked ([`Session::check_files`]): a report
+/// read from a dump or symbol file that changed on disk meanwhile is replaced by the error
+/// saying so.
+pub fn analyze_checked(session: &Session, config: &SignatureConfig) -> Result<Report, EngineError> {
+    let report = analyze_with(session, config);
+    session.check_files()?;
+    Ok(report)
+}
+
 /// [`analyze`] with a chosen signature configuration (which modules count as system).
 pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     session.preload_event_stack_symbols();
     let target = session.target();
     let ptr = target.arch().pointer_size();
     let hex = |v: u64| format!("{v:#x}");
-    let mut limitations = Vec::new();
+    let mut limitations = target.file_losses().to_vec();
 
     let dump = DumpFacts {
         path: target.origin().to_string(),
@@ -55,7 +64,11 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (facts, Some((e, d)))
         }
         None => {
-            limitations.push("the dump has no exception stream: no crash event to analyse".into());
+            // A dump cut short has said above whether its exception record was lost.
+            if target.file_losses().is_empty() {
+                limitations
+                    .push("the dump has no exception stream: no crash event to analyse".into());
+            }
             let facts = EventFacts {
                 kind: "none".into(),
                 code: None,

@@ -29,7 +29,7 @@ pub mod signature;
 pub mod stackwalk;
 pub mod triage;
 
-pub use analyze::{analyze, analyze_with};
+pub use analyze::{analyze, analyze_checked, analyze_with};
 pub use report::{
     DumpFacts, EventFacts, Inference, ModuleFacts, PointedTo, Report, StackEntry, REPORT_FRAMES,
     REPORT_VERSION,

@@ -96,7 +96,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let rules = signature_config(signature_rules.as_deref())?;
             let session = open(&dump, symbols.as_deref(), offline)?;
             let indicator = progress::Indicator::install(session.symbols());
-            let report = ntdbg_analysis::analyze_with(&session, &rules);
+            let report = ntdbg_analysis::analyze_checked(&session, &rules)?;
             drop(indicator);
             // One write for the whole report, not one per line (stdout is line-buffered).
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -328,7 +328,7 @@ impl args::TargetArgs {
                     offline,
                 ))
             }
-            (None, Some(dump)) => open(dump, symbols, offline),
+            (None, Some(dump)) => open(dump, symbols, offline).inspect(warn_of_losses),
             (None, None) => anyhow::bail!(
                 "give a dump file or --attach gdb:HOST:PORT (pid:N, exe:PATH on Windows)"
             ),
@@ -373,6 +373,14 @@ fn warn_missing_symbol_folders(symbols: Option<&str>) {
                 folder.display()
             );
         }
+    }
+}
+
+/// Says on stderr what could not be read of a dump cut short (`analyze` reports it among its
+/// limitations instead).
+fn warn_of_losses(session: &Session) {
+    for loss in session.target().file_losses() {
+        eprintln!("warning: {loss}");
     }
 }
 

@@ -44,7 +44,7 @@ fn headers(bytes: &[u8]) -> Option<ImageHeaders> {
 pub fn symbolize_image(exe: &Path) -> anyhow::Result<()> {
     // The headers are in the first page; the symbol store reads what it needs of the image.
     let mut bytes = Vec::with_capacity(4096);
-    std::fs::File::open(exe)
+    ntdbg_files::open_regular(exe)
         .and_then(|f| f.take(4096).read_to_end(&mut bytes))
         .with_context(|| exe.display().to_string())?;
     let Some(h) = headers(&bytes) else {

@@ -162,12 +162,36 @@ fn a_file_that_is_not_a_dump_exits_1() {
 #[test]
 fn a_truncated_dump_exits_1_without_panicking() {
     let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-null.dmp")).expect("sample");
-    let path = temp_file("truncated.dmp", &bytes[..200]);
+    let path = temp_file("truncated.dmp", &bytes[..100]);
     let o = ntdbg(&["analyze", &path.display().to_string()]);
     assert_eq!(o.status.code(), Some(1), "stdout: {}", stdout(&o));
     let err = stderr(&o);
     assert!(err.contains("corrupt or truncated"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Cut after its system info: what lies whole is read, and the loss is said (`analyze`: a
+/// limitation; `run`: a warning).
+#[test]
+fn a_dump_cut_short_is_read_as_far_as_it_goes() {
+    let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-null.dmp")).expect("sample");
+    let path = temp_file("cut-short.dmp", &bytes[..bytes.len() / 3]);
+    let path = path.display().to_string();
+    let o = ntdbg(&["analyze", &path, "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let limitations = report["limitations"].to_string();
+    assert!(
+        limitations.contains("the dump is cut short"),
+        "{limitations}"
+    );
+    let o = ntdbg(&["run", &path, "-c", "~"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("warning: the dump is cut short"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -365,5 +389,99 @@ fn kernel_sessions_prompt_kd() {
         stdout(&o).starts_with("0:000> vertarget\n"),
         "{}",
         stdout(&o)
+    );
+}
+
+/// `ntdbg ARGS`, killed if it has not ended within a minute (a command blocked on a FIFO
+/// would wait forever): `None` then.
+#[cfg(unix)]
+fn ntdbg_within_a_minute(args: &[&str]) -> Option<Output> {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ntdbg"))
+        .args(args)
+        .env_remove("_NT_SYMBOL_PATH")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ntdbg runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Some(child.wait_with_output().expect("output"))
+}
+
+/// A FIFO named like a dump (or a database) in a folder blocks no command: opened as a dump
+/// it is one clear error, and a listing reports it beside the real dumps.
+#[cfg(unix)]
+#[test]
+fn a_fifo_named_like_a_dump_blocks_no_command() {
+    let dir = ntdbg_testutil::corrupt::TempDir::new("cli-fifo");
+    std::fs::copy(
+        ntdbg_testutil::sample("crashy-x64-null.dmp"),
+        dir.path().join("good.dmp"),
+    )
+    .unwrap();
+    let mkfifo = |name: &str| {
+        let path = dir.path().join(name);
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        path.display().to_string()
+    };
+    let fifo = mkfifo("blocked.dmp");
+    let fifo_db = mkfifo("fifo.db");
+    let folder = dir.path().display().to_string();
+    let db = dir.path().join("store.db").display().to_string();
+    let refusal = "blocked.dmp is a named pipe (FIFO), not a regular file";
+    let run = |args: &[&str]| {
+        ntdbg_within_a_minute(args).unwrap_or_else(|| panic!("`ntdbg {}` blocked", args.join(" ")))
+    };
+
+    for args in [
+        vec!["analyze", fifo.as_str()],
+        vec!["run", fifo.as_str(), "-c", "k"],
+        vec!["repl", fifo.as_str()],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(refusal), "{args:?}: {}", stderr(&o));
+    }
+    let listed = run(&["list", &folder, "--json"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let listing: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let errors: Vec<&str> = listing["dumps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["error"]["message"].as_str())
+        .collect();
+    assert!(
+        errors.len() == 1 && errors[0].contains(refusal),
+        "{listing}"
+    );
+    let triaged = run(&["triage", &folder, "--json", "--offline"]);
+    let triage: serde_json::Value = serde_json::from_slice(&triaged.stdout).unwrap();
+    assert_eq!(triage["dumps"], 2, "{triage}");
+    assert!(
+        triage["failed"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(refusal)),
+        "{triage}"
+    );
+    let ingested = run(&["ingest", &folder, "--db", &db, "--offline"]);
+    assert!(stderr(&ingested).contains(refusal), "{}", stderr(&ingested));
+    let into_fifo = run(&["ingest", &folder, "--db", &fifo_db, "--offline"]);
+    assert_eq!(into_fifo.status.code(), Some(1));
+    assert!(
+        stderr(&into_fifo).contains("fifo.db is a named pipe (FIFO), not a regular file"),
+        "{}",
+        stderr(&into_fifo)
     );
 }

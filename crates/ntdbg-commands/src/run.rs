@@ -203,8 +203,34 @@ enum Action {
     Command(&'static CommandSpec),
 }
 
-/// One command through the pipeline: parse, resolve, admit, execute.
+/// One command through the pipeline: parse, resolve, admit, execute; then the files it read
+/// are checked, so that an answer read from a dump or symbol file that changed on disk
+/// meanwhile is replaced by the error saying so.
 fn run_with(
+    session: &mut Session,
+    text: &str,
+    policy: &Policy,
+) -> Result<CommandOutput, CommandError> {
+    session.check_dump().map_err(file_changed)?;
+    let result = run_unchecked(session, text, policy);
+    // Also when it failed: its error may come from bytes that changed.
+    session.check_files().map_err(file_changed)?;
+    result
+}
+
+/// The error for a dump or symbol file that changed on disk, with what to do.
+pub(crate) fn file_changed(e: ntdbg_engine::EngineError) -> CommandError {
+    let hint = match e.code() {
+        ErrorCode::DumpChanged => {
+            "open the dump again, in a new session, to read what it holds now"
+        }
+        _ => "run the command again: the symbols are read again from what the files hold now",
+    };
+    CommandError::from(e).with_hint(hint)
+}
+
+/// [`run_with`] without the file checks.
+fn run_unchecked(
     session: &mut Session,
     text: &str,
     policy: &Policy,

@@ -6,6 +6,7 @@
 mod address_synthetic;
 mod corrupt_session;
 mod faults_golden;
+mod files_changed;
 mod frames;
 mod golden;
 mod image_memory;

@@ -48,6 +48,16 @@ pub enum EngineError {
     /// The work was cancelled through the session's [`Interrupt`](crate::Interrupt).
     #[error("cancelled")]
     Cancelled(#[from] crate::Cancelled),
+    /// The dump file changed on disk (truncated, copied over, written) while the session had
+    /// it open: nothing read from it since can be trusted.
+    #[error("the dump {0}; nothing more is read from it in this session")]
+    DumpChanged(ntdbg_files::FileChanged),
+    /// A file the loaded symbols read (a Breakpad `.sym`, a symbol index, an image) changed
+    /// on disk while in use; those symbols were dropped and are read again on next use.
+    #[error(
+        "a symbol file {0}; that module's symbols were dropped and are read again on next use"
+    )]
+    SymbolsChanged(ntdbg_files::FileChanged),
 }
 
 impl EngineError {
@@ -64,6 +74,8 @@ impl EngineError {
             EngineError::NoFrameVariables { .. } => ErrorCode::NoFrameVariables,
             EngineError::Live { code, .. } => *code,
             EngineError::Cancelled(_) => ErrorCode::Cancelled,
+            EngineError::DumpChanged(_) => ErrorCode::DumpChanged,
+            EngineError::SymbolsChanged(_) => ErrorCode::SymbolFileChanged,
         }
     }
 }

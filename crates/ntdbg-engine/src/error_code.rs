@@ -186,6 +186,12 @@ error_codes! {
     UnsupportedDump = "unsupported_dump",
     /// A dump whose header cannot be read (listing).
     UnreadableDump = "unreadable_dump",
+    /// The dump changed on disk while its session had it open.
+    DumpChanged = "dump_changed",
+    /// A symbol file, index or image changed on disk while its symbols were in use.
+    SymbolFileChanged = "symbol_file_changed",
+    /// A path that names a FIFO, a socket or a device where a file is read.
+    NotARegularFile = "not_a_regular_file",
     /// A file that exists and must not be overwritten.
     FileExists = "file_exists",
     /// A path that is not a folder.

@@ -132,6 +132,24 @@ impl Session {
         self.target.as_mut()
     }
 
+    /// `Ok` while the dump file holds what it held when the session opened it (one `fstat`;
+    /// a live target always). A dump truncated, copied over or written since fails every
+    /// later check: what is read from it may be zeros or another file's bytes.
+    pub fn check_dump(&self) -> Result<(), EngineError> {
+        self.target.check_source().map_err(EngineError::DumpChanged)
+    }
+
+    /// [`Session::check_dump`], then the files behind the symbols loaded so far: symbols
+    /// whose `.sym`, index or image changed on disk are dropped (read again on next use) and
+    /// reported. Front ends check after each command and analysis, so that an answer read
+    /// from a file that changed meanwhile is replaced by this error.
+    pub fn check_files(&self) -> Result<(), EngineError> {
+        self.check_dump()?;
+        self.symbols
+            .check_loaded()
+            .map_err(EngineError::SymbolsChanged)
+    }
+
     /// The symbol store.
     pub fn symbols(&self) -> &SymbolStore {
         &self.symbols

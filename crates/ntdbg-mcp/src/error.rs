@@ -117,6 +117,9 @@ impl From<TargetError> for ToolError {
             ErrorCode::CorruptDump => error
                 .with_hint("the file is damaged or cut short: get a fresh copy of the dump")
                 .unrecoverable(),
+            ErrorCode::NotARegularFile => error
+                .with_hint("give a regular file: FIFOs, sockets and devices are never opened")
+                .unrecoverable(),
             ErrorCode::UnsupportedDump => error
                 .with_hint(
                     "this kind of dump cannot be opened yet; list_dumps still shows its header",
@@ -170,6 +173,12 @@ fn mcp_hint(code: ErrorCode) -> Option<&'static str> {
         ErrorCode::UnknownCommand => "run `help` for the list of supported commands",
         ErrorCode::SyntaxError => "check quotes, braces and arguments; `help` shows usage",
         ErrorCode::TargetRunning => "break_in stops it; wait_for_event waits for the next stop",
+        ErrorCode::DumpChanged => {
+            "close_session, then open_dump again to read the file as it is now"
+        }
+        ErrorCode::SymbolFileChanged => {
+            "call again: the symbols are read again from what the files hold now"
+        }
         _ => return None,
     })
 }

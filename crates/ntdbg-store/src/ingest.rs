@@ -26,7 +26,7 @@ pub struct IngestSummary {
 
 /// The SHA-256 of a file's bytes (lowercase hex) and its size.
 pub fn content_hash(path: &Path) -> std::io::Result<(String, u64)> {
-    let mut file = std::fs::File::open(path)?;
+    let mut file = ntdbg_files::open_regular(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;

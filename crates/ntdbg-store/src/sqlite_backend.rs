@@ -27,6 +27,13 @@ impl SqliteBackend {
         let fail = |e: rusqlite::Error| {
             StoreError::new(format!("cannot open database {}: {e}", path.display()))
         };
+        // SQLite would wait forever on a FIFO named as the database or one of its files.
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            ntdbg_files::require_regular_or_missing(Path::new(&file))
+                .map_err(|e| StoreError::new(format!("cannot open database: {e}")))?;
+        }
         let conn = Connection::open(path).map_err(fail)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(fail)?;
         // WAL: readers never block the writer; NORMAL sync is durable at each checkpoint and

@@ -32,7 +32,7 @@ pub(crate) fn compressed_name(name: &str) -> String {
 
 /// Expands the file `name` (or the cabinet's only file) from the CAB at `cab` into `target`.
 pub(crate) fn decompress_cab(cab: &Path, name: &str, target: &Path) -> std::io::Result<u64> {
-    let file = std::fs::File::open(cab)?;
+    let file = ntdbg_files::open_regular(cab)?;
     let mut cabinet = cab::Cabinet::new(std::io::BufReader::new(file))?;
     let entries: Vec<String> = cabinet
         .folder_entries()

@@ -62,6 +62,9 @@ pub enum SymbolError {
         /// The identity the file has.
         found: String,
     },
+    /// A file changed on disk (truncated, copied over, written) while it was being read.
+    #[error(transparent)]
+    Changed(#[from] ntdbg_files::FileChanged),
     /// A reader panicked on a damaged file; the panic was contained.
     #[error("{}: reader crashed on damaged input ({what})", path.display())]
     Panicked {
@@ -82,6 +85,7 @@ impl SymbolError {
             SymbolError::Breakpad { .. } => "bad_breakpad_symbols",
             SymbolError::Pe { .. } => "bad_image",
             SymbolError::Mismatch { .. } => "mismatch",
+            SymbolError::Changed(_) => "file_changed",
             SymbolError::Panicked { .. } => "reader_panicked",
         }
     }

@@ -6,10 +6,10 @@
 //! dump does not hold), so the byte ranges really read are kept and checked before any
 //! unwind data is trusted.
 
-use std::fs::File;
 use std::ops::Range;
 use std::path::PathBuf;
 
+use ntdbg_files::{FileChanged, WatchedFile};
 use ntdbg_formats::pe::{Export, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE};
 use ntdbg_formats::FormatError;
 
@@ -57,13 +57,9 @@ impl MappedImage {
     /// Opens an image file (`len` bytes) as the loader would map it at `load_base`: sections
     /// at their RVAs, base relocations applied when `load_base` is not the image's preferred
     /// base. Only the headers are read now; the rest when asked for.
-    pub fn from_file(
-        file: File,
-        len: u64,
-        path: PathBuf,
-        load_base: u64,
-    ) -> Result<MappedImage, FormatError> {
-        let (info, image, at_load_address) = FileImage::open(file, len, load_base)?;
+    pub fn from_file(file: WatchedFile, load_base: u64) -> Result<MappedImage, FormatError> {
+        let path = file.path().to_path_buf();
+        let (info, image, at_load_address) = FileImage::open(file, load_base)?;
         Ok(MappedImage {
             info,
             source: ImageSource::File(path),
@@ -195,6 +191,23 @@ impl MappedImage {
         false
     }
 
+    /// `Ok` while the bytes behind the image (its file, or the dump's mapping it borrows
+    /// from) hold what they held when it was read. An owner of borrowed bytes already in
+    /// `checked` (many images borrow from one dump) is not checked again; one found unchanged
+    /// is added.
+    pub fn check_source(&self, checked: &mut Vec<usize>) -> Result<(), FileChanged> {
+        match &self.content {
+            Content::Memory { bytes, .. } => {
+                if !checked.contains(&bytes.owner_id()) {
+                    bytes.check()?;
+                    checked.push(bytes.owner_id());
+                }
+                Ok(())
+            }
+            Content::File(file) => file.check_source(),
+        }
+    }
+
     /// `len` bytes at `rva` if all of them were really read.
     pub fn read(&self, rva: u32, len: usize) -> Option<SharedBytes> {
         if !self.is_valid(rva, u32::try_from(len).ok()?) {
@@ -288,9 +301,7 @@ mod tests {
     }
 
     fn open(path: &std::path::Path, base: u64) -> MappedImage {
-        let file = File::open(path).unwrap();
-        let len = file.metadata().unwrap().len();
-        MappedImage::from_file(file, len, path.to_path_buf(), base).unwrap()
+        MappedImage::from_file(WatchedFile::open(path).unwrap(), base).unwrap()
     }
 
     #[test]
@@ -349,17 +360,19 @@ mod tests {
         // Cut inside the headers: a clear error, no image.
         for cut in [0, 2, 0x40, 0x100, 0x200] {
             let path = dir.write(&format!("cut{cut}.exe"), &file[..cut]);
-            let f = File::open(&path).unwrap();
-            assert!(MappedImage::from_file(f, cut as u64, path.clone(), 0).is_err());
+            let f = WatchedFile::open(&path).unwrap();
+            assert!(MappedImage::from_file(f, 0).is_err());
         }
         // Truncated after opening (a file replaced in place under a server): reads fail,
-        // nothing panics.
+        // nothing panics, and the image says that its file changed.
         let path = dir.write("later.exe", &file);
         let image = open(&path, 0x1_4000_0000);
+        assert_eq!(image.check_source(&mut Vec::new()), Ok(()));
         std::fs::write(&path, &file[..0x400]).unwrap();
         let pdata = image.info.exception_directory.unwrap();
         assert!(image.read(pdata.rva, pdata.size as usize).is_none());
         assert!(image.exports().is_err());
+        assert!(image.check_source(&mut Vec::new()).is_err());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! [`ntdbg_formats::pe::apply_base_relocations`] would give, without holding `SizeOfImage`
 //! bytes: a few 4 KiB pages are kept in a small cache (code read again and again while a
 //! stack is scanned). The file stays open; a file truncated or replaced in place under a
-//! long-lived server makes reads fail (`None`), never the process.
+//! long-lived server makes reads fail (`None`), never the process, and
+//! [`FileImage::check_source`] says that it changed.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -17,6 +18,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use object::pe as raw;
 use object::read::pe::RelocationBlockIterator;
 
+use ntdbg_files::{FileChanged, WatchedFile};
 use ntdbg_formats::pe::{PeBytes, PeInfo, PeLayout, MAX_MAPPED_IMAGE_SIZE};
 use ntdbg_formats::FormatError;
 
@@ -51,7 +53,7 @@ impl Fixup {
 /// An image file read on demand in mapped layout.
 #[derive(Debug)]
 pub(crate) struct FileImage {
-    file: File,
+    file: WatchedFile,
     /// `SizeOfImage`.
     size: u32,
     /// What the loader copies from the file, in its order (a later piece overwrites an
@@ -113,17 +115,23 @@ impl PeBytes for FileBytes<'_> {
 }
 
 impl FileImage {
-    /// Parses the headers of `file` (`len` bytes long) and prepares reads as the image
-    /// would be mapped at `load_base`. Also returns whether the base relocations could all
+    /// Parses the headers of `file` and prepares reads as the image would be mapped at
+    /// `load_base`. Also returns whether the base relocations could all
     /// be applied (as [`ntdbg_formats::pe::apply_base_relocations`] would: those before a
     /// bad entry are applied, the rest not). Overlapping relocations, which only a damaged
     /// table has, are all dropped and reported as not applied.
     pub fn open(
-        file: File,
-        len: u64,
+        file: WatchedFile,
         load_base: u64,
     ) -> Result<(PeInfo, FileImage, bool), FormatError> {
-        let info = PeInfo::parse_from(&FileBytes { file: &file, len }, PeLayout::File)?;
+        let len = file.len();
+        let info = PeInfo::parse_from(
+            &FileBytes {
+                file: file.file(),
+                len,
+            },
+            PeLayout::File,
+        )?;
         if info.size_of_image > MAX_MAPPED_IMAGE_SIZE {
             return Err(FormatError::Unsupported {
                 what: "SizeOfImage (too large to map)",
@@ -215,6 +223,11 @@ impl FileImage {
         }
         self.fixups = fixups;
         complete
+    }
+
+    /// `Ok` while the file holds what it held when it was opened.
+    pub fn check_source(&self) -> Result<(), FileChanged> {
+        self.file.check()
     }
 
     /// `SizeOfImage`.
@@ -312,7 +325,12 @@ impl FileImage {
                 continue;
             }
             let dst = &mut out[(from - rva) as usize..(to - rva) as usize];
-            read_exact_at(&self.file, dst, piece.offset + u64::from(from - piece.rva)).ok()?;
+            read_exact_at(
+                self.file.file(),
+                dst,
+                piece.offset + u64::from(from - piece.rva),
+            )
+            .ok()?;
         }
         Some(out)
     }

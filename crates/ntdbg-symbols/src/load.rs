@@ -431,14 +431,11 @@ fn verified<T>(
 }
 
 fn read_image_file(path: &Path, ident: &Identity) -> Result<MappedImage, SymbolError> {
-    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
-    let len = file.metadata().map_err(|e| io(path, e))?.len();
+    let file = ntdbg_files::WatchedFile::open(path).map_err(|e| io(path, e))?;
     let img = guarded(path, "PE reader", || {
-        MappedImage::from_file(file, len, path.to_path_buf(), ident.base).map_err(|source| {
-            SymbolError::Pe {
-                path: path.to_path_buf(),
-                source,
-            }
+        MappedImage::from_file(file, ident.base).map_err(|source| SymbolError::Pe {
+            path: path.to_path_buf(),
+            source,
         })
     })?;
     let want_ts = ident.time_date_stamp;
@@ -609,6 +606,7 @@ pub(crate) fn read_breakpad_whole(
 /// answers for, else parsed whole.
 fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, SymbolError> {
     let raw = SharedBytes::of_file(path).map_err(|e| io(path, e))?;
+    let source = raw.clone();
     let bad = |message: String| SymbolError::Breakpad {
         path: path.to_path_buf(),
         message,
@@ -617,7 +615,7 @@ fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, Symbol
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
     let cache = crate::default_cache_dir();
-    guarded(path, "Breakpad parser", || {
+    let tables = guarded(path, "Breakpad parser", || {
         let text = match (is_xz, lazy_from) {
             (false, _) => raw,
             (true, Some(_)) => {
@@ -648,7 +646,13 @@ fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, Symbol
         SymbolFile::from_bytes(&text)
             .map(|sym| Tables::Parsed(Arc::new(sym)))
             .map_err(|e| bad(e.to_string()))
-    })
+    })?;
+    // Parsed from a mapping: a file cut or rewritten meanwhile gave zeros or other bytes.
+    // (A lazy reader keeps the mapping, which the session checks after each command.)
+    if matches!(tables, Tables::Parsed(_)) {
+        source.check()?;
+    }
+    Ok(tables)
 }
 
 type LoadedPdb = (PathBuf, Tables, Vec<(String, u64)>);
@@ -779,7 +783,7 @@ pub(crate) fn convert_pdb(
     want: &PdbIdentity,
     code: Option<&(String, String)>,
 ) -> Result<(SymbolFile, Vec<(String, u64)>), SymbolError> {
-    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
+    let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
     let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
         path: path.to_path_buf(),
         source,
@@ -832,7 +836,7 @@ pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
 /// Converts a PDB to Breakpad symbol text without checking its identity (for tools and
 /// tests): the `MODULE` line carries the PDB's own GUID and age.
 pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
-    let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
+    let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
     let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
         path: path.to_path_buf(),
         source,

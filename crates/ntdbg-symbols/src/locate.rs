@@ -156,9 +156,9 @@ pub(crate) fn store_extras(dir: &Path, name: &str, key: &str) -> (Vec<PathBuf>, 
     };
     let mut redirected = None;
     if let Some(ptr) = child_ci(&key_dir, "file.ptr") {
-        match std::fs::read(&ptr) {
+        match ntdbg_files::read_regular(&ptr, 4096) {
             Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]);
+                let text = String::from_utf8_lossy(&bytes);
                 let text = text.trim();
                 if let Some(target) = text.strip_prefix("PATH:") {
                     let target = PathBuf::from(target.trim());

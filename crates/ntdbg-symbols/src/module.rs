@@ -323,6 +323,29 @@ impl ModuleSymbols {
         self.pdb_identity.clone()
     }
 
+    /// `Ok` while every file these symbols still read holds what it held when it was opened:
+    /// a mapped Breakpad text or index, the image file, the dump mapping an image was
+    /// borrowed from. Otherwise answers given since may be wrong, and the symbols must be
+    /// dropped and loaded again ([`crate::SymbolStore::check_loaded`] does).
+    pub fn check_sources(&self) -> Result<(), ntdbg_files::FileChanged> {
+        self.check_sources_once(&mut Vec::new())
+    }
+
+    /// [`ModuleSymbols::check_sources`], skipping the owners of borrowed bytes already in
+    /// `checked` (the dump many modules' images come from) and adding those it checks.
+    pub(crate) fn check_sources_once(
+        &self,
+        checked: &mut Vec<usize>,
+    ) -> Result<(), ntdbg_files::FileChanged> {
+        if let Some(tables) = &self.symbols {
+            tables.check_sources()?;
+        }
+        // The unwinder reads the same image.
+        self.image
+            .as_ref()
+            .map_or(Ok(()), |image| image.check_source(checked))
+    }
+
     /// Every place looked at and why it was not used, in order (e.g.
     /// `/syms/crashy.pdb: GUID/age mismatch (want …, file has …)`); the last entry says what
     /// was loaded.

@@ -205,7 +205,26 @@ impl SharedSymbols {
         symbols
     }
 
-    /// A cached load of `key` that `read` answers alike.
+    /// Drops `symbols` (whose files changed on disk) from the cache.
+    pub(crate) fn forget(&self, symbols: &Arc<ModuleSymbols>) {
+        let mut inner = lock(&self.inner);
+        let mut freed = 0;
+        for list in inner.entries.values_mut() {
+            list.retain(|e| {
+                let gone = Arc::ptr_eq(&e.symbols, symbols);
+                if gone {
+                    freed += e.bytes;
+                }
+                !gone
+            });
+        }
+        inner.entries.retain(|_, list| !list.is_empty());
+        inner.stats.bytes -= freed;
+        inner.stats.entries = inner.entries.values().map(Vec::len).sum();
+    }
+
+    /// A cached load of `key` that `read` answers alike, and whose files have not changed
+    /// on disk since (one that changed is dropped, and the caller loads again).
     fn find(
         &self,
         key: &LoadKey,
@@ -221,6 +240,10 @@ impl SharedSymbols {
         let hit = candidates
             .into_iter()
             .find(|(_, reads)| same_memory(reads, read))?;
+        if hit.0.check_sources().is_err() {
+            self.forget(&hit.0);
+            return None;
+        }
         let mut inner = lock(&self.inner);
         inner.clock += 1;
         let now = inner.clock;

@@ -1,5 +1,6 @@
 //! Bytes shared with their owner instead of copied: a module image borrowed from a dump's
-//! memory mapping, or a buffer read for it. Cloning is a reference-count increment.
+//! memory mapping, a mapped symbol file, or a buffer read for it. Cloning is a
+//! reference-count increment.
 
 use std::fmt;
 use std::io;
@@ -7,8 +8,10 @@ use std::ops::{Deref, Range};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Whatever holds the bytes: a memory-mapped dump file, a `Vec<u8>`, …
-pub type ByteOwner = Arc<dyn AsRef<[u8]> + Send + Sync>;
+use ntdbg_files::{ByteSource, FileChanged};
+
+/// Whatever holds the bytes: a mapped dump or symbol file, a `Vec<u8>`, …
+pub type ByteOwner = Arc<dyn ByteSource>;
 
 /// A view of `range` inside an owner's bytes.
 #[derive(Clone)]
@@ -20,7 +23,7 @@ pub struct SharedBytes {
 impl SharedBytes {
     /// `range` of `owner`'s bytes; `None` when the range does not lie inside them.
     pub fn new(owner: ByteOwner, range: Range<usize>) -> Option<SharedBytes> {
-        let len = (*owner).as_ref().len();
+        let len = owner.bytes().len();
         (range.start <= range.end && range.end <= len).then_some(SharedBytes { owner, range })
     }
 
@@ -36,27 +39,42 @@ impl SharedBytes {
 }
 
 impl SharedBytes {
-    /// The bytes of the file at `path`. On Unix they are mapped read-only: pages come from the
-    /// page cache as they are touched, with no copy into a fresh buffer (a large `.sym` read
-    /// whole spent more time in the kernel's copy and page faults than in being scanned). A
-    /// mapping assumes what the dump's does: nobody truncates the file while it is open.
-    /// Elsewhere (Windows refuses to replace or delete a mapped file, which the symbol cache
-    /// does) and for an empty file, they are read into memory.
+    /// The bytes of the regular file at `path` ([`ntdbg_files::open_regular`]). On Unix they
+    /// are mapped read-only: pages come from the page cache as they are touched, with no copy
+    /// into a fresh buffer (a large `.sym` read whole spent more time in the kernel's copy and
+    /// page faults than in being scanned). The file may be truncated or rewritten while it is
+    /// mapped: [`SharedBytes::check`] then says so (a vanished page reads as zeros, never a
+    /// signal). Elsewhere (Windows refuses to replace or delete a mapped file, which the
+    /// symbol cache does) they are read into memory.
     pub fn of_file(path: &Path) -> io::Result<SharedBytes> {
         #[cfg(unix)]
         {
-            let file = std::fs::File::open(path)?;
-            if file.metadata()?.len() > 0 {
-                // SAFETY: the mapping is read-only; see above for the truncation caveat.
-                let map = unsafe { memmap2::Mmap::map(&file) }?;
-                let len = map.len();
-                return Ok(SharedBytes {
-                    owner: Arc::new(map),
-                    range: 0..len,
-                });
-            }
+            let map = ntdbg_files::FileMap::open(path)?;
+            let len = map.len();
+            Ok(SharedBytes {
+                owner: Arc::new(map),
+                range: 0..len,
+            })
         }
-        std::fs::read(path).map(SharedBytes::from)
+        #[cfg(not(unix))]
+        {
+            use std::io::Read;
+            let mut bytes = Vec::new();
+            ntdbg_files::open_regular(path)?.read_to_end(&mut bytes)?;
+            Ok(SharedBytes::from(bytes))
+        }
+    }
+
+    /// `Ok` while the owner holds what it held when these bytes were taken (a mapped file
+    /// not truncated or rewritten since; bytes in memory always).
+    pub fn check(&self) -> Result<(), FileChanged> {
+        self.owner.check()
+    }
+
+    /// Which owner holds these bytes (the same number for every view of one owner), so that
+    /// a caller checking many views checks each owner once.
+    pub(crate) fn owner_id(&self) -> usize {
+        Arc::as_ptr(&self.owner).cast::<()>() as usize
     }
 }
 
@@ -73,11 +91,8 @@ impl From<Vec<u8>> for SharedBytes {
 impl Deref for SharedBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // The range was checked against the owner, whose bytes never change.
-        (*self.owner)
-            .as_ref()
-            .get(self.range.clone())
-            .unwrap_or(&[])
+        // The range was checked against the owner, whose length never changes.
+        self.owner.bytes().get(self.range.clone()).unwrap_or(&[])
     }
 }
 

@@ -324,6 +324,43 @@ impl SymbolStore {
         ))
     }
 
+    /// Checks the files behind every module loaded so far ([`ModuleSymbols::check_sources`]):
+    /// a module whose symbol file, index or image changed on disk is forgotten, here and in
+    /// the shared cache, so that its next use loads it again from what the files hold now.
+    /// Returns the first change found: answers given since it happened may be wrong.
+    pub fn check_loaded(&self) -> Result<(), ntdbg_files::FileChanged> {
+        let loaded: Vec<Arc<ModuleSymbols>> = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            cache
+                .values()
+                .flatten()
+                .filter_map(|(_, cell)| cell.get().cloned())
+                .collect()
+        };
+        let (mut first, mut checked) = (None, Vec::new());
+        for symbols in loaded {
+            if let Err(changed) = symbols.check_sources_once(&mut checked) {
+                tracing::warn!("{changed}: the module's symbols are dropped and read again");
+                self.forget(&symbols);
+                first.get_or_insert(changed);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Drops `symbols` from this store and the shared cache.
+    fn forget(&self, symbols: &Arc<ModuleSymbols>) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        for named in cache.values_mut() {
+            named.retain(|(_, cell)| !cell.get().is_some_and(|s| Arc::ptr_eq(s, symbols)));
+        }
+        cache.retain(|_, named| !named.is_empty());
+        drop(cache);
+        if let Some(shared) = self.shared() {
+            shared.forget(symbols);
+        }
+    }
+
     /// Symbols already loaded for the module at `base`, without loading.
     pub fn loaded(&self, base: u64) -> Option<Arc<ModuleSymbols>> {
         let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());

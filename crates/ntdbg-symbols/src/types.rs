@@ -361,7 +361,7 @@ fn convert(data: &TypeData<'_>) -> Ty {
 impl TypeDb {
     /// Reads the type stream of the PDB at `path`.
     pub fn open(path: &Path) -> Result<TypeDb, SymbolError> {
-        let file = std::fs::File::open(path).map_err(|source| SymbolError::Io {
+        let file = ntdbg_files::open_regular(path).map_err(|source| SymbolError::Io {
             path: path.to_path_buf(),
             source,
         })?;

@@ -93,7 +93,7 @@ fn from_copy<T>(copy: Option<&Path>, read: impl FnOnce(&Path) -> Option<T>) -> O
 /// The copy at `path` opened after its header, when the header says it was made from this
 /// `.xz` and its text is at most `max_text` bytes.
 fn open_copy(path: &Path, xz_len: u64, xz_crc: u32, max_text: u64) -> Option<(File, Header)> {
-    let mut file = File::open(path).ok()?;
+    let mut file = ntdbg_files::open_regular(path).ok()?;
     let mut head = [0u8; HEADER_LEN];
     file.read_exact(&mut head).ok()?;
     let header = Header::parse(&head)?;

@@ -48,6 +48,15 @@ pub enum TargetError {
     },
 }
 
+/// Whether `cause` says that the path names a FIFO, a socket or a device (a directory keeps
+/// its `io_error`).
+fn names_no_regular_file(cause: &std::io::Error) -> bool {
+    cause.kind() != std::io::ErrorKind::IsADirectory
+        && cause
+            .get_ref()
+            .is_some_and(|e| e.is::<ntdbg_files::NotRegularFile>())
+}
+
 impl TargetError {
     /// A stable snake_case key for this error.
     pub fn code(&self) -> &'static str {
@@ -55,6 +64,7 @@ impl TargetError {
             TargetError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
                 "file_not_found"
             }
+            TargetError::Io { cause, .. } if names_no_regular_file(cause) => "not_a_regular_file",
             TargetError::Io { .. } => "io_error",
             TargetError::NotADump { .. } => "not_a_dump",
             TargetError::Corrupt { .. } => "corrupt_dump",

@@ -20,6 +20,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod context;
+mod cut_dump;
 mod error;
 pub mod gdb_target;
 pub mod kernel_dump;
@@ -45,16 +46,13 @@ pub use user_dump::UserDump;
 
 /// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a
 /// [`UserDump`], `PAGEDU64`/`PAGEDUMP` a [`KernelDump`].
+/// Only a regular file is opened: a directory, a FIFO or a device fails at once
+/// ([`ntdbg_files::open_regular`]).
 pub fn open(path: &std::path::Path) -> Result<Box<dyn Target>, TargetError> {
     use std::io::Read;
     let mut head = [0u8; 8];
-    let read = std::fs::File::open(path)
-        .and_then(|mut f| {
-            if f.metadata()?.is_dir() {
-                return Ok(0);
-            }
-            f.read(&mut head)
-        })
+    let read = ntdbg_files::open_regular(path)
+        .and_then(|mut f| f.read(&mut head))
         .map_err(|cause| TargetError::Io {
             path: path.to_path_buf(),
             cause,
@@ -123,6 +121,23 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     /// `!process`, …); `None` for every other target.
     fn as_kernel_dump(&self) -> Option<&KernelDump> {
         None
+    }
+    /// What could not be read from the target's file, one line each: a dump cut short keeps
+    /// its streams' whole parts and says here what lies past the end. The analysis reports
+    /// these as limitations.
+    fn file_losses(&self) -> &[String] {
+        &[]
+    }
+    /// Whether captured memory (a range, a thread's stack) lies past the end of the file:
+    /// a guess that reads memory (a stack scan) may then miss what would have refuted it.
+    fn memory_cut_short(&self) -> bool {
+        false
+    }
+    /// `Ok` while the file the target reads (a dump) holds what it held when it was opened;
+    /// the error says how it changed (truncated, copied over, written). What was read from it
+    /// since may be wrong. Targets that are no file always answer `Ok`.
+    fn check_source(&self) -> Result<(), ntdbg_files::FileChanged> {
+        Ok(())
     }
     /// Re-reads what a live target may have changed while it ran (threads, registers,
     /// modules) and forgets cached memory. Dumps never change: the default does nothing.

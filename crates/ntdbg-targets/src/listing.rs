@@ -131,10 +131,10 @@ pub fn has_dump_name(path: &Path) -> bool {
         .any(|ext| name.ends_with(ext))
 }
 
-/// Whether the file starts with a dump signature (a cheap 8-byte read).
+/// Whether the file is a regular file starting with a dump signature (a cheap 8-byte read).
 pub fn looks_like_dump(path: &Path) -> bool {
     let mut head = [0u8; 8];
-    File::open(path)
+    ntdbg_files::open_regular(path)
         .and_then(|mut f| f.read_exact(&mut head))
         .is_ok()
         && (head.starts_with(b"MDMP") || head == *b"PAGEDU64" || head == *b"PAGEDUMP")
@@ -295,7 +295,7 @@ fn read_summary(
     s: &mut DumpSummary,
     describe: &dyn DescribeEvent,
 ) -> Result<(), String> {
-    let mut file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let mut file = ntdbg_files::open_regular(path).map_err(|e| format!("cannot open: {e}"))?;
     s.size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut head = [0u8; 8];
     if file.read_exact(&mut head).is_err() {

@@ -4,8 +4,9 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Whatever holds bytes that [`MemoryView::shared_bytes`] lends (a dump's memory mapping).
-pub type SharedOwner = Arc<dyn AsRef<[u8]> + Send + Sync>;
+/// Whatever holds bytes that [`MemoryView::shared_bytes`] lends (a dump's memory mapping),
+/// able to say whether they changed on disk.
+pub type SharedOwner = Arc<dyn ntdbg_files::ByteSource>;
 
 /// One contiguous range of memory captured in a target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

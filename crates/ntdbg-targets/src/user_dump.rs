@@ -1,21 +1,21 @@
 //! The user-mode minidump target.
 
+use crate::cut_dump::{read_list, CutDump, ListLayout};
 use crate::error::TargetError;
 use crate::memory::{MemoryRegion, MemoryView, SharedOwner};
 use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 use crate::process_facts::{self, HandleInfo, ThreadTimes, UnloadedModule};
 use crate::Target;
-use memmap2::Mmap;
 use minidump::format::MINIDUMP_STREAM_TYPE;
 use minidump::system_info::Cpu;
 use minidump::{
     Minidump, MinidumpException, MinidumpHandleDataStream, MinidumpMemoryInfoList,
-    MinidumpMiscInfo, MinidumpModuleList, MinidumpStream, MinidumpSystemInfo,
-    MinidumpThreadInfoList, MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList,
-    UnifiedMemory,
+    MinidumpMiscInfo, MinidumpModuleList, MinidumpSystemInfo, MinidumpThreadInfoList,
+    MinidumpThreadList, MinidumpThreadNames, MinidumpUnloadedModuleList,
 };
+use minidump_common::format::MINIDUMP_STREAM_TYPE as Stream;
+use ntdbg_files::{FileChanged, FileMap};
 use std::borrow::Cow;
-use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ struct MappedRange {
 #[derive(Debug)]
 pub struct UserDump {
     origin: String,
-    map: Arc<Mmap>,
+    map: Arc<FileMap>,
     ranges: Vec<MappedRange>,
     arch: Arch,
     system: SystemFacts,
@@ -43,6 +43,10 @@ pub struct UserDump {
     unloaded: Vec<UnloadedModule>,
     memory_info: Option<Vec<MemoryInfo>>,
     commit: crate::CommitFacts,
+    /// What could not be read: the file is cut short.
+    losses: Vec<String>,
+    /// Whether captured memory lies past the end of the file.
+    memory_cut_short: bool,
 }
 
 impl UserDump {
@@ -52,34 +56,26 @@ impl UserDump {
             path: path.to_path_buf(),
             cause,
         };
-        let file = File::open(path).map_err(io_err)?;
-        let meta = file.metadata().map_err(io_err)?;
-        if meta.is_dir() {
-            return Err(io_err(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "it is a directory, not a dump file",
-            )));
-        }
-        if meta.len() == 0 {
+        // A regular file only; mapped so that a truncation while it is open reads zeros and
+        // is reported by `check_source`, never a signal.
+        let map = FileMap::open(path).map_err(io_err)?;
+        if map.is_empty() {
             return Err(TargetError::NotADump {
                 path: path.to_path_buf(),
                 signature: "empty file".into(),
             });
         }
-        // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
-        // truncated by another process while it is open.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
         check_signature(path, &map)?;
         Self::from_map(path, map)
     }
 
-    fn from_map(path: &Path, map: Mmap) -> Result<UserDump, TargetError> {
+    fn from_map(path: &Path, map: FileMap) -> Result<UserDump, TargetError> {
         let corrupt = |reason: String| TargetError::Corrupt {
             path: path.to_path_buf(),
             reason,
         };
         let dump = Minidump::read(&map[..]).map_err(|e| corrupt(e.to_string()))?;
-        check_streams_in_file(&dump, map.len()).map_err(corrupt)?;
+        let mut cut = CutDump::new(&dump, &map);
         let system_info = dump
             .get_stream::<MinidumpSystemInfo>()
             .map_err(|e| corrupt(format!("system info stream: {e}")))?;
@@ -97,34 +93,56 @@ impl UserDump {
         };
 
         let mut ranges = Vec::new();
-        if let Some(memory) = dump.get_memory() {
-            for m in memory.iter() {
-                let (base, bytes) = match m {
-                    UnifiedMemory::Memory(m) => (m.base_address, m.bytes),
-                    UnifiedMemory::Memory64(m) => (m.base_address, m.bytes),
-                };
-                push_range(&mut ranges, &map, base, bytes);
-            }
+        for (base, bytes) in cut.memory() {
+            push_range(&mut ranges, &map, base, bytes);
         }
 
         let names = dump.get_stream::<MinidumpThreadNames>().ok();
+        cut.lost_if_cut(Stream::ThreadNamesStream, "the thread names stream");
         let mut threads = Vec::new();
-        if let Some(list) = read_thread_list(&dump, &map, &system_info) {
+        // A thread list cut short, or longer than its count needs (Wine sizes it for every
+        // thread of the process but writes only those a callback kept), is read by its whole
+        // entries.
+        let listed = dump.get_stream::<MinidumpThreadList>();
+        let whole_entries = match listed {
+            Ok(_) => None,
+            Err(_) => {
+                cut.whole_entries(Stream::ThreadListStream, ListLayout::Counted(48), "threads")
+            }
+        };
+        let thread_list = listed
+            .ok()
+            .or_else(|| read_list(whole_entries.as_deref()?, &map, &system_info));
+        if let Some(list) = thread_list {
+            let (mut without_context, mut short_stacks) = (0, 0);
             for t in &list.threads {
                 let region = t.raw.stack.memory;
-                let stack_region = (region.data_size > 0).then(|| MemoryRegion {
-                    base: t.raw.stack.start_of_memory_range,
-                    size: u64::from(region.data_size),
-                });
                 // RVA 0 is the file's header, never stack bytes: full-memory dumps (Wine's
                 // `MiniDumpWriteDump` with full memory) leave it 0 and keep the stack in the
-                // Memory64List read above.
-                let rva = region.rva as usize;
+                // Memory64List read above. A stack cut by the end of the file keeps the part
+                // before it (the innermost frames: stacks grow down).
+                let rva = u64::from(region.rva);
                 let bytes = (rva != 0)
-                    .then(|| map.get(rva..rva.saturating_add(region.data_size as usize)))
+                    .then(|| cut.file_slice(rva, rva + u64::from(region.data_size)))
                     .flatten();
+                let captured = match bytes {
+                    Some(b) => b.len() as u64,
+                    None if rva != 0 => 0,
+                    None => u64::from(region.data_size),
+                };
+                if captured < u64::from(region.data_size) {
+                    short_stacks += 1;
+                }
+                let stack_region = (captured > 0).then_some(MemoryRegion {
+                    base: t.raw.stack.start_of_memory_range,
+                    size: captured,
+                });
                 if let (Some(r), Some(bytes)) = (stack_region, bytes) {
                     push_range(&mut ranges, &map, r.base, bytes);
+                }
+                let context = t.context(&system_info, misc.as_ref()).map(Cow::into_owned);
+                if context.is_none() && t.raw.thread_context.data_size > 0 {
+                    without_context += 1;
                 }
                 threads.push(ThreadInfo {
                     id: t.raw.thread_id,
@@ -135,16 +153,42 @@ impl UserDump {
                     suspend_count: t.raw.suspend_count,
                     priority: t.raw.priority,
                     teb: t.raw.teb & mask,
-                    context: t.context(&system_info, misc.as_ref()).map(Cow::into_owned),
+                    context,
                     stack: stack_region,
                 });
+            }
+            if without_context > 0 {
+                cut.lost(format!(
+                    "threads: the register context of {without_context} lies past the end of the file"
+                ));
+            }
+            if short_stacks > 0 {
+                cut.lost_memory(format!(
+                    "threads: the stack memory of {short_stacks} is cut by the end of the file \
+                     (the part before it is read)"
+                ));
             }
         }
         ranges.sort_by_key(|r| r.region.base);
         ranges.dedup_by_key(|r| r.region.base);
 
-        let modules = dump.get_stream::<MinidumpModuleList>().unwrap_or_default();
-        let event = dump.get_stream::<MinidumpException>().ok().map(|e| {
+        let modules = cut.modules(&dump, &system_info);
+        cut.lost_if_cut(Stream::ExceptionStream, "the exception record");
+        let exception = dump.get_stream::<MinidumpException>().ok();
+        if let Some(e) = &exception {
+            let at = e.raw.thread_context;
+            if at.data_size > 0
+                && cut
+                    .file_slice(
+                        u64::from(at.rva),
+                        u64::from(at.rva) + u64::from(at.data_size),
+                    )
+                    .is_none_or(|b| b.len() < at.data_size as usize)
+            {
+                cut.lost("the exception's register context lies past the end of the file".into());
+            }
+        }
+        let event = exception.map(|e| {
             let rec = &e.raw.exception_record;
             let count = (rec.number_parameters as usize).min(rec.exception_information.len());
             ExceptionEvent {
@@ -161,7 +205,7 @@ impl UserDump {
             }
         });
 
-        let memory_info = read_memory_info(&dump, mask);
+        let memory_info = read_memory_info(&dump, &mut cut, &map, &system_info, mask);
         let commit = crate::CommitFacts {
             system: dump
                 .get_raw_stream(MINIDUMP_STREAM_TYPE::SystemMemoryInfoStream as u32)
@@ -172,6 +216,16 @@ impl UserDump {
                 .ok()
                 .and_then(crate::memory_streams::process_commit),
         };
+        cut.lost_if_cut(
+            Stream::MiscInfoStream,
+            "the misc info stream (process id and times)",
+        );
+        cut.lost_if_cut(Stream::HandleDataStream, "the handle data stream");
+        cut.lost_if_cut(
+            Stream::ThreadInfoListStream,
+            "the thread info stream (thread times)",
+        );
+        cut.lost_if_cut(Stream::UnloadedModuleListStream, "the unloaded module list");
 
         let raw = &system_info.raw;
         let misc_raw = misc.as_ref().map(|m| &m.raw);
@@ -208,6 +262,8 @@ impl UserDump {
             .map(|s| process_facts::unloaded_from(&s))
             .unwrap_or_default();
 
+        let memory_cut_short = cut.memory_lost();
+        let losses = cut.into_losses();
         drop(dump);
         Ok(UserDump {
             origin: path.display().to_string(),
@@ -223,6 +279,8 @@ impl UserDump {
             unloaded,
             memory_info,
             commit,
+            losses,
+            memory_cut_short,
         })
     }
 
@@ -239,29 +297,27 @@ impl UserDump {
     }
 }
 
-/// The MemoryInfoList stream as owned regions sorted by base, if the dump has one.
-/// The thread list. Wine's `MiniDumpWriteDump` sizes the stream for every thread of the process
-/// but writes (and counts) only those a callback kept, so a stream longer than its count needs
-/// is read as its count says (the slack after the last entry is unused).
-fn read_thread_list<'a>(
-    dump: &'a Minidump<'a, &'a [u8]>,
-    all: &'a [u8],
+/// The MemoryInfoList stream as owned regions sorted by base, if the dump has one (of a list
+/// cut short, the regions before the cut).
+fn read_memory_info(
+    dump: &Minidump<'_, &[u8]>,
+    cut: &mut CutDump<'_>,
+    all: &[u8],
     system_info: &MinidumpSystemInfo,
-) -> Option<MinidumpThreadList<'a>> {
-    if let Ok(list) = dump.get_stream::<MinidumpThreadList>() {
-        return Some(list);
-    }
-    const COUNT: usize = 4;
-    const ENTRY: usize = 48;
-    let raw = dump.get_raw_stream(MinidumpThreadList::STREAM_TYPE).ok()?;
-    let count = u32::from_le_bytes(raw.get(..COUNT)?.try_into().ok()?) as usize;
-    let needed = count.checked_mul(ENTRY)?.checked_add(COUNT)?;
-    let counted = raw.get(..needed).filter(|_| raw.len() > needed)?;
-    MinidumpThreadList::read(counted, all, scroll::Endian::Little, Some(system_info)).ok()
-}
-
-fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryInfo>> {
-    let list = dump.get_stream::<MinidumpMemoryInfoList>().ok()?;
+    mask: u64,
+) -> Option<Vec<MemoryInfo>> {
+    let listed = dump.get_stream::<MinidumpMemoryInfoList>();
+    let whole_entries = match listed {
+        Ok(_) => None,
+        Err(_) => cut.whole_entries(
+            Stream::MemoryInfoListStream,
+            ListLayout::Extended,
+            "memory regions (MemoryInfoList)",
+        ),
+    };
+    let list = listed
+        .ok()
+        .or_else(|| read_list(whole_entries.as_deref()?, all, system_info))?;
     let mut regions: Vec<MemoryInfo> = list
         .iter()
         .map(|m| MemoryInfo {
@@ -279,7 +335,7 @@ fn read_memory_info(dump: &Minidump<'_, &[u8]>, mask: u64) -> Option<Vec<MemoryI
 }
 
 /// Records a captured range, given the slice of the mapping that holds it.
-fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]) {
+fn push_range(ranges: &mut Vec<MappedRange>, map: &[u8], base: u64, bytes: &[u8]) {
     let start = map.as_ptr() as usize;
     let Some(file_offset) = (bytes.as_ptr() as usize).checked_sub(start) else {
         return;
@@ -294,24 +350,6 @@ fn push_range(ranges: &mut Vec<MappedRange>, map: &Mmap, base: u64, bytes: &[u8]
         },
         file_offset,
     });
-}
-
-/// Fails when a stream's data lies past the end of the file: the dump was cut short.
-fn check_streams_in_file(dump: &Minidump<'_, &[u8]>, file_len: usize) -> Result<(), String> {
-    for entry in dump.all_streams() {
-        let loc = entry.location;
-        if entry.stream_type == 0 || loc.data_size == 0 {
-            continue; // UnusedStream padding (Wine writes these)
-        }
-        let end = u64::from(loc.rva) + u64::from(loc.data_size);
-        if end > file_len as u64 {
-            return Err(format!(
-                "stream type {:#x} at {:#x}+{:#x} ends past the end of the file ({:#x} bytes): the file is truncated",
-                entry.stream_type, loc.rva, loc.data_size, file_len
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn check_signature(path: &Path, map: &[u8]) -> Result<(), TargetError> {
@@ -416,6 +454,15 @@ impl Target for UserDump {
     }
     fn commit_facts(&self) -> crate::CommitFacts {
         self.commit
+    }
+    fn check_source(&self) -> Result<(), FileChanged> {
+        self.map.check()
+    }
+    fn file_losses(&self) -> &[String] {
+        &self.losses
+    }
+    fn memory_cut_short(&self) -> bool {
+        self.memory_cut_short
     }
     fn stack_region_at(&self, sp: u64) -> Option<MemoryRegion> {
         // The first captured range holding `sp`, as the default finds it, without copying

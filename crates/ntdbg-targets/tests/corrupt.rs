@@ -397,3 +397,129 @@ fn allocation_tracker_sees_large_requests() {
     let big = vec![0u8; 3 << 20];
     assert!(take_largest_request() >= big.len());
 }
+
+/// A dump's threads as comparable text: id and TEB, context, stack base (a cut dump may have
+/// lost a thread's context or stack: those are compared where the cut dump has them).
+fn thread_facts(dump: &UserDump) -> Vec<(String, Option<String>, Option<u64>)> {
+    dump.threads()
+        .iter()
+        .map(|t| {
+            (
+                format!("{:#x} teb {:#x}", t.id, t.teb),
+                t.context.as_ref().map(|c| format!("{:?}", c.raw)),
+                t.stack.map(|s| s.base),
+            )
+        })
+        .collect()
+}
+
+fn module_facts(dump: &UserDump) -> Vec<(String, u64, u32)> {
+    dump.modules()
+        .iter()
+        .map(|m| (m.name.clone(), m.raw.base_of_image, m.raw.size_of_image))
+        .collect()
+}
+
+/// A dump cut short keeps what lies whole before the cut and never a byte from past it: at
+/// offsets all over a sample (every stream boundary, inside each list, across the stacks),
+/// what the cut dump gives — threads with their contexts, modules, every captured byte, the
+/// exception — equals the whole dump's, and what was lost is said.
+#[test]
+fn cut_dumps_keep_their_whole_part_and_nothing_else() {
+    for sample in ["crashy-x64-stack.dmp", "crashy-x64-thread.dmp"] {
+        let path = ntdbg_testutil::sample(sample);
+        let bytes = std::fs::read(&path).unwrap();
+        let whole = UserDump::open(&path).unwrap();
+        assert!(whole.file_losses().is_empty(), "{:?}", whole.file_losses());
+        let (threads, modules) = (thread_facts(&whole), module_facts(&whole));
+        let dir = TempDir::new("cut-whole-part");
+        let mut offsets: Vec<usize> = (0..bytes.len()).step_by(4093).collect();
+        offsets.extend(ntdbg_testutil::corrupt::boundaries(&bytes));
+        let (mut opened, mut cut_ranges) = (0, 0);
+        for cut in offsets.into_iter().filter(|&c| c < bytes.len()) {
+            let file = dir.write("cut.dmp", &bytes[..cut]);
+            let Ok(dump) = UserDump::open(&file) else {
+                continue; // before the system info ends: nothing to read
+            };
+            opened += 1;
+            let at = format!("{sample} cut at {cut:#x}");
+            assert!(!dump.file_losses().is_empty(), "{at}: no loss said");
+            assert!(dump.threads().len() <= threads.len(), "{at}");
+            for (got, want) in thread_facts(&dump).iter().zip(&threads) {
+                assert_eq!(got.0, want.0, "{at}");
+                if got.1.is_some() {
+                    assert_eq!(got.1, want.1, "{at}");
+                }
+                if got.2.is_some() {
+                    assert_eq!(got.2, want.2, "{at}");
+                }
+            }
+            let got = module_facts(&dump);
+            assert_eq!(got[..], modules[..got.len()], "{at}");
+            if let Some(e) = dump.event() {
+                let w = whole.event().unwrap();
+                assert_eq!(
+                    (e.code, e.address, e.thread_id),
+                    (w.code, w.address, w.thread_id)
+                );
+                assert_eq!(e.parameters, w.parameters, "{at}");
+            }
+            for region in dump.regions() {
+                let size = usize::try_from(region.size).unwrap();
+                assert_eq!(
+                    dump.read_exact(region.base, size),
+                    whole.read_exact(region.base, size),
+                    "{at}: {region:?}"
+                );
+                // Past a range the cut shortened: holes, never zeros.
+                let whole_region = whole.regions().into_iter().find(|r| r.base == region.base);
+                if whole_region.is_some_and(|w| w.size > region.size) {
+                    cut_ranges += 1;
+                    assert_eq!(dump.read_virtual(region.end(), 8), vec![None; 8], "{at}");
+                }
+            }
+        }
+        assert!(opened > 20, "{sample}: {opened} cuts opened");
+        assert!(cut_ranges > 0, "{sample}: {cut_ranges} cut ranges");
+    }
+}
+
+/// The losses are said stream by stream: a thread list cut after its first entry, and a
+/// stack cut in its middle (the exception record after it lost too).
+#[test]
+fn a_cut_dump_says_what_it_lost() {
+    let dir = TempDir::new("cut-losses");
+    let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-thread.dmp")).unwrap();
+    let layout = parse_layout(&bytes).unwrap();
+    let threads = layout.streams.iter().find(|s| s.kind == 3).unwrap().rva as usize;
+
+    // Inside the thread list, after its first entry: one thread of two.
+    let file = dir.write("threads.dmp", &bytes[..threads + 4 + 48 + 10]);
+    let dump = UserDump::open(&file).unwrap();
+    assert_eq!(dump.threads().len(), 1);
+    let losses = dump.file_losses().join("\n");
+    assert!(losses.contains("threads: 1 of 2 read"), "{losses}");
+    assert!(
+        losses.starts_with("the dump is cut short: the file ends at"),
+        "{losses}"
+    );
+    assert!(dump.event().is_none() && dump.modules().iter().count() == 0);
+
+    // In the middle of the 1 MiB stack: the thread and every module, the stack's first part.
+    let bytes = std::fs::read(ntdbg_testutil::sample("crashy-x64-stack.dmp")).unwrap();
+    let file = dir.write("stack.dmp", &bytes[..0x80000]);
+    let dump = UserDump::open(&file).unwrap();
+    assert_eq!(dump.threads().len(), 1);
+    assert_eq!(dump.modules().iter().count(), 8);
+    assert!(dump.event().is_none());
+    assert!(dump.memory_cut_short());
+    let losses = dump.file_losses().join("\n");
+    for said in [
+        "memory (MemoryList): 1 of 2 ranges lie past the end of the file, 1 more in part",
+        "threads: the stack memory of 1 is cut by the end of the file",
+        "the exception record lies past the end of the file: not read",
+        "the misc info stream (process id and times) lies past the end of the file",
+    ] {
+        assert!(losses.contains(said), "{said}\n{losses}");
+    }
+}

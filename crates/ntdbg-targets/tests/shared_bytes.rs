@@ -18,10 +18,7 @@ fn check_consistent(target: &dyn Target) -> usize {
             (region.base + region.size / 2, size),
         ] {
             if let Some((owner, range)) = target.shared_bytes(addr, len) {
-                let bytes = (*owner)
-                    .as_ref()
-                    .get(range)
-                    .expect("range inside the owner");
+                let bytes = owner.bytes().get(range).expect("range inside the owner");
                 assert_eq!(
                     Some(bytes.to_vec()),
                     target.read_exact(addr, len),

@@ -116,15 +116,15 @@ impl SignatureConfig {
             line: 0,
             message,
         };
-        let size = std::fs::metadata(path)
-            .map_err(|e| read_error(e.to_string()))?
-            .len();
-        if size > MAX_RULES_BYTES {
-            return Err(read_error(format!(
-                "{size} bytes, more than the {MAX_RULES_BYTES} a rules file may have"
-            )));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| read_error(e.to_string()))?;
+        let bytes = ntdbg_files::read_regular(path, MAX_RULES_BYTES).map_err(|e| {
+            read_error(match e.kind() {
+                std::io::ErrorKind::FileTooLarge => {
+                    format!("more than the {MAX_RULES_BYTES} bytes a rules file may have")
+                }
+                _ => e.to_string(),
+            })
+        })?;
+        let text = String::from_utf8(bytes).map_err(|e| read_error(e.to_string()))?;
         SignatureConfig::from_rules(&text).map_err(|e| RulesError { file, ..e })
     }
 }

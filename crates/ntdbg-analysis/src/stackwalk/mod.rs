@@ -92,8 +92,13 @@ pub fn stackwalk(session: &Session) -> Result<Stackwalk, StackwalkError> {
     let mut details = Vec::with_capacity(infos.len());
     for (index, info) in infos.iter().enumerate() {
         let from_exception = crashing == Some(index) && event.is_some_and(|e| e.context.is_some());
+        // In a dump cut short the crashing thread's exception context may be what was lost:
+        // its own context is then not the one the report shows for it, so it gets no frames.
+        let context_lost = crashing == Some(index) && !target.file_losses().is_empty();
         let stack = if from_exception {
             session.event_stack()
+        } else if context_lost {
+            Err(ntdbg_engine::EngineError::NoExceptionContext)
         } else {
             session.thread_stack(index)
         };

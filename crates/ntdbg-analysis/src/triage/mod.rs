@@ -10,7 +10,7 @@ mod html;
 pub use html::render_html;
 
 use crate::signature::SignatureConfig;
-use crate::{analyze_with, Report};
+use crate::{analyze_checked, Report};
 use ntdbg_engine::{Interrupt, Session};
 use ntdbg_symbols::{SharedSymbols, DEFAULT_SYMBOL_MEMORY};
 use ntdbg_targets::listing::{find_dump_files, format_unix, written_or_modified, WalkLimits};
@@ -273,7 +273,7 @@ pub fn analyse_one(
             session.symbols().set_offline(true);
         }
         session.symbols().share(Some(shared.clone()));
-        let report = analyze_with(&session, &options.signature);
+        let report = analyze_checked(&session, &options.signature).map_err(|e| e.to_string())?;
         let modules = affected_modules(&session, &report);
         let written = session.target().system().dump_time.map(u64::from);
         Ok::<(Report, Vec<String>, Option<u64>), String>((report, modules, written))

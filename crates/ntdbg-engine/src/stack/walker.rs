@@ -176,7 +176,7 @@ impl Walker<'_> {
             // callee had no symbols: its frame data then reads the wrong word. Scanning from
             // there for a return address that follows a call finds the caller.
             if ip < NULL_PAGE || !self.progresses(callee, &context, index) {
-                if self.arch == Arch::X86 && !after_trusted {
+                if self.arch == Arch::X86 && !after_trusted && self.may_guess(index) {
                     let found = self.by_scan(callee, index, ScanFor::CallSite);
                     if let Some(f) = &found {
                         self.notes.push((
@@ -213,6 +213,9 @@ impl Walker<'_> {
                 format!("the unwind data's return address {ip:#x} is {where}: not taken"),
             ));
         }
+        if !self.may_guess(index) {
+            return None;
+        }
         if index == 1 {
             if let Some(leaf) = self.leaf(callee) {
                 return Some(leaf);
@@ -230,6 +233,23 @@ impl Walker<'_> {
                 self.by_scan(callee, index, range)
             }
         }
+    }
+
+    /// Whether frame `index`'s caller may be guessed (leaf rule, frame pointer, stack scan):
+    /// not in a dump whose memory was cut short, where the stack words, code and unwind data
+    /// that would have refuted a guess, or found the caller another way, may be the ones
+    /// lost. The walk then ends at the last frame its context or unwind data proves, and says
+    /// so.
+    fn may_guess(&mut self, index: usize) -> bool {
+        if !self.target.memory_cut_short() {
+            return true;
+        }
+        self.notes.push((
+            index,
+            "the dump is cut short and lost memory: frames past here would be guesses, not given"
+                .to_string(),
+        ));
+        false
     }
 
     /// The caller from the callee's unwind data (Breakpad CFI/`STACK WIN`, PE tables).

@@ -178,7 +178,7 @@ pub async fn open_dump(
                 .await
                 .map_err(|_| busy(&slot.id))?;
             let triage = blocking("analysing the dump", move || {
-                Ok(first_triage(&guard, include_modules, include_threads))
+                first_triage(&guard, include_modules, include_threads)
             })
             .await?;
             (slot, triage)
@@ -192,7 +192,7 @@ pub async fn open_dump(
                     session.symbols().set_offline(true);
                 }
                 session.symbols().share(Some(shared));
-                let triage = first_triage(&session, include_modules, include_threads);
+                let triage = first_triage(&session, include_modules, include_threads)?;
                 Ok((session, triage))
             })
             .await?;
@@ -238,12 +238,12 @@ pub async fn open_dump(
 /// lists when asked for.
 type FirstTriage = (Report, Option<Vec<ModuleBrief>>, Option<Vec<ThreadBrief>>);
 
-fn first_triage(session: &Session, modules: bool, threads: bool) -> FirstTriage {
-    (
-        ntdbg_analysis::analyze(session),
+fn first_triage(session: &Session, modules: bool, threads: bool) -> Result<FirstTriage, ToolError> {
+    Ok((
+        ntdbg_analysis::analyze_checked(session, &Default::default())?,
         modules.then(|| module_briefs(session)),
         threads.then(|| thread_briefs(session)),
-    )
+    ))
 }
 
 /// A client's symbol path, checked ([`check_symbol_path`]); blank means none.

@@ -42,9 +42,9 @@ pub async fn analyze_crash_with(
     let report = blocking("analysing the crash", move || {
         // A cancel stops the analysis's symbol downloads.
         let before = guard.set_interrupt(interrupt);
-        let report = ntdbg_analysis::analyze(&guard);
+        let report = ntdbg_analysis::analyze_checked(&guard, &Default::default());
         guard.set_interrupt(before);
-        Ok(report)
+        Ok(report?)
     })
     .await?;
     let text = render_report(&slot.id, &report);

@@ -10,9 +10,20 @@ use super::format::{Get, BLOCK_LENS, HEADER_LEN, MAGIC, VERSION};
 /// The bytes of an index: a read-only file mapping, or a vector (tests and the fuzz target).
 pub(crate) enum Bytes {
     /// A mapped index file.
-    Mapped(memmap2::Mmap),
+    Mapped(ntdbg_files::FileMap),
     /// An index built in memory.
     Owned(Vec<u8>),
+}
+
+impl Bytes {
+    /// Whether a page of the mapped file vanished (it was truncated): what was read since may
+    /// be zeros.
+    fn faulted(&self) -> bool {
+        match self {
+            Bytes::Mapped(m) => m.faulted(),
+            Bytes::Owned(_) => false,
+        }
+    }
 }
 
 impl std::ops::Deref for Bytes {
@@ -106,9 +117,19 @@ impl CheckedBytes {
         self.bytes.get(range)
     }
 
-    /// Whether a block failed its check.
+    /// Whether a block failed its check, or a page of the mapped file vanished since it was
+    /// opened (a truncated index reads zeros where blocks had matched).
     pub(crate) fn is_damaged(&self) -> bool {
-        self.damaged.load(Ordering::Acquire)
+        self.damaged.load(Ordering::Acquire) || self.bytes.faulted()
+    }
+
+    /// `Ok` while the index file has its length and no page of it vanished. (Its
+    /// modification time marks it as recently used, and moves; its blocks have checksums.)
+    pub(crate) fn check_source(&self) -> Result<(), ntdbg_files::FileChanged> {
+        match &self.bytes {
+            Bytes::Mapped(m) => m.check_length(),
+            Bytes::Owned(_) => Ok(()),
+        }
     }
 
     /// Checks every block not checked yet; false when one fails.

@@ -186,10 +186,14 @@ impl IndexSlot {
             .name("symbol-index".into())
             .spawn(move || match job {
                 IndexJob::Parsed(symbols, data) => self.write(&symbols, &data),
-                IndexJob::BreakpadText(text) => match SymbolFile::from_bytes(&text) {
-                    Ok(symbols) => self.write(&symbols, &[]),
-                    Err(e) => tracing::debug!("symbol index not written: {e}"),
-                },
+                // A mapped text cut or rewritten while it was parsed gave other bytes.
+                IndexJob::BreakpadText(text) => {
+                    match SymbolFile::from_bytes(&text).map(|s| (s, text.check())) {
+                        Ok((symbols, Ok(()))) => self.write(&symbols, &[]),
+                        Ok((_, Err(e))) => tracing::debug!("symbol index not written: {e}"),
+                        Err(e) => tracing::debug!("symbol index not written: {e}"),
+                    }
+                }
                 IndexJob::PdbFile(want) => {
                     match crate::load::convert_pdb(&self.source.path, &want, None) {
                         Ok((symbols, data)) => self.write(&symbols, &data),

@@ -50,11 +50,17 @@ impl SymbolIndex {
     /// directory or identity (the blocks these lie in are checked now, the others on first
     /// use).
     pub(crate) fn open(path: &Path, identity: &str) -> Option<SymbolIndex> {
-        let file = std::fs::File::open(path).ok()?;
-        // SAFETY: index files are only ever replaced by rename, never written in place, so the
-        // mapping does not change under us; each block is checked before any of it is used.
-        let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+        // Index files are only ever replaced by rename, never written in place; one truncated
+        // by someone else reads zeros where it vanished (the index is then damaged) and fails
+        // `check_source`.
+        let map = ntdbg_files::FileMap::open(path).ok()?;
         SymbolIndex::validate(Bytes::Mapped(map), identity)
+    }
+
+    /// `Ok` while the index file has the length it had when it was opened and no page of it
+    /// vanished.
+    pub(crate) fn check_source(&self) -> Result<(), ntdbg_files::FileChanged> {
+        self.bytes.check_source()
     }
 
     /// [`SymbolIndex::open`] on bytes in memory.

@@ -74,6 +74,20 @@ impl Tables {
         }
     }
 
+    /// `Ok` while every file these tables read on demand (a mapped index or Breakpad text)
+    /// holds what it held when it was opened. Parsed tables own their records; a lazy PDB's
+    /// reader fails its reads instead.
+    pub(crate) fn check_sources(&self) -> Result<(), ntdbg_files::FileChanged> {
+        match self {
+            Tables::Parsed(_) | Tables::LazyPdb(_) => Ok(()),
+            Tables::Indexed(i) => {
+                i.index().check_source()?;
+                i.source_if_read().map_or(Ok(()), Tables::check_sources)
+            }
+            Tables::LazyBreakpad(l) => l.text().check(),
+        }
+    }
+
     /// The `MODULE` line's debug id.
     pub(crate) fn module_id(&self) -> &str {
         match self {

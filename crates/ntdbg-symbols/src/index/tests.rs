@@ -348,3 +348,66 @@ fn a_pdb_index_damaged_in_any_block_answers_as_its_pdb() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A Breakpad text of `n` functions, each with a line and a public symbol (an index of many
+/// pages).
+fn many_functions(n: usize) -> String {
+    let mut text =
+        String::from("MODULE windows x86 0123456789ABCDEF0123456789ABCDEF1 t.pdb\nFILE 0 a.c\n");
+    for i in 0..n {
+        let at = 0x1000 + i * 0x20;
+        text.push_str(&format!(
+            "FUNC {at:x} 20 0 function_number_{i}\n{at:x} 20 {i} 0\n"
+        ));
+    }
+    for i in 0..n {
+        text.push_str(&format!(
+            "PUBLIC {:x} 0 public_number_{i}\n",
+            0x1010 + i * 0x20
+        ));
+    }
+    text
+}
+
+/// An index cut short while it is mapped (someone truncated the cache file): the pages past
+/// the cut read as zeros instead of raising SIGBUS, so blocks checked before the cut could
+/// answer wrong; the index counts as damaged from then on, lookups answer from the symbol
+/// file, and the tables say that their file changed.
+#[test]
+fn an_index_cut_while_mapped_answers_as_its_symbol_file() {
+    let _writes = WRITES.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch("cut");
+    let (cache, source) = (dir.join("cache"), dir.join("t.sym"));
+    let text = many_functions(3000);
+    std::fs::write(&source, &text).unwrap();
+    let full = Parsed::from_bytes(text.as_bytes()).unwrap();
+    let slot = slot(&cache, &source);
+    slot.write(&full, &[]);
+    let index = slot.open().unwrap();
+    assert!(index.len() > 16 * 4096, "{} bytes", index.len());
+    let read_from = source.clone();
+    let read_source: ReadSource = Box::new(move |slot| {
+        crate::load::read_sym_text(&read_from, "0123456789ABCDEF0123456789ABCDEF1", Some(slot))
+    });
+    let tables = Tables::Indexed(IndexedTables::new(index, slot.clone(), read_source));
+    let addresses = addresses_of(&full, 97);
+    let answers = |tables: &Tables| -> Vec<Vec<String>> {
+        addresses.iter().map(|&a| fill(&tables.at(a), a)).collect()
+    };
+    let want: Vec<Vec<String>> = addresses.iter().map(|&a| fill(&full, a)).collect();
+    assert_eq!(answers(&tables), want);
+    assert!(tables.parsed().is_none(), "answered from the index");
+    assert_eq!(tables.check_sources(), Ok(()));
+
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&slot.path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    assert_eq!(answers(&tables), want);
+    assert!(tables.parsed().is_some(), "answered from the symbol file");
+    assert!(tables.check_sources().is_err());
+    finish_index_writes();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -236,7 +236,7 @@ fn serve(
         source,
     };
     let open = || {
-        let file = std::fs::File::open(path).map_err(|e| SymbolError::Io {
+        let file = ntdbg_files::open_regular(path).map_err(|e| SymbolError::Io {
             path: path.to_path_buf(),
             source: e,
         })?;

@@ -23,7 +23,7 @@ const MAX_SCOPES: usize = 4096;
 const MAX_VARIABLES: usize = 4096;
 
 pub(super) fn read_table(path: &Path) -> Result<VariableTable, SymbolError> {
-    let file = std::fs::File::open(path).map_err(|source| SymbolError::Io {
+    let file = ntdbg_files::open_regular(path).map_err(|source| SymbolError::Io {
         path: path.to_path_buf(),
         source,
     })?;

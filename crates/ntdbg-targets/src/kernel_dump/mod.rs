@@ -25,11 +25,10 @@ use crate::model::{
 };
 use crate::Target;
 use header::{u32_at, u64_at};
-use memmap2::Mmap;
 use minidump::{MinidumpContext, MinidumpModule, MinidumpModuleList};
+use ntdbg_files::{FileChanged, FileMap};
 use physical::PhysicalMemory;
 use std::borrow::Cow;
-use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -49,7 +48,7 @@ struct MappedRange {
 #[derive(Debug)]
 pub struct KernelDump {
     origin: String,
-    map: Mmap,
+    map: FileMap,
     header: KernelHeader,
     triage: Option<TriageHeader>,
     drivers: Vec<DriverEntry>,
@@ -75,21 +74,13 @@ impl KernelDump {
             path: path.to_path_buf(),
             cause,
         };
-        let file = File::open(path).map_err(io_err)?;
-        let meta = file.metadata().map_err(io_err)?;
-        if meta.is_dir() {
-            return Err(io_err(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                "it is a directory, not a dump file",
-            )));
-        }
-        // SAFETY: the mapping is read-only; like every debugger we assume the dump file is not
-        // truncated by another process while it is open.
-        let map = unsafe { Mmap::map(&file) }.map_err(io_err)?;
+        // A regular file only; mapped so that a truncation while it is open reads zeros and
+        // is reported by `check_source`, never a signal.
+        let map = FileMap::open(path).map_err(io_err)?;
         Self::from_map(path, map)
     }
 
-    fn from_map(path: &Path, map: Mmap) -> Result<KernelDump, TargetError> {
+    fn from_map(path: &Path, map: FileMap) -> Result<KernelDump, TargetError> {
         let corrupt = |reason: String| TargetError::Corrupt {
             path: path.to_path_buf(),
             reason,
@@ -624,5 +615,8 @@ impl Target for KernelDump {
     }
     fn as_kernel_dump(&self) -> Option<&KernelDump> {
         Some(self)
+    }
+    fn check_source(&self) -> Result<(), FileChanged> {
+        self.map.check()
     }
 }
