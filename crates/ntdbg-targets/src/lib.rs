@@ -74,8 +74,14 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn arch(&self) -> Arch;
     /// Operating system, CPU and process facts.
     fn system(&self) -> &SystemFacts;
-    /// The threads, in the order the target lists them (`~` numbers index this slice).
+    /// The threads, in the order the target lists them.
     fn threads(&self) -> &[ThreadInfo];
+    /// The WinDbg number (`~N`) of the thread at `index` of [`Target::threads`]: the index
+    /// itself for a dump; a live target keeps each thread's number for the whole session
+    /// (a new thread gets the next number, the numbers of threads that ended are not reused).
+    fn thread_number(&self, index: usize) -> usize {
+        index
+    }
     /// The loaded modules.
     fn modules(&self) -> &MinidumpModuleList;
     /// The last event (the exception that caused the dump), if any.

@@ -9,13 +9,15 @@
 pub mod breakpoints;
 mod control;
 pub mod filters;
+mod run;
 mod session;
 mod stepping;
 pub mod stop_text;
+mod trap;
 
-pub use breakpoints::{Access, BreakKind, Breakpoint};
+pub use breakpoints::{Access, BreakKind, Breakpoint, FrameOwner};
 pub use control::{DumpKind, EventKind, Halt, Leave, LiveControl, LiveEvent, Resume, RunState};
 pub use filters::{EventFilters, FilterAction, FilterSetting};
 pub use ntdbg_gdbremote::{ThreadId, WindowsEvent, WindowsEventKind};
 pub use session::AttachOptions;
-pub use stop_text::StopCause;
+pub use stop_text::{Chance, StopCause};
