@@ -652,6 +652,19 @@ impl GdbClient {
         Ok(())
     }
 
+    /// [`GdbClient::write_memory`] for the program: where this client keeps an `int3` of a
+    /// breakpoint, the new byte becomes the original byte it restores, and the `int3` stays.
+    pub fn write_program_memory(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        let mut bytes = data.to_vec();
+        for (i, b) in bytes.iter_mut().enumerate() {
+            if let Some(orig) = self.int3_saved.get_mut(&addr.wrapping_add(i as u64)) {
+                *orig = *b;
+                *b = 0xCC;
+            }
+        }
+        self.write_memory(addr, &bytes)
+    }
+
     // ---- breakpoints ----
 
     /// `Z`: inserts a breakpoint or watchpoint. `len` is the kind for `Z0`/`Z1` (1 on x86) or
@@ -785,6 +798,59 @@ impl GdbClient {
             Some(crate::stop::IdPart::Id(pid)) => Some(pid),
             _ => None,
         }))
+    }
+
+    /// `qRcmd`: runs a stub's monitor command (winedbg's `mem`, QEMU's `info …`) and returns
+    /// what it printed. `Ok(None)` when the stub has no such command.
+    pub fn monitor(&mut self, command: &str) -> Result<Option<String>> {
+        self.console.clear();
+        let r = self.request_str(&format!("qRcmd,{}", to_hex(command.as_bytes())))?;
+        let printed = String::from_utf8_lossy(&self.take_console_output()).into_owned();
+        if r == b"OK" {
+            return Ok(Some(printed));
+        }
+        if r.is_empty() || r.first() == Some(&b'E') {
+            return Ok(None);
+        }
+        // A stub may answer with the text itself, hex-encoded.
+        Ok(from_hex(&r).map(|t| String::from_utf8_lossy(&t).into_owned()))
+    }
+
+    /// Reads a whole file on the stub's host (`vFile:open`/`pread`/`close`: gdbserver's host
+    /// I/O, which serves `/proc/PID/maps`), up to `max` bytes. `Ok(None)` when the stub has
+    /// no host I/O or cannot open the file.
+    pub fn read_host_file(&mut self, path: &str, max: usize) -> Result<Option<Vec<u8>>> {
+        let r = self.request_str(&format!("vFile:open:{},0,0", to_hex(path.as_bytes())))?;
+        let Some(fd) = r
+            .strip_prefix(b"F")
+            .filter(|v| !v.starts_with(b"-"))
+            .and_then(|v| parse_hex_u64(v.split(|&b| b == b';').next().unwrap_or(v)))
+        else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        let chunk = self.packet_size().saturating_sub(64).clamp(256, 0x4000);
+        while out.len() < max {
+            let r = self.request_str(&format!("vFile:pread:{fd:x},{chunk:x},{:x}", out.len()))?;
+            let Some(rest) = r.strip_prefix(b"F") else {
+                break;
+            };
+            let (count, data) = match rest.iter().position(|&b| b == b';') {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &[][..]),
+            };
+            if count.starts_with(b"-") {
+                break;
+            }
+            let data = unescape(data);
+            if parse_hex_u64(count) == Some(0) || data.is_empty() {
+                break;
+            }
+            out.extend_from_slice(&data);
+        }
+        let _ = self.request_str(&format!("vFile:close:{fd:x}"));
+        out.truncate(max);
+        Ok(Some(out))
     }
 
     /// The process id when the stub speaks the multiprocess extensions (its thread ids

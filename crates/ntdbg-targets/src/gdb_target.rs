@@ -41,6 +41,7 @@ pub struct GdbTarget {
     thread_ids: Vec<ThreadId>,
     numbers: ThreadNumbers,
     modules: MinidumpModuleList,
+    event: Option<ExceptionEvent>,
     stop: Option<StopReply>,
     teb_source: Option<&'static str>,
     pages: Mutex<HashMap<u64, Option<Vec<Option<u8>>>>>,
@@ -73,6 +74,7 @@ impl GdbTarget {
             thread_ids: Vec::new(),
             numbers: ThreadNumbers::default(),
             modules: MinidumpModuleList::new(),
+            event: None,
             stop,
             teb_source: None,
             pages: Mutex::new(HashMap::new()),
@@ -363,7 +365,10 @@ impl Target for GdbTarget {
         &self.modules
     }
     fn event(&self) -> Option<&ExceptionEvent> {
-        None
+        self.event.as_ref()
+    }
+    fn set_live_event(&mut self, event: Option<ExceptionEvent>) {
+        self.event = event;
     }
     fn origin(&self) -> &str {
         &self.origin

@@ -26,6 +26,7 @@ pub mod kernel_dump;
 pub mod listing;
 mod loader_list;
 mod memory;
+pub mod minidump_writer;
 mod model;
 mod process_facts;
 mod user_dump;
@@ -88,6 +89,9 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn event(&self) -> Option<&ExceptionEvent>;
     /// Where the target came from (a file path or a connection string), for people.
     fn origin(&self) -> &str;
+    /// Makes `event` the exception of a live target's current stop (what
+    /// [`Target::event`] returns until the next stop); dumps keep their own and ignore it.
+    fn set_live_event(&mut self, _event: Option<ExceptionEvent>) {}
     /// The bugcheck that caused a kernel dump; `None` for user-mode targets.
     fn bugcheck(&self) -> Option<&Bugcheck> {
         None

@@ -600,7 +600,7 @@ impl LiveControl {
         Ok(())
     }
 
-    fn check_halted(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_halted(&self) -> Result<(), EngineError> {
         match &self.inner().state {
             RunState::Halted(_) => Ok(()),
             other => Err(not_halted(other)),

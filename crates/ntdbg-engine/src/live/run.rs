@@ -85,12 +85,16 @@ pub(crate) struct Flight {
 }
 
 /// What the debugger did to one thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ThreadRun {
     /// The execution breakpoint this thread stopped on: it steps off it before it runs.
     on_breakpoint: Option<u64>,
     /// A single step it was given has not reported yet.
     late_step: bool,
+    /// Its registers after its last trap (with the pc moved back where it was): a trap
+    /// with the same registers is that event again, replayed by a stub that held it
+    /// (winedbg answers the event of a thread it does not resume "reply later").
+    last_trap: Option<Registers>,
 }
 
 /// A fault passed to the program: the same fault again, on the same thread with the same
@@ -380,6 +384,17 @@ impl LiveControl {
         let facts = self.trap_facts(client, stop, stopped, registers.as_deref(), &flight);
         let verdict = trap::classify(&facts);
         let tid = stopped.and_then(|t| t.tid());
+        if let (Some(tid), Some(regs), Some(signal::TRAP)) = (tid, &registers, stop.signal()) {
+            let rewind = match verdict {
+                Trap::Breakpoint { rewind_to } | Trap::Stale { rewind_to } => rewind_to,
+                _ => None,
+            };
+            let snapshot = match rewind {
+                Some(pc) => self.with_pc(regs, pc),
+                None => regs.clone(),
+            };
+            self.thread_run_tid(tid, |r| r.last_trap = Some(snapshot));
+        }
 
         // The step-off of a breakpoint.
         if let Phase::SteppingOff {
@@ -615,6 +630,20 @@ impl LiveControl {
             }),
             _ => None,
         };
+        let replayed = *sig == signal::TRAP
+            && step.is_none()
+            && match (stopped.and_then(|t| t.tid()), registers) {
+                (Some(tid), Some(now)) => {
+                    let last = self
+                        .inner()
+                        .run
+                        .threads
+                        .get(&tid)
+                        .and_then(|r| r.last_trap.clone());
+                    last.is_some_and(|last| self.same_general_registers(&last, now))
+                }
+                _ => false,
+            };
         let late_step = stopped.and_then(|t| t.tid()).is_some_and(|tid| {
             self.inner()
                 .run
@@ -623,6 +652,18 @@ impl LiveControl {
                 .is_some_and(|r| r.late_step)
         }) && step.is_none();
         let before_pc = pc.and_then(|p| p.checked_sub(1));
+        // A breakpoint lifted for a step is still the user's: a thread that executed its
+        // int3 before it was lifted hit it.
+        let lifted = match &flight.phase {
+            Phase::SteppingOff { pc, .. } => Some(*pc),
+            Phase::Main {
+                lifted: Some((pc, _)),
+                ..
+            } => Some(*pc),
+            Phase::Main { .. } => None,
+        }
+        .filter(|_| client.writes_int3());
+        let lifted_before = lifted.is_some() && lifted == before_pc;
         TrapFacts {
             signal: *sig,
             reason: reason.clone(),
@@ -633,10 +674,13 @@ impl LiveControl {
             pc,
             step,
             late_step,
-            int3_before: before_pc.is_some_and(|a| client.int3_original(a).is_some()),
-            removed_int3_before: before_pc.is_some_and(|a| client.int3_removed(a)),
+            int3_before: lifted_before
+                || before_pc.is_some_and(|a| client.int3_original(a).is_some()),
+            removed_int3_before: !lifted_before
+                && before_pc.is_some_and(|a| client.int3_removed(a)),
             int3_here: client.writes_int3()
                 && pc.is_some_and(|a| client.int3_original(a).is_some()),
+            replayed,
         }
     }
 
@@ -706,6 +750,20 @@ impl LiveControl {
                     && !LEFT_OUT.contains(&r.name.as_str())
             })
             .all(|r| self.layout.value(&r.name, a) == self.layout.value(&r.name, b))
+    }
+
+    /// A register snapshot with the program counter set to `pc`.
+    fn with_pc(&self, regs: &[Option<u8>], pc: u64) -> Registers {
+        let mut out = regs.to_vec();
+        if let Some(r) = self.layout.by_name(self.pc_name) {
+            let size = (r.bitsize as usize).div_ceil(8).min(8);
+            for (i, b) in pc.to_le_bytes()[..size].iter().enumerate() {
+                if let Some(slot) = out.get_mut(r.offset + i) {
+                    *slot = Some(*b);
+                }
+            }
+        }
+        out
     }
 
     /// The thread's step is over: nothing is owed it.

@@ -136,6 +136,11 @@ impl Session {
                 self.set_current_thread(index)?;
             }
         }
+        let event = match &state {
+            RunState::Halted(h) => self.live_exception(h),
+            _ => None,
+        };
+        self.target_mut().set_live_event(event);
         Ok(Some(state))
     }
 

@@ -9,8 +9,9 @@
 //!   completed single step, even when the step ends one byte past a breakpoint;
 //! - a single step is the stepped thread's own: another thread's trap is never taken for it;
 //! - traps the debugger caused earlier and no longer wants (a step that reported late, the
-//!   `int3` of a breakpoint removed since, an event a stub replays for a thread it had held)
-//!   are resumed from without a word.
+//!   `int3` of a breakpoint removed since, an event a stub replays for a thread it had held,
+//!   recognised by registers that did not change since that thread's last trap) are resumed
+//!   from without a word.
 
 use ntdbg_gdbremote::StopReason;
 
@@ -50,6 +51,9 @@ pub(crate) struct TrapFacts {
     /// The debugger's `int3` is in place at `pc` itself and software breakpoints are
     /// written `int3`s (a hit would leave the pc one past it).
     pub int3_here: bool,
+    /// The thread's registers are those of its last trap: it has not run since, and the
+    /// stub reports that event again.
+    pub replayed: bool,
 }
 
 /// What a stop is, for run control.
@@ -108,6 +112,9 @@ pub(crate) fn classify(f: &TrapFacts) -> Trap {
             Trap::StepDone
         };
     }
+    if f.replayed {
+        return Trap::Stale { rewind_to: None };
+    }
     let before = f.pc.and_then(|pc| pc.checked_sub(1));
     if f.int3_before {
         return Trap::Breakpoint { rewind_to: before };
@@ -161,6 +168,7 @@ mod tests {
             int3_before: false,
             removed_int3_before: false,
             int3_here: false,
+            replayed: false,
         }
     }
 
@@ -248,6 +256,13 @@ mod tests {
             ..trap()
         };
         assert_eq!(classify(&late), Trap::Stale { rewind_to: None });
+        // The same trap again, the thread not having run: winedbg's "reply later" replay.
+        let again = TrapFacts {
+            replayed: true,
+            int3_before: true,
+            ..trap()
+        };
+        assert_eq!(classify(&again), Trap::Stale { rewind_to: None });
         // Anything else is the program's: an int3 of its own, a break-in, a signal.
         assert_eq!(classify(&trap()), Trap::Program);
         let segv = TrapFacts {
