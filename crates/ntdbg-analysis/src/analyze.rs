@@ -35,6 +35,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     let hex = |v: u64| format!("{v:#x}");
     let mut limitations = target.file_losses().to_vec();
 
+    let live = target.kind() == ntdbg_targets::TargetKind::Live;
     let dump = DumpFacts {
         path: target.origin().to_string(),
         kind: target.kind().name().to_string(),
@@ -64,10 +65,20 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             (facts, Some((e, d)))
         }
         None => {
+            let (limitation, description) = if live {
+                (
+                    "the live target's current stop is no exception: no crash event to analyse",
+                    "no exception at the current stop",
+                )
+            } else {
+                (
+                    "the dump has no exception stream: no crash event to analyse",
+                    "no exception recorded in the dump",
+                )
+            };
             // A dump cut short has said above whether its exception record was lost.
-            if target.file_losses().is_empty() {
-                limitations
-                    .push("the dump has no exception stream: no crash event to analyse".into());
+            if live || target.file_losses().is_empty() {
+                limitations.push(limitation.into());
             }
             let facts = EventFacts {
                 kind: "none".into(),
@@ -76,7 +87,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
                 address: None,
                 thread_id: None,
                 parameters: Vec::new(),
-                description: "no exception recorded in the dump".into(),
+                description: description.into(),
             };
             (facts, None)
         }
@@ -147,7 +158,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
             &crate::fault::access_from_instruction(session, e, &d.kind),
             e.code,
         ),
-        None => no_exception_tag(&inferences).into(),
+        None => no_exception_tag(&inferences, live).into(),
     };
     let signature = build_signature(&tag, &frames, config);
     // Without an exception there is no context to restore: what the threads wait on comes first.
@@ -211,11 +222,14 @@ fn process_name(session: &Session) -> Option<String> {
 }
 
 /// The signature tag of a dump without an exception: a proven deadlock or a hang buckets apart
-/// from a dump taken by hand with nothing known to be stuck.
-fn no_exception_tag(inferences: &[Inference]) -> &'static str {
+/// from a dump taken by hand with nothing known to be stuck. A live target the debugger
+/// stopped is not hung for being stopped: only a deadlock is named there.
+fn no_exception_tag(inferences: &[Inference], live: bool) -> &'static str {
     let has = |kind: &str| inferences.iter().any(|i| i.kind == kind);
     if has("deadlock") {
         "DEADLOCK"
+    } else if live {
+        "LIVE_STOP"
     } else if has("hang") {
         "HANG"
     } else {

@@ -76,11 +76,21 @@ pub fn render_report(report: &Report) -> String {
     let _ = writeln!(out, "{line}");
     let _ = writeln!(out);
     let d = &report.dump;
-    let _ = writeln!(out, "DUMP_FILE:      {}", d.path);
+    let (file, kind) = if d.kind == "live" {
+        ("TARGET:       ", "TARGET_KIND:  ")
+    } else {
+        ("DUMP_FILE:    ", "DUMP_KIND:    ")
+    };
+    let os = if d.os_build.is_empty() {
+        String::new()
+    } else {
+        format!(", Windows {}", d.os_build)
+    };
+    let _ = writeln!(out, "{file}  {}", d.path);
     let _ = writeln!(
         out,
-        "DUMP_KIND:      {} ({}, Windows {}), {} threads, {} modules",
-        d.kind, d.arch, d.os_build, d.threads, d.modules
+        "{kind}  {} ({}{os}), {} threads, {} modules",
+        d.kind, d.arch, d.threads, d.modules
     );
     if let Some(p) = &d.process_name {
         let _ = writeln!(out, "PROCESS_NAME:   {p}");

@@ -147,7 +147,7 @@ impl Batch {
         let mut results = Vec::with_capacity(self.commands.len());
         let mut go_on = true;
         for (index, text) in self.commands.iter().enumerate() {
-            let thread = session.current_thread_index();
+            let thread = session.thread_number(session.current_thread_index());
             let mut result = CommandResult {
                 index,
                 command: text.clone(),
@@ -472,12 +472,11 @@ fn select_threads(
             .event_thread_index()
             .ok_or_else(|| bad("~#".into()))?],
         ThreadSelector::All => (0..threads.len()).collect(),
-        ThreadSelector::Index(i) => {
-            let i = *i as usize;
-            if i >= threads.len() {
-                return Err(bad(format!("~{i}")));
-            }
-            vec![i]
+        ThreadSelector::Index(n) => {
+            let n = *n as usize;
+            vec![session
+                .thread_index_of_number(n)
+                .ok_or_else(|| bad(format!("~{n}")))?]
         }
         ThreadSelector::Id(id) => vec![threads
             .iter()

@@ -24,6 +24,8 @@ pub enum Effect {
     Run,
     /// Sets or changes breakpoints (writes to the target).
     Breakpoint,
+    /// Writes the target's memory or registers (`eb`, `ed`, `ea`…).
+    Write,
 }
 
 /// What a command does on the host (beyond the target): front ends decide what they allow.

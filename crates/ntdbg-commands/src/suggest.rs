@@ -25,8 +25,8 @@ const INSTEAD: &[(&[&str], &str)] = &[
         "the built-in commands (`help` lists them; extensions are not loaded)",
     ),
     (
-        &["e", "eb", "ed", "eq", "ew", "ea", "eu", "ep", "f"],
-        "nothing: memory writes are not supported",
+        &["e", "ep", "f"],
+        "eb, ew, ed, eq, ea, eu (memory writes on a live target)",
     ),
     (
         &["q", "qq", "qd"],

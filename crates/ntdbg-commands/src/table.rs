@@ -23,6 +23,7 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
         commands::modules::COMMANDS,
         commands::pe_headers::COMMANDS,
         commands::memory::COMMANDS,
+        commands::edit::COMMANDS,
         commands::search::COMMANDS,
         commands::address::COMMANDS,
         commands::disasm::COMMANDS,

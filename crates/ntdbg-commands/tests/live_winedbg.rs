@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ntdbg_commands::run_command;
-use ntdbg_engine::live::{AttachOptions, RunState, StopCause};
+use ntdbg_engine::live::{AttachOptions, Chance, RunState, StopCause};
 use ntdbg_engine::Session;
 use ntdbg_testutil::gdbserver::{host_tool_missing, skip};
 
@@ -128,7 +128,13 @@ fn winedbg_attach_modules_symbol_breakpoint_stack_and_crash() {
     let RunState::Halted(h) = live.state() else {
         panic!("{:?}", live.state())
     };
-    assert_eq!(h.cause, StopCause::Signal(11));
+    assert_eq!(
+        h.cause,
+        StopCause::Exception {
+            code: 0xC000_0005,
+            chance: Chance::First
+        }
+    );
     assert!(
         s.trailer().contains("crashy!write_null+0x"),
         "{}",

@@ -242,6 +242,24 @@ pub fn full_register_name(arch: Arch, name: &str) -> String {
     }
 }
 
+/// Where `name` sits in its full register ([`full_register_name`]): `(shift, bits)`, with
+/// `bits` 0 for the whole register (`ah` → `(8, 8)`, `eax` on x64 → `(0, 32)`, `r8w` →
+/// `(0, 16)`, `w3` → `(0, 32)`).
+pub fn subregister_bits(arch: Arch, name: &str) -> (u32, u32) {
+    let name = name.trim_start_matches('@').to_ascii_lowercase();
+    if full_register_name(arch, &name) == name {
+        return (0, 0);
+    }
+    match (arch, name.as_str()) {
+        (_, "ah" | "bh" | "ch" | "dh") => (8, 8),
+        (_, "al" | "bl" | "cl" | "dl" | "sil" | "dil" | "spl" | "bpl") => (0, 8),
+        (_, "ax" | "bx" | "cx" | "dx" | "si" | "di" | "sp" | "bp" | "ip") => (0, 16),
+        (Arch::X64, n) if n.ends_with('b') => (0, 8),
+        (Arch::X64, n) if n.ends_with('w') => (0, 16),
+        _ => (0, 32),
+    }
+}
+
 /// The flag mnemonics WinDbg prints after `iopl=`: `nv up ei pl zr na po nc`.
 pub fn flags_text(efl: u64) -> String {
     let bit = |n: u32| efl & (1 << n) != 0;
@@ -280,6 +298,20 @@ pub fn sp_name(arch: Arch) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn subregisters_and_their_bits() {
+        assert_eq!(subregister_bits(Arch::X64, "rax"), (0, 0));
+        assert_eq!(subregister_bits(Arch::X64, "eax"), (0, 32));
+        assert_eq!(subregister_bits(Arch::X64, "ah"), (8, 8));
+        assert_eq!(subregister_bits(Arch::X64, "r8w"), (0, 16));
+        assert_eq!(subregister_bits(Arch::X64, "r15b"), (0, 8));
+        assert_eq!(subregister_bits(Arch::X64, "sil"), (0, 8));
+        assert_eq!(subregister_bits(Arch::X86, "eax"), (0, 0));
+        assert_eq!(subregister_bits(Arch::X86, "ax"), (0, 16));
+        assert_eq!(subregister_bits(Arch::Arm64, "w3"), (0, 32));
+        assert_eq!(subregister_bits(Arch::X64, "efl"), (0, 0));
+    }
 
     fn amd64() -> MinidumpContext {
         let c = md::CONTEXT_AMD64 {

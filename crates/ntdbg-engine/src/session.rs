@@ -170,6 +170,16 @@ impl Session {
         self.target.threads().get(self.current_thread)
     }
 
+    /// The WinDbg number (`~N`) of the thread at `index` (see [`Target::thread_number`]).
+    pub fn thread_number(&self, index: usize) -> usize {
+        self.target.thread_number(index)
+    }
+
+    /// The index of the thread WinDbg numbers `number` (`~N`).
+    pub fn thread_index_of_number(&self, number: usize) -> Option<usize> {
+        (0..self.target.threads().len()).find(|&i| self.target.thread_number(i) == number)
+    }
+
     /// Index of the thread that raised the last event.
     pub fn event_thread_index(&self) -> Option<usize> {
         event_thread_index(self.target.as_ref())

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ntdbg_engine::live::{
-    DumpKind, EventKind, FilterAction, Leave, LiveControl, Resume, RunState, StopCause,
+    Chance, DumpKind, EventKind, FilterAction, Leave, LiveControl, Resume, RunState, StopCause,
 };
 use ntdbg_gdbremote::packet::{frame, Event, PacketDecoder};
 use ntdbg_gdbremote::{ClientOptions, GdbClient, RegisterLayout};
@@ -162,6 +162,7 @@ fn control(script: Script) -> (Arc<LiveControl>, Log) {
         Arc::new(Mutex::new(client)),
         RegisterLayout::amd64_core(),
         false,
+        Some(0x10),
     )
     .expect("control");
     (live, log)
@@ -224,7 +225,7 @@ fn filters_log_and_resume_what_they_pass_over_and_break_in_windbg_words() {
         h.cause,
         StopCause::Exception {
             code: 0xC000_0005,
-            first_chance: true
+            chance: Chance::First
         }
     );
     assert!(h

@@ -12,6 +12,16 @@ use crate::packet::{
 use crate::stop::{StopReply, ThreadId};
 use crate::target_xml::{parse_features, RegisterLayout};
 
+/// What this client tells the stub it supports: `multiprocess+` (thread ids that name their
+/// process), `swbreak+` (stops say when a software breakpoint was hit) and
+/// `xmlRegisters=i386` (gdbserver sends x86 target descriptions only then). Kept under 64
+/// bytes framed: winedbg hangs on some 64–127-byte packets. `hwbreak+` is left out for
+/// that; hardware breakpoints are recognised by address.
+const QSUPPORTED: &str = "qSupported:multiprocess+;swbreak+;xmlRegisters=i386";
+
+/// How many restored `int3` sites the client remembers (see [`GdbClient::int3_removed`]).
+const REMOVED_INT3_MEMORY: usize = 256;
+
 /// Connection settings.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -190,6 +200,7 @@ pub struct GdbClient {
     state: RunState,
     console: Vec<u8>,
     int3_saved: HashMap<u64, u8>,
+    int3_removed: std::collections::VecDeque<u64>,
     z0_refused: bool,
     initial_stop: Option<StopReply>,
     last_stop: Option<StopReply>,
@@ -237,6 +248,7 @@ impl GdbClient {
             state: RunState::Stopped,
             console: Vec::new(),
             int3_saved: HashMap::new(),
+            int3_removed: std::collections::VecDeque::new(),
             z0_refused: false,
             initial_stop: None,
             last_stop: None,
@@ -244,8 +256,7 @@ impl GdbClient {
         };
         // GDB opens with a '+', which also flushes a stub that waits for one.
         c.write_raw(b"+")?;
-        // Kept under 64 bytes framed: winedbg hangs on some 64–127-byte packets.
-        let reply = c.request_str("qSupported:swbreak+;hwbreak+;xmlRegisters=i386")?;
+        let reply = c.request_str(QSUPPORTED)?;
         c.features = Features::parse(&reply);
         if c.opts.no_ack && c.features.supports("QStartNoAckMode") {
             let r = c.request_str("QStartNoAckMode")?;
@@ -641,6 +652,19 @@ impl GdbClient {
         Ok(())
     }
 
+    /// [`GdbClient::write_memory`] for the program: where this client keeps an `int3` of a
+    /// breakpoint, the new byte becomes the original byte it restores, and the `int3` stays.
+    pub fn write_program_memory(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        let mut bytes = data.to_vec();
+        for (i, b) in bytes.iter_mut().enumerate() {
+            if let Some(orig) = self.int3_saved.get_mut(&addr.wrapping_add(i as u64)) {
+                *orig = *b;
+                *b = 0xCC;
+            }
+        }
+        self.write_memory(addr, &bytes)
+    }
+
     // ---- breakpoints ----
 
     /// `Z`: inserts a breakpoint or watchpoint. `len` is the kind for `Z0`/`Z1` (1 on x86) or
@@ -677,6 +701,7 @@ impl GdbClient {
         };
         self.write_memory(addr, &[0xCC])?;
         self.int3_saved.insert(addr, orig);
+        self.int3_removed.retain(|&a| a != addr);
         Ok(BreakpointMethod::Int3Written)
     }
 
@@ -684,10 +709,27 @@ impl GdbClient {
     pub fn remove_breakpoint(&mut self, kind: BreakpointKind, addr: u64, len: usize) -> Result<()> {
         if kind == BreakpointKind::Software {
             if let Some(orig) = self.int3_saved.remove(&addr) {
+                if self.int3_removed.len() >= REMOVED_INT3_MEMORY {
+                    self.int3_removed.pop_front();
+                }
+                self.int3_removed.push_back(addr);
                 return self.write_memory(addr, &[orig]);
             }
         }
         self.request_ok(&format!("z{},{addr:x},{len:x}", kind.z()))
+    }
+
+    /// Whether this client wrote an `int3` at `addr` and later put the original byte back
+    /// (and has not written one there again). A thread that executed that `int3` before it
+    /// was removed may still report the trap, one byte past it.
+    pub fn int3_removed(&self, addr: u64) -> bool {
+        self.int3_removed.contains(&addr)
+    }
+
+    /// Whether software breakpoints are `int3` bytes this client writes (the stub refused
+    /// `Z0`): a hit then leaves the program counter one past the breakpoint.
+    pub fn writes_int3(&self) -> bool {
+        self.z0_refused
     }
 
     /// Every `int3` this client wrote: `(address, original byte)`.
@@ -730,6 +772,99 @@ impl GdbClient {
         }
     }
 
+    /// The debugged process's id: `qProcessInfo`'s `pid:` (winedbg, lldb-server), else the
+    /// process part of the thread ids (stubs that speak the multiprocess extensions:
+    /// gdbserver, ntdbg's Win32 stub). `Ok(None)` when the stub does not say.
+    pub fn process_id(&mut self) -> Result<Option<u64>> {
+        match self.request_str("qProcessInfo") {
+            Ok(r) => {
+                let pid = String::from_utf8_lossy(&r).split(';').find_map(|kv| {
+                    kv.strip_prefix("pid:")
+                        .and_then(|v| parse_hex_u64(v.as_bytes()))
+                });
+                if pid.is_some() {
+                    return Ok(pid);
+                }
+            }
+            Err(GdbError::Unsupported(_) | GdbError::Remote { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        let from_stop = self.last_stop.as_ref().and_then(StopReply::thread);
+        let thread = match from_stop {
+            Some(t) => Some(t),
+            None => self.threads()?.first().copied(),
+        };
+        Ok(thread.and_then(|t| match t.pid {
+            Some(crate::stop::IdPart::Id(pid)) => Some(pid),
+            _ => None,
+        }))
+    }
+
+    /// `qRcmd`: runs a stub's monitor command (winedbg's `mem`, QEMU's `info …`) and returns
+    /// what it printed. `Ok(None)` when the stub has no such command.
+    pub fn monitor(&mut self, command: &str) -> Result<Option<String>> {
+        self.console.clear();
+        let r = self.request_str(&format!("qRcmd,{}", to_hex(command.as_bytes())))?;
+        let printed = String::from_utf8_lossy(&self.take_console_output()).into_owned();
+        if r == b"OK" {
+            return Ok(Some(printed));
+        }
+        if r.is_empty() || r.first() == Some(&b'E') {
+            return Ok(None);
+        }
+        // A stub may answer with the text itself, hex-encoded.
+        Ok(from_hex(&r).map(|t| String::from_utf8_lossy(&t).into_owned()))
+    }
+
+    /// Reads a whole file on the stub's host (`vFile:open`/`pread`/`close`: gdbserver's host
+    /// I/O, which serves `/proc/PID/maps`), up to `max` bytes. `Ok(None)` when the stub has
+    /// no host I/O or cannot open the file.
+    pub fn read_host_file(&mut self, path: &str, max: usize) -> Result<Option<Vec<u8>>> {
+        let r = self.request_str(&format!("vFile:open:{},0,0", to_hex(path.as_bytes())))?;
+        let Some(fd) = r
+            .strip_prefix(b"F")
+            .filter(|v| !v.starts_with(b"-"))
+            .and_then(|v| parse_hex_u64(v.split(|&b| b == b';').next().unwrap_or(v)))
+        else {
+            return Ok(None);
+        };
+        let mut out = Vec::new();
+        let chunk = self.packet_size().saturating_sub(64).clamp(256, 0x4000);
+        while out.len() < max {
+            let r = self.request_str(&format!("vFile:pread:{fd:x},{chunk:x},{:x}", out.len()))?;
+            let Some(rest) = r.strip_prefix(b"F") else {
+                break;
+            };
+            let (count, data) = match rest.iter().position(|&b| b == b';') {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &[][..]),
+            };
+            if count.starts_with(b"-") {
+                break;
+            }
+            let data = unescape(data);
+            if parse_hex_u64(count) == Some(0) || data.is_empty() {
+                break;
+            }
+            out.extend_from_slice(&data);
+        }
+        let _ = self.request_str(&format!("vFile:close:{fd:x}"));
+        out.truncate(max);
+        Ok(Some(out))
+    }
+
+    /// The process id when the stub speaks the multiprocess extensions (its thread ids
+    /// name their process).
+    fn multiprocess_pid(&self) -> Option<u64> {
+        if !self.features.supports("multiprocess") {
+            return None;
+        }
+        match self.last_stop.as_ref()?.thread()?.pid? {
+            crate::stop::IdPart::Id(pid) => Some(pid),
+            _ => None,
+        }
+    }
+
     /// `qC`: the current thread, when the stub says.
     pub fn current_thread(&mut self) -> Result<Option<ThreadId>> {
         let r = self.request_str("qC")?;
@@ -764,28 +899,75 @@ impl GdbClient {
     /// Resumes the target (all threads, or `thread` alone with vCont) and returns at once.
     /// Use [`GdbClient::wait_stop`] for the stop and [`GdbClient::interrupt`] to break in.
     pub fn resume(&mut self, action: ResumeAction, thread: Option<ThreadId>) -> Result<()> {
+        let (select, packet) = match thread {
+            Some(t) => self.resume_packet(action, t, false),
+            None => (None, self.resume_all_packet(action)),
+        };
+        self.send_resume(select, &packet)
+    }
+
+    /// Resumes `thread` with `action` and every other thread with a plain continue (`vCont;
+    /// A:T;c`): passing an exception to the thread that raised it while the others run.
+    /// Without vCont, selects the thread (`Hc`) and sends the action.
+    pub fn resume_with_others(&mut self, action: ResumeAction, thread: ThreadId) -> Result<()> {
+        let (select, packet) = self.resume_packet(action, thread, true);
+        self.send_resume(select, &packet)
+    }
+
+    /// The packet that applies `action` to `thread` (and continues the others when
+    /// `others_run`), and the thread to select with `Hc` first (a stub without vCont).
+    fn resume_packet(
+        &self,
+        action: ResumeAction,
+        thread: ThreadId,
+        others_run: bool,
+    ) -> (Option<ThreadId>, String) {
+        let letter = match action {
+            ResumeAction::Continue => "c".to_string(),
+            ResumeAction::Step => "s".to_string(),
+            ResumeAction::ContinueWithSignal(sig) => format!("C{sig:02x}"),
+        };
+        if self.has_vcont(&letter[..1]) {
+            let mut p = format!("vCont;{letter}:{thread}");
+            if others_run && self.has_vcont("c") {
+                p.push_str(";c");
+            }
+            return (None, p);
+        }
+        (Some(thread), letter)
+    }
+
+    /// The packet that applies `action` to every thread.
+    fn resume_all_packet(&self, action: ResumeAction) -> String {
+        match action {
+            ResumeAction::Continue if self.has_vcont("c") => "vCont;c".into(),
+            ResumeAction::Step if self.has_vcont("s") => "vCont;s".into(),
+            ResumeAction::ContinueWithSignal(sig) if self.has_vcont("C") => {
+                format!("vCont;C{sig:02x}")
+            }
+            ResumeAction::Continue => "c".into(),
+            ResumeAction::Step => "s".into(),
+            ResumeAction::ContinueWithSignal(sig) => format!("C{sig:02x}"),
+        }
+    }
+
+    fn has_vcont(&self, action: &str) -> bool {
+        self.vcont
+            .as_ref()
+            .is_some_and(|v| v.iter().any(|x| x == action))
+    }
+
+    fn send_resume(&mut self, select: Option<ThreadId>, packet: &str) -> Result<()> {
         match self.state {
             RunState::Running => return Err(GdbError::Running),
             RunState::Gone => return Err(GdbError::Disconnected),
             RunState::Stopped => {}
         }
-        let has = |a: &str| {
-            self.vcont
-                .as_ref()
-                .is_some_and(|v| v.iter().any(|x| x == a))
-        };
-        let req = match action {
-            ResumeAction::Continue if has("c") => vcont("c", thread),
-            ResumeAction::Step if has("s") => vcont("s", thread),
-            ResumeAction::ContinueWithSignal(sig) if has("C") => {
-                vcont(&format!("C{sig:02x}"), thread)
-            }
-            ResumeAction::Continue => "c".to_string(),
-            ResumeAction::Step => "s".to_string(),
-            ResumeAction::ContinueWithSignal(sig) => format!("C{sig:02x}"),
-        };
+        if let Some(t) = select {
+            self.request_ok(&format!("Hc{t}"))?;
+        }
         let deadline = Instant::now() + self.opts.timeout;
-        self.send_packet(req.as_bytes(), deadline)?;
+        self.send_packet(packet.as_bytes(), deadline)?;
         self.nudge_at = None;
         self.state = RunState::Running;
         Ok(())
@@ -859,11 +1041,16 @@ impl GdbClient {
         for (addr, orig) in saved {
             self.write_memory(addr, &[orig])?;
         }
-        let r = self.request_str("D");
+        // With the multiprocess extensions, gdbserver wants the process named.
+        let request = match self.multiprocess_pid() {
+            Some(pid) => format!("D;{pid:x}"),
+            None => "D".to_string(),
+        };
+        let r = self.request_str(&request);
         self.state = RunState::Gone;
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
         match r {
-            Ok(r) => check_ok("D", &r),
+            Ok(r) => check_ok(&request, &r),
             // Some stubs close the connection at once.
             Err(GdbError::Disconnected) => Ok(()),
             Err(e) => Err(e),
@@ -901,13 +1088,6 @@ impl Drop for GdbClient {
             let _ = self.detach();
         }
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
-    }
-}
-
-fn vcont(action: &str, thread: Option<ThreadId>) -> String {
-    match thread {
-        Some(t) => format!("vCont;{action}:{t}"),
-        None => format!("vCont;{action}"),
     }
 }
 

@@ -193,7 +193,8 @@ impl StopReply {
                     }
                 } else {
                     StopReply::Terminated {
-                        signal: parse_u8(code)?,
+                        // gdbserver writes one digit with the multiprocess extensions (`Xb`).
+                        signal: u8::try_from(parse_exit_code(code)?).ok()?,
                         pid,
                     }
                 })
@@ -480,6 +481,14 @@ mod tests {
                 pid: None
             }
         );
+        assert_eq!(
+            StopReply::parse(b"Xb;process:793e").unwrap(),
+            StopReply::Terminated {
+                signal: 11,
+                pid: Some(0x793e)
+            }
+        );
+        assert_eq!(StopReply::parse(b"X100"), None);
         assert_eq!(StopReply::parse(b"N"), Some(StopReply::NoResumed));
         assert_eq!(StopReply::parse(b"OK"), None);
         assert_eq!(StopReply::parse(b"T"), None);

@@ -39,7 +39,9 @@ pub struct GdbTarget {
     system: SystemFacts,
     threads: Vec<ThreadInfo>,
     thread_ids: Vec<ThreadId>,
+    numbers: ThreadNumbers,
     modules: MinidumpModuleList,
+    event: Option<ExceptionEvent>,
     stop: Option<StopReply>,
     teb_source: Option<&'static str>,
     pages: Mutex<HashMap<u64, Option<Vec<Option<u8>>>>>,
@@ -70,7 +72,9 @@ impl GdbTarget {
             system: SystemFacts::default(),
             threads: Vec::new(),
             thread_ids: Vec::new(),
+            numbers: ThreadNumbers::default(),
             modules: MinidumpModuleList::new(),
+            event: None,
             stop,
             teb_source: None,
             pages: Mutex::new(HashMap::new()),
@@ -91,6 +95,7 @@ impl GdbTarget {
             Ok(_) | Err(GdbError::Unsupported(_)) => vec![ThreadId::ANY],
             Err(e) => return Err(live(&origin, e)),
         };
+        let ids = self.numbers.order(ids);
         let mut threads = Vec::with_capacity(ids.len());
         let mut teb_source = None;
         for &id in &ids {
@@ -130,6 +135,13 @@ impl GdbTarget {
                 stack: None,
             });
         }
+        if self.system.process_id.is_none() {
+            self.system.process_id = client
+                .process_id()
+                .ok()
+                .flatten()
+                .and_then(|p| u32::try_from(p).ok());
+        }
         drop(client);
         self.system.cpu_info = self.layout.architecture.clone();
         self.threads = threads;
@@ -140,7 +152,27 @@ impl GdbTarget {
             .map_err(|_| live(&origin, GdbError::Protocol("cache lock poisoned".into())))?
             .clear();
         self.modules = self.read_modules();
+        if self.system.process_id.is_none() {
+            self.system.process_id = self.process_id_from_teb();
+        }
         Ok(())
+    }
+
+    /// The process id from a thread's TEB (`ClientId.UniqueProcess`), for stubs that do not
+    /// say it (winedbg): taken only when the TEB's `ClientId.UniqueThread` is that thread.
+    fn process_id_from_teb(&self) -> Option<u32> {
+        let (pid_at, width) = match self.arch {
+            Arch::X64 => (0x40, 8),
+            Arch::X86 => (0x20, 4),
+            _ => return None,
+        };
+        self.threads.iter().filter(|t| t.teb != 0).find_map(|t| {
+            let pid = self.read_uint(t.teb.checked_add(pid_at)?, width)?;
+            let tid = self.read_uint(t.teb.checked_add(pid_at + width as u64)?, width)?;
+            (tid == u64::from(t.id) && pid != 0)
+                .then(|| u32::try_from(pid).ok())
+                .flatten()
+        })
     }
 
     /// The modules from the PEB loader list (Windows processes, x64), or none.
@@ -221,6 +253,37 @@ impl GdbTarget {
     }
 }
 
+/// WinDbg's thread numbers for the life of a session: each thread id gets the next number
+/// the first time it is seen and keeps it; the number of a thread that ended is not given
+/// again (a new thread that reuses its id is a new thread).
+#[derive(Debug, Default)]
+struct ThreadNumbers {
+    by_tid: HashMap<u64, usize>,
+    next: usize,
+}
+
+impl ThreadNumbers {
+    /// Numbers the threads of a listing (forgetting the ones that ended) and returns them in
+    /// number order.
+    fn order(&mut self, mut ids: Vec<ThreadId>) -> Vec<ThreadId> {
+        let present: std::collections::HashSet<u64> = ids.iter().filter_map(|t| t.tid()).collect();
+        self.by_tid.retain(|tid, _| present.contains(tid));
+        for tid in ids.iter().filter_map(|t| t.tid()) {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.by_tid.entry(tid) {
+                e.insert(self.next);
+                self.next += 1;
+            }
+        }
+        ids.sort_by_key(|t| t.tid().and_then(|tid| self.by_tid.get(&tid)).copied());
+        ids
+    }
+
+    /// The number of a thread.
+    fn number(&self, id: Option<ThreadId>) -> Option<usize> {
+        self.by_tid.get(&id?.tid()?).copied()
+    }
+}
+
 fn live(origin: &str, source: GdbError) -> TargetError {
     TargetError::Live {
         origin: origin.to_string(),
@@ -293,11 +356,19 @@ impl Target for GdbTarget {
     fn threads(&self) -> &[ThreadInfo] {
         &self.threads
     }
+    fn thread_number(&self, index: usize) -> usize {
+        self.numbers
+            .number(self.thread_ids.get(index).copied())
+            .unwrap_or(index)
+    }
     fn modules(&self) -> &MinidumpModuleList {
         &self.modules
     }
     fn event(&self) -> Option<&ExceptionEvent> {
-        None
+        self.event.as_ref()
+    }
+    fn set_live_event(&mut self, event: Option<ExceptionEvent>) {
+        self.event = event;
     }
     fn origin(&self) -> &str {
         &self.origin
@@ -379,6 +450,21 @@ pub fn amd64_context(layout: &RegisterLayout, g: &[Option<u8>]) -> Option<Minidu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_numbers_last_the_session() {
+        let mut n = ThreadNumbers::default();
+        let ids = |tids: &[u64]| tids.iter().map(|&t| ThreadId::new(t)).collect::<Vec<_>>();
+        // winedbg lists the newest thread first: the first listing fixes the numbers.
+        assert_eq!(n.order(ids(&[0x20, 0x10])), ids(&[0x20, 0x10]));
+        assert_eq!(n.order(ids(&[0x30, 0x10, 0x20])), ids(&[0x20, 0x10, 0x30]));
+        assert_eq!(n.number(Some(ThreadId::new(0x30))), Some(2));
+        // 0x10 ends: the others keep their numbers; an id used again is a new thread.
+        assert_eq!(n.order(ids(&[0x30, 0x20])), ids(&[0x20, 0x30]));
+        assert_eq!(n.number(Some(ThreadId::new(0x30))), Some(2));
+        n.order(ids(&[0x10, 0x30, 0x20]));
+        assert_eq!(n.number(Some(ThreadId::new(0x10))), Some(3));
+    }
 
     #[test]
     fn amd64_context_from_g_bytes() {

@@ -28,6 +28,7 @@ pub mod listing;
 mod loader_list;
 mod memory;
 mod memory_streams;
+pub mod minidump_writer;
 mod model;
 mod process_facts;
 mod user_dump;
@@ -74,14 +75,23 @@ pub trait Target: MemoryView + Send + Sync + std::fmt::Debug {
     fn arch(&self) -> Arch;
     /// Operating system, CPU and process facts.
     fn system(&self) -> &SystemFacts;
-    /// The threads, in the order the target lists them (`~` numbers index this slice).
+    /// The threads, in the order the target lists them.
     fn threads(&self) -> &[ThreadInfo];
+    /// The WinDbg number (`~N`) of the thread at `index` of [`Target::threads`]: the index
+    /// itself for a dump; a live target keeps each thread's number for the whole session
+    /// (a new thread gets the next number, the numbers of threads that ended are not reused).
+    fn thread_number(&self, index: usize) -> usize {
+        index
+    }
     /// The loaded modules.
     fn modules(&self) -> &MinidumpModuleList;
     /// The last event (the exception that caused the dump), if any.
     fn event(&self) -> Option<&ExceptionEvent>;
     /// Where the target came from (a file path or a connection string), for people.
     fn origin(&self) -> &str;
+    /// Makes `event` the exception of a live target's current stop (what
+    /// [`Target::event`] returns until the next stop); dumps keep their own and ignore it.
+    fn set_live_event(&mut self, _event: Option<ExceptionEvent>) {}
     /// The bugcheck that caused a kernel dump; `None` for user-mode targets.
     fn bugcheck(&self) -> Option<&Bugcheck> {
         None

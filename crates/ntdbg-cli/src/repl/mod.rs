@@ -55,7 +55,10 @@ fn plain(session: &mut Session) -> anyhow::Result<()> {
     let mut shown = Transcript::new(Style::new(false));
     let mut line = String::new();
     loop {
-        let prompt = prompt(session, session.current_thread_index());
+        let prompt = prompt(
+            session,
+            session.thread_number(session.current_thread_index()),
+        );
         shown.prompt(&prompt)?;
         line.clear();
         if stdin.lock().read_line(&mut line)? == 0 {
@@ -78,7 +81,10 @@ fn interactive(session: &mut Session) -> anyhow::Result<()> {
     interrupt::install(session.live().cloned(), running.clone());
     let (mut editor, history) = editor::open(style)?;
     loop {
-        let prompt = prompt(session, session.current_thread_index());
+        let prompt = prompt(
+            session,
+            session.thread_number(session.current_thread_index()),
+        );
         if let Some(helper) = editor.helper_mut() {
             helper.candidates = complete::Candidates::of(session);
         }

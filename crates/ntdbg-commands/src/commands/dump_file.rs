@@ -1,9 +1,9 @@
 //! `.dump /ma FILE` and `.dump /m FILE`: a live target writes a dump of itself.
 //!
-//! The stub writes the file on its host (ntdbg's Win32 stub through dbghelp's
-//! `MiniDumpWriteDump`); GDB stubs answer that they cannot. The path goes through the front
-//! end's file gate (the MCP server's allowed folders) and an existing file is refused unless
-//! `/o` is given, as in WinDbg.
+//! ntdbg's Win32 stub writes the file on its host (dbghelp's `MiniDumpWriteDump`); behind a
+//! GDB stub ntdbg writes it from the memory the stub can read. The path goes through the
+//! front end's file gate (the MCP server's allowed folders) and an existing file is refused
+//! unless `/o` is given, as in WinDbg.
 
 use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
@@ -18,9 +18,12 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     USAGE,
     "write a dump of the live target (/ma: all memory, /m: minidump, /o: overwrite)",
     "Live targets only: ntdbg's Windows targets (attach pid:N or exe:PATH) write it through \
-     dbghelp on their host; GDB stubs cannot. WinDbg's other options (/f, /mh, /u, …) are not \
-     supported. The MCP server writes only inside its allowed directories. An existing file is \
-     refused unless /o is given.",
+     dbghelp on their host; behind a GDB stub ntdbg writes it from the memory the stub reads: \
+     threads and registers, modules with their CodeView records, the exception, each stack, \
+     the code around each pc, TEBs and the PEB (/m), plus every readable page of the stub's \
+     memory map (winedbg, gdbserver), else the module images (/ma). WinDbg's other options \
+     (/f, /mh, /u, …) are not supported. The MCP server writes only inside its allowed \
+     directories. An existing file is refused unless /o is given.",
     dump,
 )];
 
@@ -71,12 +74,12 @@ fn parse(args: &str) -> Result<DumpRequest<'_>, CommandError> {
 }
 
 fn dump(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let Some(live) = session.live().cloned() else {
+    if session.live().is_none() {
         return Err(CommandError::new(
             ErrorCode::NotLive,
             "`.dump` writes a dump of a live target; this session is already a dump",
         ));
-    };
+    }
     let request = parse(inv.args)?;
     let path = inv.writable_path(request.path)?;
     if !request.overwrite && std::fs::symlink_metadata(&path).is_ok() {
@@ -86,16 +89,20 @@ fn dump(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Co
         )
         .with_hint("name a new file, or add /o to overwrite it"));
     }
-    let text = path.to_str().ok_or_else(|| {
-        CommandError::new(
-            ErrorCode::InvalidArgument,
-            format!("{} is not valid UTF-8", path.display()),
-        )
-    })?;
-    live.write_dump(request.kind, text)?;
-    Ok(CommandOutput::text(format!(
-        "Creating {text} - mini user dump\nDump successfully written\n"
-    )))
+    let summary = session.write_live_dump(request.kind, &path)?;
+    let kind = match request.kind {
+        DumpKind::Full => "full user dump",
+        DumpKind::Mini => "mini user dump",
+    };
+    let mut text = format!("Creating {} - {kind}\n", path.display());
+    if summary.writer == "ntdbg" {
+        text.push_str(&format!(
+            "Written by ntdbg from the memory the stub reads: {} range(s), {} bytes ({})\n",
+            summary.ranges, summary.bytes, summary.memory_from
+        ));
+    }
+    text.push_str("Dump successfully written\n");
+    Ok(CommandOutput::text(text))
 }
 
 #[cfg(test)]

@@ -24,8 +24,9 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         ".exr -1 | .exr ADDR",
         "show an exception record (-1: the last event's)",
         "`.exr ADDR` reads an EXCEPTION_RECORD from memory. On a live target `.exr -1` shows the \
-         stop's exception: code, address and parameters from ntdbg's Windows targets; a GDB \
-         stub's signal gives the code and the pc only.",
+         stop's exception: code, address and parameters from ntdbg's Windows targets; for a GDB \
+         stub's signal, the code and the pc, and for an access violation the access and the \
+         address decoded from the faulting instruction and the registers.",
         exr,
     ),
     CommandSpec::inspect(
@@ -53,13 +54,22 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
 ];
 
 fn event_required(session: &Session) -> Result<&ntdbg_targets::ExceptionEvent, CommandError> {
-    session.target().event().ok_or_else(|| {
-        CommandError::new(
-            ErrorCode::NoException,
-            "There is no exception record in this dump",
-        )
-        .with_hint("`~*k` shows what every thread was doing")
-    })
+    if let Some(e) = session.target().event() {
+        return Ok(e);
+    }
+    if let Some(live) = session.live() {
+        let why = match live.state() {
+            RunState::Halted(h) => format!("The last event is not an exception ({})", h.event_text),
+            other => format!("There is no exception: the target is {}", other.name()),
+        };
+        return Err(CommandError::new(ErrorCode::NoException, why)
+            .with_hint("`.lastevent` says why the target stopped; `~*k` what every thread does"));
+    }
+    Err(CommandError::new(
+        ErrorCode::NoException,
+        "There is no exception record in this dump",
+    )
+    .with_hint("`~*k` shows what every thread was doing"))
 }
 
 fn event_typed(session: &Session) -> Option<TypedResult> {
@@ -130,29 +140,8 @@ fn live_lastevent(session: &Session, state: &RunState) -> Result<CommandOutput, 
         h.event_text,
         crate::render::windbg_time_ms(stopped_ms)
     );
-    let typed = live_event_typed(session, h);
+    let typed = event_typed(session);
     Ok(CommandOutput { text, typed })
-}
-
-/// The exception of a live stop, as a record: the Windows stub's code, address and
-/// parameters, or the code a GDB stub's signal stands for at the stopped pc (no parameters).
-fn live_exception(h: &ntdbg_engine::live::Halt) -> Option<ntdbg_targets::ExceptionEvent> {
-    let (code, _) = h.cause.exception()?;
-    let windows = h.event.as_ref();
-    Some(ntdbg_targets::ExceptionEvent {
-        thread_id: h.thread.and_then(|t| t.tid()).unwrap_or(0) as u32,
-        code,
-        flags: 0,
-        address: windows.and_then(|w| w.address).or(h.pc)?,
-        parameters: windows.map(|w| w.parameters.clone()).unwrap_or_default(),
-        nested_record: 0,
-        context: None,
-    })
-}
-
-/// The typed event of a live stop that is an exception, decoded like a dump's.
-fn live_event_typed(session: &Session, h: &ntdbg_engine::live::Halt) -> Option<TypedResult> {
-    Some(exception_typed(session, &live_exception(h)?))
 }
 
 fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
@@ -161,24 +150,6 @@ fn exr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
         let addr = eval(session, arg)?;
         let e = read_exception_record(session, addr)?;
         return Ok(CommandOutput::text(render_exception_record(session, &e)));
-    }
-    if let Some(live) = session.live().cloned() {
-        let RunState::Halted(h) = live.state() else {
-            return Err(CommandError::new(
-                ErrorCode::TargetGone,
-                "the target is not halted",
-            ));
-        };
-        let e = live_exception(&h).ok_or_else(|| {
-            CommandError::new(
-                ErrorCode::NoException,
-                format!("The last event is not an exception ({})", h.event_text),
-            )
-        })?;
-        return Ok(CommandOutput {
-            text: render_exception_record(session, &e),
-            typed: live_event_typed(session, &h),
-        });
     }
     let e = event_required(session)?.clone();
     Ok(CommandOutput {

@@ -4,6 +4,7 @@ pub(crate) mod address;
 pub(crate) mod breakpoints;
 pub(crate) mod disasm;
 pub(crate) mod dump_file;
+pub(crate) mod edit;
 pub(crate) mod errors;
 pub(crate) mod event_filters;
 pub(crate) mod events;

@@ -9,9 +9,11 @@ use ntdbg_engine::Session;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["r"],
-    "r [REG[, REG…]]",
-    "show the registers of the current context (after .ecxr: the exception context)",
-    "Register writes (`r rax=1`) are refused: dumps are read-only.",
+    "r [REG[, REG…]] | r REG=VALUE[, REG=VALUE…]",
+    "show the registers of the current context (after .ecxr: the exception context), or set one",
+    "`r REG=VALUE` sets a register of the current thread of a halted live target (VALUE is an \
+     expression; `eax`, `ax`, `ah` change their bits of `rax`); refused in a read-only session. \
+     A dump's registers cannot be changed.",
     r,
 )];
 
@@ -21,11 +23,7 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         return show_current(session);
     }
     if args.contains('=') {
-        return Err(CommandError::new(
-            ErrorCode::ReadOnly,
-            "Cannot change registers: the target is a dump",
-        )
-        .with_hint("registers of a dump are read-only"));
+        return set_registers(session, args);
     }
     let ctx = current_context(session)?;
     let ptr = session.arch().pointer_size();
@@ -51,6 +49,34 @@ fn r(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         lines.join("\n") + "\n",
         TypedResult::Registers { registers: values },
     ))
+}
+
+/// `r REG=VALUE[, REG=VALUE…]`: sets the registers in turn; prints nothing, as WinDbg does.
+fn set_registers(session: &mut Session, args: &str) -> Result<CommandOutput, CommandError> {
+    if session.live().is_none() {
+        return Err(CommandError::new(
+            ErrorCode::ReadOnly,
+            "Cannot change registers: the target is a dump",
+        )
+        .with_hint("registers of a dump are read-only; attach to a live target to change them"));
+    }
+    for assignment in args.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let Some((name, value)) = assignment.split_once('=') else {
+            return Err(CommandError::syntax(format!(
+                "Syntax error in 'r {}': a register write is REG=VALUE",
+                excerpt(assignment)
+            )));
+        };
+        let name = name.trim().trim_start_matches('@').to_ascii_lowercase();
+        if name.is_empty() {
+            return Err(CommandError::syntax(
+                "Syntax error: r =VALUE names no register",
+            ));
+        }
+        let value = super::eval(session, value.trim())?;
+        session.set_register(&name, value)?;
+    }
+    Ok(CommandOutput::text(String::new()))
 }
 
 /// Width of a register's value as WinDbg prints it.

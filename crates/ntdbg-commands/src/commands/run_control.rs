@@ -207,9 +207,7 @@ fn step_to(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         )));
     }
     let addr = eval(session, args)?;
-    run_and_show(session, |s| {
-        s.go(Resume::Go { pass_signal: false }, Some(addr))
-    })
+    run_and_show(session, |s| s.go_to_in_frame(addr))
 }
 
 /// Runs `run` (a resume that waits for the stop), then shows what the target printed on the

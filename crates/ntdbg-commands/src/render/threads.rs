@@ -22,7 +22,7 @@ pub(crate) fn list(
         text.push('\n');
         let t = &session.target().threads()[i];
         rows.push(ThreadRow {
-            index: i,
+            index: session.thread_number(i),
             id: format!("{:#x}", t.id),
             name: t.name.clone(),
             teb: format!("{:#x}", t.teb),
@@ -52,13 +52,14 @@ pub(crate) fn header_line(session: &Session, index: usize) -> String {
         ' '
     };
     let pid = session.target().system().process_id.unwrap_or(0);
+    let number = session.thread_number(index);
     let name = t
         .name
         .as_ref()
         .map(|n| format!(" \"{n}\""))
         .unwrap_or_default();
     format!(
-        "{marker}{index:>3}  Id: {pid:x}.{:x} Suspend: {} Teb: {} Unfrozen{name}",
+        "{marker}{number:>3}  Id: {pid:x}.{:x} Suspend: {} Teb: {} Unfrozen{name}",
         t.id,
         t.suspend_count,
         addr(session, t.teb)

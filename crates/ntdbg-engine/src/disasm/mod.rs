@@ -14,6 +14,7 @@
 //! any of them. [`instruction_registers`] is shared with other commands and crash
 //! analysis; addresses print through [`Bitness::address`] ([`crate::text`]).
 
+mod access;
 mod arm64;
 mod backward;
 mod effects;
@@ -29,6 +30,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use access::{memory_access, MemoryAccess};
 pub use backward::disassemble_backward;
 pub use effects::{
     decode_run, instruction_effects, ControlFlow, InstructionEffects, Operand, Store,

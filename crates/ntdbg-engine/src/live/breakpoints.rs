@@ -65,6 +65,31 @@ impl BreakKind {
     }
 }
 
+/// The thread and frame a temporary breakpoint of a step stops (`p` over a call, `gu`,
+/// `pa`): that thread only, and only once its stack pointer is back at or above `sp` (a
+/// recursive call that reaches the same address deeper in the stack goes on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameOwner {
+    /// The thread id.
+    pub thread: u64,
+    /// The stack pointer when the step began.
+    pub sp: u64,
+}
+
+/// What a stop at an execution breakpoint's address means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hit {
+    /// User breakpoint `N` (its hit count is incremented).
+    User(u32),
+    /// A temporary breakpoint for this thread and frame: the step or `g ADDR` is done.
+    Temporary,
+    /// Only a temporary breakpoint of another thread, or of this thread deeper in its
+    /// stack: the thread goes on.
+    Foreign,
+    /// No enabled execution breakpoint is there.
+    None,
+}
+
 /// One breakpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Breakpoint {
@@ -79,6 +104,8 @@ pub struct Breakpoint {
     pub enabled: bool,
     /// How many times it was hit.
     pub hits: u64,
+    /// For a temporary breakpoint of a step: the thread and frame it stops.
+    pub owner: Option<FrameOwner>,
 }
 
 /// Every breakpoint of a session.
@@ -104,8 +131,15 @@ impl Breakpoints {
             .find(|b| b.id.is_some() && b.address == address && b.kind == kind)
     }
 
-    /// Adds a breakpoint and returns it; `temporary` ones get no number.
-    pub(crate) fn add(&mut self, address: u64, kind: BreakKind, temporary: bool) -> &Breakpoint {
+    /// Adds a breakpoint and returns it; `temporary` ones get no number, and stop only
+    /// `owner` when one is given.
+    pub(crate) fn add(
+        &mut self,
+        address: u64,
+        kind: BreakKind,
+        temporary: bool,
+        owner: Option<FrameOwner>,
+    ) -> &Breakpoint {
         let id = (!temporary).then(|| {
             let id = self.next_id;
             self.next_id += 1;
@@ -117,6 +151,7 @@ impl Breakpoints {
             kind,
             enabled: true,
             hits: 0,
+            owner: owner.filter(|_| temporary),
         });
         self.list.sort_by_key(|b| b.id.unwrap_or(u32::MAX));
         self.list
@@ -166,15 +201,32 @@ impl Breakpoints {
         temp
     }
 
-    /// Counts a hit on the enabled execution breakpoint at `pc` and returns its number
-    /// (`Some(None)` for a temporary breakpoint).
-    pub(crate) fn hit_at(&mut self, pc: u64) -> Option<Option<u32>> {
-        let b = self
-            .list
-            .iter_mut()
-            .find(|b| b.enabled && b.address == pc && b.kind.is_execution())?;
-        b.hits += 1;
-        Some(b.id)
+    /// What thread `thread`, with stack pointer `sp`, stopping at `pc` hit: a user
+    /// breakpoint (counted), a temporary one it stops at, or only breakpoints that let it go.
+    pub(crate) fn hit_at(&mut self, pc: u64, thread: u64, sp: Option<u64>) -> Hit {
+        let mut seen = false;
+        let mut temporary = false;
+        for b in self.list.iter_mut() {
+            if !(b.enabled && b.address == pc && b.kind.is_execution()) {
+                continue;
+            }
+            seen = true;
+            match (b.id, b.owner) {
+                (Some(id), _) => {
+                    b.hits += 1;
+                    return Hit::User(id);
+                }
+                (None, None) => temporary = true,
+                (None, Some(o)) => {
+                    temporary |= o.thread == thread && sp.is_none_or(|sp| sp >= o.sp);
+                }
+            }
+        }
+        match (temporary, seen) {
+            (true, _) => Hit::Temporary,
+            (false, true) => Hit::Foreign,
+            (false, false) => Hit::None,
+        }
     }
 
     /// Counts a hit on the enabled watchpoint covering `addr` and returns its number.
@@ -201,15 +253,16 @@ mod tests {
     #[test]
     fn numbers_hits_and_temporaries() {
         let mut t = Breakpoints::default();
-        assert_eq!(t.add(0x10, BreakKind::Software, false).id, Some(0));
-        assert_eq!(t.add(0x20, BreakKind::Software, true).id, None);
+        assert_eq!(t.add(0x10, BreakKind::Software, false, None).id, Some(0));
+        assert_eq!(t.add(0x20, BreakKind::Software, true, None).id, None);
         let watch = BreakKind::Hardware {
             access: Access::Write,
             size: 4,
         };
-        assert_eq!(t.add(0x30, watch, false).id, Some(1));
-        assert_eq!(t.hit_at(0x10), Some(Some(0)));
-        assert_eq!(t.hit_at(0x20), Some(None));
+        assert_eq!(t.add(0x30, watch, false, None).id, Some(1));
+        assert_eq!(t.hit_at(0x10, 7, None), Hit::User(0));
+        assert_eq!(t.hit_at(0x20, 7, None), Hit::Temporary);
+        assert_eq!(t.hit_at(0x40, 7, None), Hit::None);
         assert_eq!(t.watch_hit(0x33), Some(1));
         assert_eq!(t.watch_hit(0x34), None);
         assert_eq!(t.take_temporary().len(), 1);
@@ -218,5 +271,26 @@ mod tests {
         assert!(!t.shares_slot(0x10, BreakKind::Software, Some(0)));
         assert_eq!(t.remove(0).map(|b| b.address), Some(0x10));
         assert_eq!(watch.packet(), (BreakpointKind::WriteWatch, 4));
+    }
+
+    #[test]
+    fn a_steps_breakpoint_stops_its_thread_in_its_frame_only() {
+        let mut t = Breakpoints::default();
+        let owner = FrameOwner {
+            thread: 7,
+            sp: 0x1000,
+        };
+        t.add(0x50, BreakKind::Software, true, Some(owner));
+        assert_eq!(t.hit_at(0x50, 8, Some(0x2000)), Hit::Foreign);
+        assert_eq!(
+            t.hit_at(0x50, 7, Some(0x0f00)),
+            Hit::Foreign,
+            "deeper: recursion"
+        );
+        assert_eq!(t.hit_at(0x50, 7, Some(0x1008)), Hit::Temporary);
+        // A user breakpoint at the same place stops every thread.
+        t.add(0x50, BreakKind::Software, false, None);
+        assert_eq!(t.hit_at(0x50, 8, None), Hit::User(0));
+        assert_eq!(t.list()[0].hits, 1);
     }
 }

@@ -2,11 +2,12 @@
 //! by calls that must never wait for the session lock (`break_in`, `wait_for_event`).
 //!
 //! Resuming sends the resume packet and starts a waiter thread that keeps reading the stub
-//! until the stop reply arrives, so a stop is recorded even when nobody is waiting for it.
-//! Every stop, exit and resume goes into a bounded event log with timestamps; a condvar wakes
-//! whoever waits for the next stop. The event filters (`sx`) decide which stops are shown:
-//! one they pass over is logged (when it prints) and resumed at once by the waiter, without
-//! counting as a stop. Lock order: client, then breakpoints, then filters, then state.
+//! until the stop reply arrives, so a stop is recorded even when nobody is waiting for it
+//! (the run-control state machine is in [`super::run`]). Every stop, exit and resume goes
+//! into a bounded event log with timestamps; a condvar wakes whoever waits for the next
+//! stop. The event filters (`sx`) decide which stops are shown: one they pass over is logged
+//! (when it prints) and resumed at once by the waiter, without counting as a stop. Lock
+//! order: client, then breakpoints, then filters, then state.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -15,19 +16,14 @@ use std::time::{Duration, Instant, SystemTime};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use ntdbg_gdbremote::{
-    GdbClient, GdbError, InterruptHandle, RegisterLayout, ResumeAction, RunState as ClientState,
-    StopReason, StopReply, ThreadId, WindowsEvent, WindowsEventKind,
+    GdbClient, GdbError, InterruptHandle, RegisterLayout, ThreadId, WindowsEvent,
 };
 
-use super::breakpoints::{BreakKind, Breakpoint, Breakpoints, MAX_BREAKPOINTS};
-use super::filters::{
-    Decision, EventFilterKind, EventFilters, FilterAction, FilterEvent, FilterSetting,
-};
-use super::stop_text::{self, signal, StopCause, StopDetails};
+use super::breakpoints::{BreakKind, Breakpoint, Breakpoints, FrameOwner, MAX_BREAKPOINTS};
+use super::filters::{EventFilters, FilterAction, FilterSetting};
+use super::run::RunBook;
+use super::stop_text::StopCause;
 use crate::{EngineError, ErrorCode};
-
-/// How long the waiter holds the client per read, so closing can take it in between.
-const POLL: Duration = Duration::from_millis(100);
 /// Events kept in the log.
 const EVENT_CAPACITY: usize = 256;
 /// How long the stub may take to write a dump (a full-memory dump of a big process is slow).
@@ -84,6 +80,8 @@ pub struct Halt {
     pub thread: Option<ThreadId>,
     /// Its instruction pointer (moved back over an `int3` the debugger wrote).
     pub pc: Option<u64>,
+    /// The GDB signal of the stop (what `g` passes on to the program).
+    pub signal: Option<u8>,
     /// What stopped it.
     pub cause: StopCause,
     /// WinDbg's line for the stop (`Breakpoint 0 hit`); `None` after a step.
@@ -190,20 +188,17 @@ impl DumpKind {
 
 /// How many events the filters may still pass over once `break_in` sent its interrupt.
 const INTERRUPT_GRACE: usize = 16;
-/// Most events in a row the filters resume from before the waiter lets go of the client
-/// for a moment (so a flood of debug strings never holds it for long).
-const AUTO_RESUMES_PER_HOLD: usize = 64;
+
 #[derive(Debug)]
-struct Inner {
-    state: RunState,
+pub(crate) struct Inner {
+    pub(crate) state: RunState,
     stops: u64,
-    stepping: bool,
     events: VecDeque<LiveEvent>,
     next_seq: u64,
     command_wait: Duration,
-    pinned_thread: Option<ThreadId>,
-    /// How the running target was last resumed (the filters resume the same way).
-    last_action: Option<(ResumeAction, Option<ThreadId>)>,
+    pub(crate) pinned_thread: Option<ThreadId>,
+    /// The resume in progress and what the debugger did to each thread.
+    pub(crate) run: RunBook,
 }
 
 /// The run control of one live target.
@@ -211,23 +206,27 @@ struct Inner {
 pub struct LiveControl {
     client: Arc<Mutex<GdbClient>>,
     interrupt: InterruptHandle,
-    layout: RegisterLayout,
-    pc_name: &'static str,
+    pub(crate) layout: RegisterLayout,
+    pub(crate) pc_name: &'static str,
+    pub(crate) sp_name: &'static str,
     read_only: bool,
+    /// The debugged process's id, when the stub says (`qProcessInfo`, `p` thread ids).
+    pub(crate) process_id: Option<u64>,
     breakpoints: Mutex<Breakpoints>,
     filters: Mutex<EventFilters>,
     inner: Mutex<Inner>,
-    changed: Condvar,
+    pub(crate) changed: Condvar,
     started: Instant,
     /// Set when closing gave up on a stop: the waiter thread ends.
-    abandoned: AtomicBool,
+    pub(crate) abandoned: AtomicBool,
     /// Set by `break_in` until the next stop: how many more events the filters may pass
     /// over, plus one (0: no interrupt pending). Past the grace every event breaks, so a
     /// flood of filtered events cannot swallow the interrupt.
-    interrupt_grace: AtomicUsize,
+    pub(crate) interrupt_grace: AtomicUsize,
 }
 
-fn live(e: GdbError) -> EngineError {
+/// A protocol error as an engine error.
+pub(crate) fn live(e: GdbError) -> EngineError {
     EngineError::Live {
         code: ErrorCode::from_name(e.code()),
         message: e.to_string(),
@@ -235,16 +234,22 @@ fn live(e: GdbError) -> EngineError {
 }
 
 impl LiveControl {
-    /// Takes over a connected, stopped client. `read_only` refuses run control and writes.
+    /// Takes over a connected, stopped client. `read_only` refuses run control and writes;
+    /// `process_id` is the debugged process's id when known (for the `(pid.tid)` of stops).
     pub fn new(
         client: Arc<Mutex<GdbClient>>,
         layout: RegisterLayout,
         read_only: bool,
+        process_id: Option<u64>,
     ) -> Result<Arc<LiveControl>, EngineError> {
         let pc_name = ["rip", "pc", "eip"]
             .into_iter()
             .find(|n| layout.by_name(n).is_some())
             .unwrap_or("pc");
+        let sp_name = ["rsp", "sp", "esp"]
+            .into_iter()
+            .find(|n| layout.by_name(n).is_some())
+            .unwrap_or("sp");
         let (interrupt, stop) = {
             let c = client.lock().unwrap_or_else(PoisonError::into_inner);
             (c.interrupt_handle().map_err(live)?, c.last_stop().cloned())
@@ -254,18 +259,19 @@ impl LiveControl {
             interrupt,
             layout,
             pc_name,
+            sp_name,
             read_only,
+            process_id,
             breakpoints: Mutex::new(Breakpoints::default()),
             filters: Mutex::new(EventFilters::default()),
             inner: Mutex::new(Inner {
                 state: RunState::Detached,
                 stops: 0,
-                stepping: false,
                 events: VecDeque::new(),
                 next_seq: 0,
                 command_wait: DEFAULT_COMMAND_WAIT,
                 pinned_thread: None,
-                last_action: None,
+                run: RunBook::default(),
             }),
             changed: Condvar::new(),
             started: Instant::now(),
@@ -273,7 +279,7 @@ impl LiveControl {
             interrupt_grace: AtomicUsize::new(0),
         });
         let state = match stop {
-            Some(stop) => control.process_stop(&mut control.lock_client(), &stop),
+            Some(stop) => control.process_stop(&mut control.lock_client(), &stop, true),
             None => RunState::Exited("the stub did not say why the target stopped".into()),
         };
         let text = match &state {
@@ -367,83 +373,6 @@ impl LiveControl {
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
         }
-    }
-
-    /// Resumes the target and returns once the stub took the request (the stop is recorded
-    /// later by a waiter thread). Refused while running, after exit, and in read-only mode.
-    pub fn resume(self: &Arc<Self>, how: Resume) -> Result<(), EngineError> {
-        self.check_writable("resuming")?;
-        let mut client = self.lock_client();
-        let (pc, last_signal, thread) = {
-            let mut inner = self.inner();
-            let halt = match &inner.state {
-                RunState::Halted(h) => h.clone(),
-                other => return Err(not_halted(other)),
-            };
-            (halt.pc, halt.cause, inner.pinned_thread.take())
-        };
-        let last_stop_signal = client.last_stop().and_then(StopReply::signal).unwrap_or(0);
-        // A breakpoint under the current instruction would stop the target again at once
-        // (gdbserver leaves stepping over it to the client): take it out for one step.
-        let under_pc: Vec<(ntdbg_gdbremote::BreakpointKind, usize)> = match pc {
-            Some(pc) => self.lock_breakpoints().execution_slots_at(pc),
-            None => Vec::new(),
-        };
-        if let (Some(pc), false) = (pc, under_pc.is_empty()) {
-            for &(kind, len) in &under_pc {
-                client.remove_breakpoint(kind, pc, len).map_err(live)?;
-            }
-            self.inner().stepping = true;
-            let stepped = client.step(thread).map_err(live);
-            let mut reinserted = Ok(());
-            for &(kind, len) in &under_pc {
-                if let Err(e) = client.insert_breakpoint(kind, pc, len) {
-                    reinserted = Err(live(e));
-                }
-            }
-            let stop = stepped?;
-            reinserted?;
-            let trapped = stop.signal() == Some(signal::TRAP);
-            if how == Resume::Step || !trapped {
-                let state = self.process_stop(&mut client, &stop);
-                drop(client);
-                self.record_stop(state);
-                return Ok(());
-            }
-        }
-        let action = match (how, last_signal) {
-            (Resume::Step, _) => ResumeAction::Step,
-            (Resume::Go { pass_signal: true }, StopCause::Signal(s))
-                if s != signal::TRAP && s != signal::INT =>
-            {
-                ResumeAction::ContinueWithSignal(s)
-            }
-            (Resume::Go { pass_signal: true }, StopCause::Exception { code, .. })
-                if !stop_text::is_debug_trap(code) =>
-            {
-                ResumeAction::ContinueWithSignal(last_stop_signal)
-            }
-            (Resume::Go { .. }, _) => ResumeAction::Continue,
-        };
-        client.resume(action, thread).map_err(live)?;
-        drop(client);
-        {
-            let mut inner = self.inner();
-            inner.last_action = Some((action, thread));
-            inner.stepping = how == Resume::Step;
-            inner.state = RunState::Running;
-            self.push_event(&mut inner, EventKind::Resumed, String::new());
-        }
-        self.changed.notify_all();
-        let me = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("ntdbg-live-wait".into())
-            .spawn(move || me.wait_loop())
-            .map_err(|e| EngineError::Live {
-                code: ErrorCode::InternalError,
-                message: format!("cannot start the stop waiter: {e}"),
-            })?;
-        Ok(())
     }
 
     /// Interrupts a running target and waits up to `timeout` for it to stop; returns at once
@@ -580,6 +509,27 @@ impl LiveControl {
         kind: BreakKind,
         temporary: bool,
     ) -> Result<Breakpoint, EngineError> {
+        self.insert_breakpoint(address, kind, temporary, None)
+    }
+
+    /// Inserts the temporary software breakpoint of a step (`p` over a call, `gu`, `pa`):
+    /// it stops `owner`'s thread in `owner`'s frame only; other threads step off it and go
+    /// on.
+    pub fn add_step_breakpoint(
+        &self,
+        address: u64,
+        owner: FrameOwner,
+    ) -> Result<Breakpoint, EngineError> {
+        self.insert_breakpoint(address, BreakKind::Software, true, Some(owner))
+    }
+
+    fn insert_breakpoint(
+        &self,
+        address: u64,
+        kind: BreakKind,
+        temporary: bool,
+        owner: Option<FrameOwner>,
+    ) -> Result<Breakpoint, EngineError> {
         self.check_writable("setting a breakpoint")?;
         let mut client = self.lock_client();
         self.check_halted()?;
@@ -599,7 +549,7 @@ impl LiveControl {
             let (k, len) = kind.packet();
             client.insert_breakpoint(k, address, len).map_err(live)?;
         }
-        Ok(bps.add(address, kind, temporary).clone())
+        Ok(bps.add(address, kind, temporary, owner).clone())
     }
 
     /// Enables or disables a user breakpoint (inserting or removing it in the target).
@@ -640,7 +590,7 @@ impl LiveControl {
         Ok(())
     }
 
-    fn check_writable(&self, what: &str) -> Result<(), EngineError> {
+    pub(crate) fn check_writable(&self, what: &str) -> Result<(), EngineError> {
         if self.read_only {
             return Err(EngineError::Live {
                 code: ErrorCode::ReadOnly,
@@ -650,212 +600,11 @@ impl LiveControl {
         Ok(())
     }
 
-    fn check_halted(&self) -> Result<(), EngineError> {
+    pub(crate) fn check_halted(&self) -> Result<(), EngineError> {
         match &self.inner().state {
             RunState::Halted(_) => Ok(()),
             other => Err(not_halted(other)),
         }
-    }
-
-    /// Reads stop replies until one the filters show arrives (run by the waiter thread after
-    /// a resume); the others are logged when they print and resumed from at once.
-    fn wait_loop(&self) {
-        let mut held_resumes = 0;
-        loop {
-            let mut client = self.lock_client();
-            if client.state() != ClientState::Running || self.abandoned.load(Ordering::Relaxed) {
-                return;
-            }
-            match client.wait_stop(POLL) {
-                Ok(None) => {
-                    drop(client);
-                    held_resumes = 0;
-                    std::thread::yield_now();
-                }
-                Ok(Some(stop)) => {
-                    let state = self.process_stop(&mut client, &stop);
-                    let resumed = match self.passed_over(&state, &stop) {
-                        Some((action, text)) => match self.resume_after_filter(&mut client, action)
-                        {
-                            Ok(()) => Some(text),
-                            Err(e) => {
-                                drop(client);
-                                let why = format!("resuming after a filtered event failed: {e}");
-                                self.record(RunState::Exited(why.clone()), EventKind::Exited, why);
-                                return;
-                            }
-                        },
-                        None => None,
-                    };
-                    drop(client);
-                    let Some(text) = resumed else {
-                        self.record_stop(state);
-                        return;
-                    };
-                    if let Some(text) = text {
-                        let mut inner = self.inner();
-                        self.push_event(&mut inner, EventKind::Event, text);
-                    }
-                    held_resumes += 1;
-                    if held_resumes >= AUTO_RESUMES_PER_HOLD {
-                        held_resumes = 0;
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-                Err(e) => {
-                    drop(client);
-                    let why = format!("connection to the stub lost: {e}");
-                    self.record(RunState::Exited(why.clone()), EventKind::Exited, why);
-                    return;
-                }
-            }
-        }
-    }
-
-    /// When the filters pass over the stop: how to resume, and the line to log (`None`:
-    /// silently). `None` when the stop is shown: no filter applies, it breaks, or a pending
-    /// `break_in` has let enough events pass.
-    fn passed_over(
-        &self,
-        state: &RunState,
-        stop: &StopReply,
-    ) -> Option<(ResumeAction, Option<String>)> {
-        let RunState::Halted(h) = state else {
-            return None;
-        };
-        let event = filter_event(h)?;
-        // An interrupt is pending: a few more events may pass (the thread a Windows break-in
-        // creates, say), then the next one breaks.
-        match self.interrupt_grace.load(Ordering::Relaxed) {
-            0 => {}
-            1 => return None,
-            _ => {
-                self.interrupt_grace.fetch_sub(1, Ordering::Relaxed);
-            }
-        }
-        let decision = self.lock_filters().decide(event);
-        let Decision::Continue { print, pass } = decision else {
-            return None;
-        };
-        let (last, _) = self
-            .inner()
-            .last_action
-            .unwrap_or((ResumeAction::Continue, None));
-        let action = match (pass, stop.signal()) {
-            (true, Some(sig)) => ResumeAction::ContinueWithSignal(sig),
-            // A step interrupted by an event goes on stepping.
-            _ if last == ResumeAction::Step => ResumeAction::Step,
-            _ => ResumeAction::Continue,
-        };
-        Some((action, print.then(|| h.reason.clone().unwrap_or_default())))
-    }
-
-    /// Resumes after a stop the filters passed over, the way the target was resumed.
-    fn resume_after_filter(
-        &self,
-        client: &mut GdbClient,
-        action: ResumeAction,
-    ) -> Result<(), GdbError> {
-        let thread = self.inner().last_action.and_then(|(_, t)| t);
-        client.resume(action, thread)
-    }
-
-    /// Turns a stop reply into a run state: reads the pc (moving it back over an `int3` the
-    /// debugger wrote), finds the breakpoint, and removes temporary breakpoints.
-    fn process_stop(&self, client: &mut GdbClient, stop: &StopReply) -> RunState {
-        let StopReply::Signal {
-            signal: sig,
-            thread,
-            reason,
-            windows,
-            ..
-        } = stop
-        else {
-            return RunState::Exited(match stop {
-                StopReply::Exited { status, .. } => {
-                    format!("process exited with status {status:#x}")
-                }
-                StopReply::Terminated { signal, .. } => {
-                    format!("process terminated by signal {signal}")
-                }
-                _ => "no threads are left to run".to_string(),
-            });
-        };
-        if let Some(t) = thread {
-            let _ = client.set_thread(*t);
-        }
-        let mut pc = self.read_pc(client);
-        if *sig == signal::TRAP {
-            if let Some(p) = pc.filter(|&p| {
-                p > 0 && client.int3_original(p).is_none() && client.int3_original(p - 1).is_some()
-            }) {
-                if self.write_pc(client, p - 1).is_ok() {
-                    pc = Some(p - 1);
-                }
-            }
-        }
-        let stepping = self.inner().stepping;
-        let mut bps = self.lock_breakpoints();
-        let watched = match reason {
-            Some(StopReason::Watch(a) | StopReason::ReadWatch(a) | StopReason::AccessWatch(a)) => {
-                Some(*a)
-            }
-            _ => None,
-        };
-        // Without a Windows event, what the signal says; with one, its exception (a
-        // breakpoint or a single step still goes through the breakpoint table).
-        let windows_cause = windows.as_ref().map(windows_cause);
-        let fallback = windows_cause.unwrap_or(StopCause::Signal(*sig));
-        let debug_trap = match windows_cause {
-            None => *sig == signal::TRAP,
-            Some(StopCause::Exception { code, .. }) => stop_text::is_debug_trap(code),
-            Some(_) => false,
-        };
-        let cause = match (debug_trap, watched) {
-            (true, Some(a)) => bps.watch_hit(a).map_or(fallback, StopCause::Breakpoint),
-            (true, None) if stepping => StopCause::StepDone,
-            (true, None) => match pc.and_then(|p| bps.hit_at(p)) {
-                Some(Some(id)) => StopCause::Breakpoint(id),
-                Some(None) => StopCause::StepDone,
-                None => fallback,
-            },
-            (false, _) => fallback,
-        };
-        for b in bps.take_temporary() {
-            if !bps.shares_slot(b.address, b.kind, None) {
-                let (k, len) = b.kind.packet();
-                let _ = client.remove_breakpoint(k, b.address, len);
-            }
-        }
-        let ids = thread.and_then(|t| {
-            let pid = match t.pid? {
-                ntdbg_gdbremote::IdPart::Id(p) => p,
-                _ => return None,
-            };
-            Some((pid, t.tid()?))
-        });
-        drop(bps);
-        let module_end = match windows {
-            Some(w) if w.kind == WindowsEventKind::Load => {
-                w.module_base.and_then(|base| image_end(client, base))
-            }
-            _ => None,
-        };
-        let details = StopDetails {
-            event: windows.as_ref(),
-            module_end,
-            pointer_size: self.pointer_size(),
-        };
-        RunState::Halted(Halt {
-            thread: *thread,
-            pc,
-            cause,
-            reason: stop_text::describe(cause, details, ids),
-            event_text: stop_text::event_text(cause, details),
-            event: windows.clone().map(Box::new),
-            ids,
-            at: std::time::SystemTime::now(),
-        })
     }
 
     /// The target's pointer size: 4 when the pc register has 32 bits, else 8.
@@ -866,37 +615,7 @@ impl LiveControl {
         }
     }
 
-    fn read_pc(&self, client: &mut GdbClient) -> Option<u64> {
-        let g = client.read_registers().ok()?;
-        self.layout.value_u64(self.pc_name, &g)
-    }
-
-    fn write_pc(&self, client: &mut GdbClient, pc: u64) -> Result<(), GdbError> {
-        let reg = self
-            .layout
-            .by_name(self.pc_name)
-            .ok_or_else(|| GdbError::Unsupported("no pc register".into()))?;
-        let size = (reg.bitsize as usize).div_ceil(8).min(8);
-        let bytes = &pc.to_le_bytes()[..size];
-        match client.write_register(reg.regnum, bytes) {
-            Err(GdbError::Unsupported(_)) => {
-                let mut g = client.read_registers()?;
-                for (i, b) in bytes.iter().enumerate() {
-                    if let Some(slot) = g.get_mut(reg.offset + i) {
-                        *slot = Some(*b);
-                    }
-                }
-                let all: Option<Vec<u8>> = g.into_iter().collect();
-                let all = all.ok_or_else(|| {
-                    GdbError::Unsupported("writing pc (some registers unreadable)".into())
-                })?;
-                client.write_registers(&all)
-            }
-            other => other,
-        }
-    }
-
-    fn record_stop(&self, state: RunState) {
+    pub(crate) fn record_stop(&self, state: RunState) {
         let (kind, text) = match &state {
             RunState::Halted(h) => (EventKind::Stopped, h.reason.clone().unwrap_or_default()),
             RunState::Exited(why) => (EventKind::Exited, why.clone()),
@@ -905,19 +624,18 @@ impl LiveControl {
         self.record(state, kind, text);
     }
 
-    fn record(&self, state: RunState, kind: EventKind, text: String) {
+    pub(crate) fn record(&self, state: RunState, kind: EventKind, text: String) {
         self.interrupt_grace.store(0, Ordering::Relaxed);
         {
             let mut inner = self.inner();
             inner.state = state;
             inner.stops += 1;
-            inner.stepping = false;
             self.push_event(&mut inner, kind, text);
         }
         self.changed.notify_all();
     }
 
-    fn push_event(&self, inner: &mut Inner, kind: EventKind, text: String) {
+    pub(crate) fn push_event(&self, inner: &mut Inner, kind: EventKind, text: String) {
         if inner.events.len() >= EVENT_CAPACITY {
             inner.events.pop_front();
         }
@@ -932,26 +650,27 @@ impl LiveControl {
         });
     }
 
-    fn inner(&self) -> MutexGuard<'_, Inner> {
+    pub(crate) fn inner(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_client(&self) -> MutexGuard<'_, GdbClient> {
+    pub(crate) fn lock_client(&self) -> MutexGuard<'_, GdbClient> {
         self.client.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_filters(&self) -> MutexGuard<'_, EventFilters> {
+    pub(crate) fn lock_filters(&self) -> MutexGuard<'_, EventFilters> {
         self.filters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_breakpoints(&self) -> MutexGuard<'_, Breakpoints> {
+    pub(crate) fn lock_breakpoints(&self) -> MutexGuard<'_, Breakpoints> {
         self.breakpoints
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
-fn not_halted(state: &RunState) -> EngineError {
+/// Why a command that needs a halted target cannot run.
+pub(crate) fn not_halted(state: &RunState) -> EngineError {
     match state {
         RunState::Running => EngineError::Live {
             code: ErrorCode::TargetRunning,
@@ -968,47 +687,9 @@ fn not_halted(state: &RunState) -> EngineError {
     }
 }
 
-/// The cause a Windows debug event gives a stop.
-fn windows_cause(event: &WindowsEvent) -> StopCause {
-    match event.kind {
-        WindowsEventKind::Exception => StopCause::Exception {
-            code: event.code.unwrap_or(0),
-            first_chance: event.first_chance(),
-        },
-        WindowsEventKind::InitialBreakpoint => StopCause::InitialBreakpoint,
-        WindowsEventKind::Load => StopCause::ModuleLoad,
-        WindowsEventKind::Unload => StopCause::ModuleUnload,
-        WindowsEventKind::CreateThread => StopCause::ThreadCreate,
-        WindowsEventKind::ExitThread => StopCause::ThreadExit,
-        WindowsEventKind::Output => StopCause::DebugOutput,
-    }
-}
-
-/// The event the filters decide on for a stop; `None` for stops no filter applies to
-/// (breakpoints, steps, break-ins, signals that name no exception).
-fn filter_event(h: &Halt) -> Option<FilterEvent<'_>> {
-    let kind = match h.cause {
-        StopCause::Breakpoint(_) | StopCause::StepDone => return None,
-        StopCause::Signal(_) | StopCause::Exception { .. } => {
-            let (code, first_chance) = h.cause.exception()?;
-            return Some(FilterEvent::Exception { code, first_chance });
-        }
-        StopCause::InitialBreakpoint => EventFilterKind::InitialBreakpoint,
-        StopCause::ModuleLoad => EventFilterKind::LoadModule,
-        StopCause::ModuleUnload => EventFilterKind::UnloadModule,
-        StopCause::ThreadCreate => EventFilterKind::CreateThread,
-        StopCause::ThreadExit => EventFilterKind::ExitThread,
-        StopCause::DebugOutput => EventFilterKind::Output,
-    };
-    Some(FilterEvent::Event {
-        kind,
-        module: h.event.as_ref().and_then(|e| e.module_name.as_deref()),
-    })
-}
-
 /// Where a loaded module ends: its base plus the PE header's SizeOfImage, read from the
 /// process; `None` when the header is unreadable or not a PE header.
-fn image_end(client: &mut GdbClient, base: u64) -> Option<u64> {
+pub(crate) fn image_end(client: &mut GdbClient, base: u64) -> Option<u64> {
     let read_u32 = |client: &mut GdbClient, at: u64| -> Option<u32> {
         let bytes: Option<Vec<u8>> = client.read_memory(at, 4).ok()?.into_iter().collect();
         Some(u32::from_le_bytes(bytes?.try_into().ok()?))

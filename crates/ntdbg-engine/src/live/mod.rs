@@ -8,14 +8,20 @@
 
 pub mod breakpoints;
 mod control;
+mod dump;
+mod exception;
 pub mod filters;
+mod run;
 mod session;
 mod stepping;
 pub mod stop_text;
+mod trap;
+mod writes;
 
-pub use breakpoints::{Access, BreakKind, Breakpoint};
+pub use breakpoints::{Access, BreakKind, Breakpoint, FrameOwner};
 pub use control::{DumpKind, EventKind, Halt, Leave, LiveControl, LiveEvent, Resume, RunState};
+pub use dump::DumpSummary;
 pub use filters::{EventFilters, FilterAction, FilterSetting};
 pub use ntdbg_gdbremote::{ThreadId, WindowsEvent, WindowsEventKind};
 pub use session::AttachOptions;
-pub use stop_text::StopCause;
+pub use stop_text::{Chance, StopCause};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ntdbg_gdbremote::{ClientOptions, GdbClient};
-use ntdbg_targets::GdbTarget;
+use ntdbg_targets::{GdbTarget, Target};
 use ntdbg_win32::{TargetSpec, Win32Error};
 
 use super::control::{LiveControl, RunState};
@@ -86,7 +86,13 @@ impl Session {
         folder: &Path,
         opts: &AttachOptions,
     ) -> Result<Session, EngineError> {
-        let control = LiveControl::new(gdb.shared_client(), gdb.layout().clone(), opts.read_only)?;
+        let process_id = gdb.system().process_id.map(u64::from);
+        let control = LiveControl::new(
+            gdb.shared_client(),
+            gdb.layout().clone(),
+            opts.read_only,
+            process_id,
+        )?;
         let symbols = crate::session::symbol_store(symbol_path, folder)?;
         let mut session = Session::new(Box::new(gdb), symbols);
         session.live = Some(control);
@@ -130,6 +136,11 @@ impl Session {
                 self.set_current_thread(index)?;
             }
         }
+        let event = match &state {
+            RunState::Halted(h) => self.live_exception(h),
+            _ => None,
+        };
+        self.target_mut().set_live_event(event);
         Ok(Some(state))
     }
 
@@ -154,7 +165,10 @@ impl Session {
         match live.state() {
             RunState::Halted(h) => {
                 let Some(ip) = self.instruction_pointer().or(h.pc) else {
-                    return format!("[target halted @ ~{}]", self.current_thread_index());
+                    return format!(
+                        "[target halted @ ~{}]",
+                        self.thread_number(self.current_thread_index())
+                    );
                 };
                 let bits = Bitness::of_arch(self.arch()).unwrap_or(Bitness::Bits64);
                 let sym = self.symbolize(ip);
@@ -165,7 +179,7 @@ impl Session {
                 };
                 format!(
                     "[target halted @ ~{} {}{name}]",
-                    self.current_thread_index(),
+                    self.thread_number(self.current_thread_index()),
                     bits.address(ip)
                 )
             }

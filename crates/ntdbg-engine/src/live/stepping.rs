@@ -3,7 +3,7 @@
 
 use iced_x86::{Decoder, DecoderOptions, FlowControl};
 
-use super::breakpoints::BreakKind;
+use super::breakpoints::{BreakKind, FrameOwner};
 use super::control::{LiveControl, Resume};
 use crate::disasm::Bitness;
 use crate::{EngineError, ErrorCode, Session};
@@ -18,14 +18,41 @@ impl Session {
     }
 
     /// Resumes and waits up to the command wait for a stop; `until` sets a temporary
-    /// breakpoint first (`g ADDR`, `gu`, `pa`). `Ok(true)` when the target stopped.
+    /// breakpoint first that stops any thread (`g ADDR`). A step executes one instruction
+    /// of the current thread, the others held. `Ok(true)` when the target stopped.
     pub fn go(&mut self, how: Resume, until: Option<u64>) -> Result<bool, EngineError> {
         let live = self.live_control()?;
         if let Some(addr) = until {
             live.add_breakpoint(addr, BreakKind::Software, true)?;
         }
+        self.resume_and_wait(&live, how)
+    }
+
+    /// Runs until the current thread reaches `addr` in the current frame or one above it
+    /// (`p` over a call, `gu`, `pa`): other threads, and recursive calls deeper in the
+    /// stack, go past it.
+    pub fn go_to_in_frame(&mut self, addr: u64) -> Result<bool, EngineError> {
+        let live = self.live_control()?;
+        let owner = self
+            .current_thread()
+            .map(|t| u64::from(t.id))
+            .zip(self.register("rsp").or_else(|| self.register("esp")))
+            .map(|(thread, sp)| FrameOwner { thread, sp });
+        match owner {
+            Some(owner) => live.add_step_breakpoint(addr, owner)?,
+            None => live.add_breakpoint(addr, BreakKind::Software, true)?,
+        };
+        self.resume_and_wait(&live, Resume::Go { pass_signal: false })
+    }
+
+    fn resume_and_wait(
+        &mut self,
+        live: &Arc<LiveControl>,
+        how: Resume,
+    ) -> Result<bool, EngineError> {
         let stops = live.stops();
-        live.resume(how)?;
+        let thread = self.current_thread().map(|t| u64::from(t.id));
+        live.resume_thread(how, thread)?;
         Ok(live.wait_for_stop(stops, live.command_wait()))
     }
 
@@ -56,7 +83,7 @@ impl Session {
             ) || insn.has_rep_prefix()
                 || insn.has_repne_prefix());
         if over {
-            self.go(Resume::Go { pass_signal: false }, Some(insn.next_ip()))
+            self.go_to_in_frame(insn.next_ip())
         } else {
             self.step_into()
         }
@@ -79,7 +106,7 @@ impl Session {
                 code: ErrorCode::NoReturnAddress,
                 message: "gu: the return address of the current function is unknown".into(),
             })?;
-        self.go(Resume::Go { pass_signal: false }, Some(ret))
+        self.go_to_in_frame(ret)
     }
 
     /// `[rbp+8]` when rbp points into the stack just above rsp.

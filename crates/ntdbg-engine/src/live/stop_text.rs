@@ -25,6 +25,37 @@ pub mod signal {
     pub const SEGV: u8 = 11;
 }
 
+/// Which chance of an exception a stop is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chance {
+    /// Reported before the program's handlers ran.
+    First,
+    /// No handler handled it: continuing ends the process.
+    Second,
+    /// Not known (the target was already stopped at the fault when the debugger attached).
+    Unknown,
+}
+
+impl Chance {
+    /// WinDbg's words: `(first chance)`, `(!!! second chance !!!)`, `(chance unknown)`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Chance::First => "(first chance)",
+            Chance::Second => "(!!! second chance !!!)",
+            Chance::Unknown => "(chance unknown)",
+        }
+    }
+
+    /// Stable key: `first`, `second`, `unknown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chance::First => "first",
+            Chance::Second => "second",
+            Chance::Unknown => "unknown",
+        }
+    }
+}
+
 /// Why the target stopped, in words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopCause {
@@ -32,14 +63,16 @@ pub enum StopCause {
     Breakpoint(u32),
     /// The end of a step, or a temporary breakpoint of `p`, `gu`, `pa`, `g ADDR`.
     StepDone,
-    /// A signal (exception) that is not a breakpoint, from a stub that does not say more.
+    /// A signal that names no exception (a break-in, an unexplained trap, `SIGABRT`…), from
+    /// a stub that does not say more.
     Signal(u8),
-    /// A Windows exception (ntdbg's Win32 stub).
+    /// An exception: named by a Windows debug event (ntdbg's Win32 stub), or the fault a
+    /// GDB stub's signal stands for.
     Exception {
         /// The NTSTATUS code.
         code: u32,
-        /// First chance (else second).
-        first_chance: bool,
+        /// First or second chance, or unknown.
+        chance: Chance,
     },
     /// The initial breakpoint of a started process, or the break-in of an attach.
     InitialBreakpoint,
@@ -56,15 +89,21 @@ pub enum StopCause {
 }
 
 impl StopCause {
-    /// The exception a stop is, as `(code, first chance)`: a Windows exception, or the
-    /// signal a GDB stub reports for an access violation, a divide by zero or an illegal
-    /// instruction (first chance: GDB stubs have no second one).
-    pub fn exception(self) -> Option<(u32, bool)> {
+    /// The exception a stop is, as `(code, chance)`.
+    pub fn exception(self) -> Option<(u32, Chance)> {
         match self {
-            StopCause::Exception { code, first_chance } => Some((code, first_chance)),
-            StopCause::Signal(sig) => signal_code(sig).map(|code| (code, true)),
+            StopCause::Exception { code, chance } => Some((code, chance)),
             _ => None,
         }
+    }
+}
+
+/// The cause a GDB stub's signal gives a stop: the fault it stands for (an access
+/// violation, a divide by zero, an illegal instruction), with `chance`, or the signal.
+pub fn signal_cause(sig: u8, chance: Chance) -> StopCause {
+    match signal_code(sig) {
+        Some(code) => StopCause::Exception { code, chance },
+        None => StopCause::Signal(sig),
     }
 }
 
@@ -139,14 +178,12 @@ pub fn describe(
         StopCause::Signal(signal::TRAP) | StopCause::Signal(signal::INT) => {
             format!("{prefix}{}", event_text(cause, details))
         }
-        StopCause::Signal(other) if signal_code(other).is_none() => {
-            format!("{prefix}Stopped by signal {other}")
-        }
-        StopCause::Signal(_) | StopCause::Exception { .. } | StopCause::InitialBreakpoint => {
+        StopCause::Signal(other) => format!("{prefix}Stopped by signal {other}"),
+        StopCause::Exception { .. } | StopCause::InitialBreakpoint => {
             let mut line = format!("{prefix}{}", event_text(cause, details));
             if cause
                 .exception()
-                .is_some_and(|(code, first)| first && !is_debug_trap(code))
+                .is_some_and(|(code, chance)| chance == Chance::First && !is_debug_trap(code))
             {
                 line.push_str(
                     "\nFirst chance exceptions are reported before any exception handling.\n\
@@ -178,13 +215,12 @@ pub fn describe(
 /// The event in the words of `.lastevent` (`Access violation - code c0000005 (first
 /// chance)`, `Hit breakpoint 0`, `Load module PATH at BASE`).
 pub fn event_text(cause: StopCause, details: StopDetails<'_>) -> String {
-    let exception = |code: u32, first: bool| {
-        let chance = if first {
-            "(first chance)"
-        } else {
-            "(!!! second chance !!!)"
-        };
-        format!("{} - code {code:08x} {chance}", exception_event_name(code))
+    let exception = |code: u32, chance: Chance| {
+        format!(
+            "{} - code {code:08x} {}",
+            exception_event_name(code),
+            chance.words()
+        )
     };
     let module = details
         .event
@@ -196,15 +232,12 @@ pub fn event_text(cause: StopCause, details: StopDetails<'_>) -> String {
     );
     match cause {
         StopCause::Breakpoint(n) => format!("Hit breakpoint {n}"),
-        StopCause::StepDone => exception(0x8000_0004, true),
+        StopCause::StepDone => exception(0x8000_0004, Chance::First),
         StopCause::Signal(signal::TRAP | signal::INT) | StopCause::InitialBreakpoint => {
-            exception(0x8000_0003, true)
+            exception(0x8000_0003, Chance::First)
         }
-        StopCause::Signal(sig) => match signal_code(sig) {
-            Some(code) => exception(code, true),
-            None => format!("Stopped by signal {sig}"),
-        },
-        StopCause::Exception { code, first_chance } => exception(code, first_chance),
+        StopCause::Signal(sig) => format!("Stopped by signal {sig}"),
+        StopCause::Exception { code, chance } => exception(code, chance),
         StopCause::ModuleLoad => format!("Load module {module} at {base}"),
         StopCause::ModuleUnload => format!("Unload module {module} at {base}"),
         StopCause::ThreadCreate => "Create thread".into(),
@@ -225,7 +258,7 @@ mod tests {
         );
         assert_eq!(describe(StopCause::StepDone, StopDetails::NONE, None), None);
         let av = describe(
-            StopCause::Signal(signal::SEGV),
+            signal_cause(signal::SEGV, Chance::First),
             StopDetails::NONE,
             Some((0x1a, 0x2b)),
         )
@@ -236,7 +269,12 @@ mod tests {
             Some("Break instruction exception - code 80000003 (first chance)")
         );
         assert_eq!(
-            describe(StopCause::Signal(signal::FPE), StopDetails::NONE, None).as_deref(),
+            describe(
+                signal_cause(signal::FPE, Chance::First),
+                StopDetails::NONE,
+                None
+            )
+            .as_deref(),
             Some(
                 "Integer divide-by-zero - code c0000094 (first chance)\n\
                  First chance exceptions are reported before any exception handling.\n\
@@ -246,6 +284,15 @@ mod tests {
         assert_eq!(
             describe(StopCause::Signal(6), StopDetails::NONE, None).as_deref(),
             Some("Stopped by signal 6")
+        );
+        assert_eq!(
+            describe(
+                signal_cause(signal::SEGV, Chance::Unknown),
+                StopDetails::NONE,
+                None
+            )
+            .as_deref(),
+            Some("Access violation - code c0000005 (chance unknown)")
         );
     }
 
@@ -268,7 +315,7 @@ mod tests {
         let ids = Some((0x1a, 0x2b));
         let second = StopCause::Exception {
             code: 0xC000_0005,
-            first_chance: false,
+            chance: Chance::Second,
         };
         assert_eq!(
             describe(second, StopDetails::NONE, ids).as_deref(),
@@ -276,14 +323,14 @@ mod tests {
         );
         let eh = StopCause::Exception {
             code: 0xE06D_7363,
-            first_chance: true,
+            chance: Chance::First,
         };
         assert!(describe(eh, StopDetails::NONE, ids)
             .unwrap()
             .starts_with("(1a.2b): C++ exception (MSVC) - code e06d7363 (first chance)\nFirst"));
         let unknown = StopCause::Exception {
             code: 0xE000_0001,
-            first_chance: false,
+            chance: Chance::Second,
         };
         assert_eq!(
             event_text(unknown, StopDetails::NONE),

@@ -42,6 +42,9 @@ pub async fn analyze_crash_with(
     let report = blocking("analysing the crash", move || {
         // A cancel stops the analysis's symbol downloads.
         let before = guard.set_interrupt(interrupt);
+        // A live target is analysed at its latest stop (which is logged with its text, as
+        // `wait_for_event` shows it).
+        let _ = ntdbg_commands::live::pending_stop(&mut guard);
         let report = ntdbg_analysis::analyze_checked(&guard, &Default::default());
         guard.set_interrupt(before);
         Ok(report?)
@@ -62,10 +65,20 @@ pub fn busy(id: &str) -> ToolError {
 
 fn render_report(id: &str, r: &Report) -> String {
     let mut t = String::new();
+    let what = if r.dump.kind == "live" {
+        "live target".to_string()
+    } else {
+        format!("{} dump", r.dump.kind)
+    };
+    let os = if r.dump.os_build.is_empty() {
+        String::new()
+    } else {
+        format!(", Windows {}", r.dump.os_build)
+    };
     let _ = writeln!(
         t,
-        "session {id}: {} ({} {} dump, Windows {})",
-        r.dump.path, r.dump.arch, r.dump.kind, r.dump.os_build
+        "session {id}: {} ({} {what}{os})",
+        r.dump.path, r.dump.arch
     );
     let _ = writeln!(t, "signature: {}", r.signature);
     let _ = writeln!(t, "event: {}", event_line(r));

@@ -487,6 +487,7 @@ mod tests {
             kind: BreakKind::Software,
             enabled,
             hits: 0,
+            owner: None,
         }
     }
 

@@ -160,7 +160,11 @@ fn halted(session: &Session) -> TargetSnapshot {
         .map(|m| format!("{:#x}", m.raw.base_of_image));
     TargetSnapshot {
         running: false,
-        current_thread: Some(session.current_thread_index().to_string()),
+        current_thread: Some(
+            session
+                .thread_number(session.current_thread_index())
+                .to_string(),
+        ),
         rip: ip.map(|ip| format!("{ip:#x}")),
         symbol,
         attached_process: None,
