@@ -19,6 +19,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod admission;
 mod cache;
 mod dto;
 mod error;
