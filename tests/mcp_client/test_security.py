@@ -46,7 +46,8 @@ def test_malformed_stdio_lines_are_answered_and_survived(scratch) -> None:
     # Parse errors are answered at once, so they may overtake replies still being computed.
     by_id = {r["id"]: r for r in replies if r["id"] is not None}
     parse_errors = [r for r in replies if r["id"] is None]
-    assert [e["error"]["code"] for e in parse_errors] == [-32700, -32700]
+    assert [e["error"]["code"] for e in parse_errors] == [-32700]
+    assert by_id[2]["error"]["code"] == -32700, "a message cut short is answered with the id it began with"
     assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
     assert len(by_id[3]["result"]["tools"]) == 11
     assert len(replies) == 4

@@ -133,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             backend,
             connect,
             db,
+            http_limits,
             chensiling,
         } => {
             let startup =
@@ -162,6 +163,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 profile: profile.into(),
                 startup,
                 db,
+                http_limits: http_limits.limits(),
             };
             mcp(
                 http,
@@ -253,6 +255,8 @@ struct McpOptions {
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
+    /// `--http-max-connections`, `--http-header-timeout`, `--http-body-timeout`.
+    http_limits: ntdbg_mcp::HttpLimits,
 }
 
 /// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
@@ -281,6 +285,7 @@ fn mcp(
                 addr,
                 unsafe_http,
                 token,
+                limits: options.http_limits,
             };
             if let Err(e) = http_options.validate() {
                 eprintln!("error: {e}");

@@ -25,6 +25,7 @@ mod dto;
 mod error;
 mod http;
 mod idle;
+mod listener;
 mod listing;
 mod logging;
 mod memory;
@@ -44,6 +45,7 @@ mod tools;
 
 pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
+pub use listener::HttpLimits;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use profiles::{ntoseye_startup_target, Profile, StartupTarget};
