@@ -16,7 +16,7 @@ import shlex
 import signal
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,7 +103,11 @@ class HttpServer:
                 self.process.wait(timeout=10)
 
 
-def start_http(args: list[str], env: dict[str, str] | None = None) -> HttpServer:
+def start_http(
+    args: list[str], env: dict[str, str] | None = None, preexec: Callable[[], None] | None = None
+) -> HttpServer:
+    """Starts `ntdbg ARGS` (which include `--http`); `preexec` runs in the child before it
+    starts (e.g. to lower its resource limits)."""
     process = subprocess.Popen(
         [*ntdbg_command(), *args],
         stdin=subprocess.DEVNULL,
@@ -111,6 +115,7 @@ def start_http(args: list[str], env: dict[str, str] | None = None) -> HttpServer
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, **(env or {})},
+        preexec_fn=preexec,
     )
     lines: list[str] = []
     url = None

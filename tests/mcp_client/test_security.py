@@ -46,7 +46,8 @@ def test_malformed_stdio_lines_are_answered_and_survived(scratch) -> None:
     # Parse errors are answered at once, so they may overtake replies still being computed.
     by_id = {r["id"]: r for r in replies if r["id"] is not None}
     parse_errors = [r for r in replies if r["id"] is None]
-    assert [e["error"]["code"] for e in parse_errors] == [-32700, -32700]
+    assert [e["error"]["code"] for e in parse_errors] == [-32700]
+    assert by_id[2]["error"]["code"] == -32700, "a message cut short is answered with the id it began with"
     assert by_id[1]["result"]["protocolVersion"] == "2025-11-25"
     assert len(by_id[3]["result"]["tools"]) == 11
     assert len(replies) == 4
@@ -200,3 +201,26 @@ async def test_no_file_outside_the_allowed_dirs_is_read_or_written(fence: Path, 
     assert sorted(p.name for p in outside.iterdir()) == before_outside
     assert (outside / "victim.txt").read_text() == "untouched\n"
     assert sorted(p.name for p in allowed.iterdir()) == before_allowed
+
+
+@pytest.mark.anyio
+async def test_outside_paths_answer_alike_whether_or_not_they_exist(fence: Path) -> None:
+    """Issue 35, item 6: a path outside the sandbox answers `path_not_allowed` with the same
+    message shape whether it exists, is missing, or cannot be resolved at all (a file used as
+    a folder, a missing file behind a link out)."""
+    allowed, outside = fence / "allowed", fence / "outside"
+    args = ["mcp", "--offline", "--allow-dir", str(allowed)]
+    probes = {
+        "exists": outside / "secret.dmp",
+        "missing": outside / "missing.dmp",
+        "file as folder": outside / "secret.dmp" / "x.dmp",
+        "missing folder": fence / "nowhere" / "x.dmp",
+        "missing behind a link": allowed / "outdir" / "missing.dmp",
+    }
+    async with Client(stdio_params(args, allowed)) as client:
+        for what, path in probes.items():
+            e = err(await call(client, "open_dump", path=str(path)))
+            assert e["code"] == "path_not_allowed", (what, e)
+            assert e["message"] == f"{path} is outside the allowed directories", (what, e)
+            e = err(await call(client, "list_dumps", directory=str(path)))
+            assert e["code"] == "path_not_allowed", (what, e)

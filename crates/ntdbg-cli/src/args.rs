@@ -152,6 +152,8 @@ pub enum Command {
         #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
         symbol_memory: u64,
         #[command(flatten)]
+        http_limits: HttpLimitArgs,
+        #[command(flatten)]
         chensiling: ChensilingArgs,
     },
     /// Interactive WinDbg-style prompt on a dump or a live target (`q` quits, `help` lists
@@ -259,6 +261,36 @@ pub enum Command {
 }
 
 // ---- chensiling's Windbg-MCP start-up flags (`ntdbg mcp --profile chensiling`) ----------
+
+/// The HTTP transport's limits (`ntdbg mcp --http`), as [`ntdbg_mcp::HttpLimits`].
+#[derive(Debug, clap::Args)]
+pub struct HttpLimitArgs {
+    /// With --http: most connections open at once; past it the one idle longest (a head not
+    /// yet sent, a keep-alive between requests) is closed to make room.
+    #[arg(long, value_name = "N", default_value_t = ntdbg_mcp::HttpLimits::default().max_connections as u64,
+          value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub http_max_connections: u64,
+    /// With --http: seconds a connection gets to send a request's head (also the longest a
+    /// keep-alive connection stays idle).
+    #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::HttpLimits::default().header_timeout.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_timeout: u64,
+    /// With --http: seconds a request gets to send its whole body.
+    #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::HttpLimits::default().body_timeout.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_body_timeout: u64,
+}
+
+impl HttpLimitArgs {
+    /// The limits these flags set.
+    pub fn limits(&self) -> ntdbg_mcp::HttpLimits {
+        ntdbg_mcp::HttpLimits {
+            max_connections: usize::try_from(self.http_max_connections).unwrap_or(usize::MAX),
+            header_timeout: std::time::Duration::from_secs(self.http_header_timeout),
+            body_timeout: std::time::Duration::from_secs(self.http_body_timeout),
+        }
+    }
+}
 
 /// The start-up flags of chensiling's Windbg-MCP server, so its users keep their launch line:
 /// `--pid`, `--exe` and `--args`, `--http-port`, `--standalone` (`--dump` and `--connect` are

@@ -137,6 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             backend,
             connect,
             db,
+            http_limits,
             chensiling,
         } => {
             let startup =
@@ -166,6 +167,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 profile: profile.into(),
                 startup,
                 db,
+                http_limits: http_limits.limits(),
             };
             mcp(
                 http,
@@ -258,6 +260,8 @@ struct McpOptions {
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
+    /// `--http-max-connections`, `--http-header-timeout`, `--http-body-timeout`.
+    http_limits: ntdbg_mcp::HttpLimits,
 }
 
 /// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
@@ -286,6 +290,7 @@ fn mcp(
                 addr,
                 unsafe_http,
                 token,
+                limits: options.http_limits,
             };
             if let Err(e) = http_options.validate() {
                 eprintln!("error: {e}");

@@ -7,17 +7,25 @@
 //! - `Origin`, when a browser sends one, must be a localhost origin: DNS-rebinding protection,
 //!   which rmcp leaves off unless allowed origins are configured.
 //! - A request body over [`MAX_REQUEST_BODY`] is refused with `413 Payload Too Large` while it
-//!   is read, before it is buffered whole.
+//!   is read, before it is buffered whole; one not sent whole within the body timeout gets
+//!   `408 Request Timeout`. A body that is not a well-formed JSON-RPC message is answered
+//!   `400` with the JSON-RPC error [`admission`](crate::admission) gives it.
+//! - Connections are capped and heads must arrive in time ([`crate::listener`]).
 
+use crate::admission::{self, Admission};
+use crate::listener::{self, HttpLimits};
 use crate::server::NtdbgServer;
+use axum::body::Body;
 use axum::extract::{Request, State as AxumState};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use http_body_util::BodyExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Browser origins accepted: localhost on any port, over http or https.
 pub const LOCAL_ORIGINS: &[&str] = &[
@@ -42,6 +50,8 @@ pub struct HttpOptions {
     pub unsafe_http: bool,
     /// Bearer token every request must carry, when set.
     pub token: Option<String>,
+    /// Connection cap and read timeouts.
+    pub limits: HttpLimits,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -51,6 +61,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("addr", &self.addr)
             .field("unsafe_http", &self.unsafe_http)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -95,7 +106,11 @@ pub fn app(server: NtdbgServer, options: &HttpOptions) -> (axum::Router, Shutdow
     );
     let mut router = axum::Router::new()
         .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn(session_end_answers_no_content));
+        .layer(axum::middleware::from_fn(session_end_answers_no_content))
+        .layer(axum::middleware::from_fn_with_state(
+            options.limits.body_timeout,
+            read_admitted_body,
+        ));
     if let Some(token) = &options.token {
         let expected: Arc<str> = Arc::from(format!("Bearer {token}"));
         router = router.layer(axum::middleware::from_fn_with_state(
@@ -140,7 +155,60 @@ async fn require_bearer(
     }
 }
 
-/// Compares without stopping at the first difference, so timing does not reveal the token.
+/// Reads a `POST` body whole, within `timeout` and [`MAX_REQUEST_BODY`], and lets it on only
+/// when it is a well-formed JSON-RPC message; anything else is answered here.
+async fn read_admitted_body(
+    AxumState(timeout): AxumState<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, MAX_REQUEST_BODY);
+    let bytes = match tokio::time::timeout(timeout, limited.collect()).await {
+        Err(_) => {
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                "Request Timeout: the body did not arrive in time",
+            )
+                .into_response()
+        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("Payload Too Large: the limit is {MAX_REQUEST_BODY} bytes"),
+            )
+                .into_response()
+        }
+        Ok(Err(e)) => {
+            return (StatusCode::BAD_REQUEST, format!("Bad Request: {e}")).into_response()
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+    };
+    let reply = match admission::admit(&bytes) {
+        Admission::Pass(_) => {
+            return next
+                .run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Admission::Reject(reply) => reply,
+        Admission::Blank => admission::error_reply(
+            admission::PARSE_ERROR,
+            "Parse error: the request body is empty",
+            None,
+        ),
+    };
+    (
+        StatusCode::BAD_REQUEST,
+        [(header::CONTENT_TYPE, "application/json")],
+        reply,
+    )
+        .into_response()
+}
+
 /// A `DELETE` that ended a session is answered `204 No Content`, the success clients expect
 /// (rmcp answers `202 Accepted`, which the official Python SDK logs as a failed termination).
 async fn session_end_answers_no_content(request: Request, next: Next) -> Response {
@@ -152,6 +220,7 @@ async fn session_end_answers_no_content(request: Request, next: Next) -> Respons
     response
 }
 
+/// Compares without stopping at the first difference, so timing does not reveal the token.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     let mut diff = a.len() ^ b.len();
     for (i, x) in b.iter().enumerate() {
@@ -173,12 +242,11 @@ pub async fn serve_http(server: NtdbgServer, options: HttpOptions) -> std::io::R
     let local = listener.local_addr()?;
     let (router, shutdown) = app(server, &options);
     eprintln!("ntdbg MCP server listening on http://{local}/mcp");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            crate::stdio::shutdown_signal().await;
-            shutdown.shutdown();
-        })
-        .await
+    listener::serve(listener, router, options.limits, async move {
+        crate::stdio::shutdown_signal().await;
+        shutdown.shutdown();
+    })
+    .await
 }
 
 #[cfg(test)]
@@ -190,6 +258,7 @@ mod tests {
             addr: addr.parse().unwrap(),
             unsafe_http,
             token: token.map(String::from),
+            limits: HttpLimits::default(),
         }
     }
 

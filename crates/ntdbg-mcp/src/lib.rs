@@ -19,11 +19,13 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod admission;
 mod cache;
 mod dto;
 mod error;
 mod http;
 mod idle;
+mod listener;
 mod listing;
 mod logging;
 mod memory;
@@ -43,6 +45,7 @@ mod tools;
 
 pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
+pub use listener::HttpLimits;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
 pub use profiles::{ntoseye_startup_target, Profile, StartupTarget};

@@ -115,26 +115,7 @@ impl AllowedDirs {
         let absolute = self.absolute(path);
         let canonical = match absolute.canonicalize() {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Say "not found" only for paths inside the allowed area, so the error does not
-                // reveal what exists elsewhere on the host.
-                let lexical = lexical_normalize(&absolute);
-                if !self.contains(&lexical) && !self.contains_parent(&lexical) {
-                    return Err(ToolError::path_not_allowed(path, &self.describe()));
-                }
-                return Err(ToolError::new(
-                    ErrorCode::FileNotFound,
-                    format!("{} does not exist", path.display()),
-                )
-                .with_hint("check the path; list_dumps shows the dumps in an allowed folder"));
-            }
-            Err(e) => {
-                return Err(ToolError::new(
-                    ErrorCode::IoError,
-                    format!("cannot open {}: {e}", path.display()),
-                )
-                .with_hint("check the path and its permissions"))
-            }
+            Err(e) => return Err(self.unresolvable(path, &absolute, &e)),
         };
         if self.contains(&canonical) {
             Ok(canonical)
@@ -143,12 +124,43 @@ impl AllowedDirs {
         }
     }
 
-    fn contains_parent(&self, lexical: &Path) -> bool {
-        lexical
+    /// The error for a path that does not resolve. What went wrong (`file_not_found`, an I/O
+    /// error) is said only when the deepest part of the path that exists lies inside an
+    /// allowed directory; anywhere else the answer is `path_not_allowed` whatever the cause
+    /// (missing, not a directory, no permission, a dangling link), so an error never tells
+    /// what exists outside.
+    fn unresolvable(&self, path: &Path, absolute: &Path, error: &std::io::Error) -> ToolError {
+        if !self.deepest_existing_is_inside(absolute) {
+            return ToolError::path_not_allowed(path, &self.describe());
+        }
+        if error.kind() == std::io::ErrorKind::NotFound {
+            ToolError::new(
+                ErrorCode::FileNotFound,
+                format!("{} does not exist", path.display()),
+            )
+            .with_hint("check the path; list_dumps shows the dumps in an allowed folder")
+        } else {
+            ToolError::new(
+                ErrorCode::IoError,
+                format!("cannot open {}: {error}", path.display()),
+            )
+            .with_hint("check the path and its permissions")
+        }
+    }
+
+    /// Whether the deepest ancestor of `path` (itself included) that exists resolves inside an
+    /// allowed directory. An ancestor that exists only as a dangling link counts as outside:
+    /// where it points is not known.
+    fn deepest_existing_is_inside(&self, path: &Path) -> bool {
+        let Some(existing) = path
             .ancestors()
-            .filter_map(|a| a.canonicalize().ok())
-            .next()
-            .is_some_and(|c| self.contains(&c))
+            .find(|a| std::fs::symlink_metadata(a).is_ok())
+        else {
+            return false;
+        };
+        existing
+            .canonicalize()
+            .is_ok_and(|canonical| self.contains(&canonical))
     }
 
     /// Checks a file to be written: its folder must exist inside an allowed directory, and an
@@ -169,15 +181,15 @@ impl AllowedDirs {
         let parent = absolute.parent().unwrap_or(Path::new("/"));
         let folder = match parent.canonicalize() {
             Ok(f) => f,
-            Err(_) => {
-                if !self.contains_parent(&lexical_normalize(parent)) {
-                    return Err(ToolError::path_not_allowed(path, &self.describe()));
-                }
-                return Err(ToolError::new(
-                    ErrorCode::FileNotFound,
-                    format!("folder {} does not exist", parent.display()),
-                )
-                .with_hint("write into an existing folder under an allowed directory"));
+            Err(e) => {
+                return Err(match self.unresolvable(path, parent, &e) {
+                    missing if missing.code == ErrorCode::FileNotFound => ToolError::new(
+                        ErrorCode::FileNotFound,
+                        format!("folder {} does not exist", parent.display()),
+                    )
+                    .with_hint("write into an existing folder under an allowed directory"),
+                    other => other,
+                })
             }
         };
         let target = folder.join(name);
@@ -290,21 +302,6 @@ fn same_component(a: Component<'_>, b: Component<'_>, fold_case: bool) -> bool {
     }
 }
 
-/// Removes `.` and folds `..` without touching the file system (for paths that do not exist).
-fn lexical_normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +345,43 @@ mod tests {
         let _ = std::fs::remove_dir_all(root);
     }
 
+    /// Issue 35, item 6: whatever stops a path outside from resolving (a file used as a folder,
+    /// a missing entry behind a link out), the answer is the one a missing path gets.
+    #[test]
+    fn outside_paths_answer_alike_whether_or_not_they_exist() {
+        let root = temp_tree("oracle");
+        let allowed = AllowedDirs::new(&[root.join("allowed")]).unwrap();
+        let outside = [
+            root.join("outside/secret.dmp/x.dmp"),
+            root.join("outside/missing.dmp"),
+            root.join("nowhere/missing.dmp"),
+            root.join("allowed/../outside/secret.dmp/x.dmp"),
+        ];
+        for path in &outside {
+            assert_eq!(
+                allowed.check_existing(path).unwrap_err().code,
+                "path_not_allowed",
+                "{}",
+                path.display()
+            );
+            assert_eq!(
+                allowed
+                    .check_writable(&path.join("out.txt"))
+                    .unwrap_err()
+                    .code,
+                "path_not_allowed",
+                "{}",
+                path.display()
+            );
+        }
+        // Inside, the cause is told.
+        let e = allowed
+            .check_existing(&root.join("allowed/a.dmp/x.dmp"))
+            .unwrap_err();
+        assert_eq!(e.code, "io_error", "{}", e.message);
+        let _ = std::fs::remove_dir_all(root);
+    }
+
     #[cfg(unix)]
     #[test]
     fn symlinks_out_are_refused() {
@@ -380,6 +414,17 @@ mod tests {
                 .code,
             "path_not_allowed"
         );
+        // Behind a link out, a missing file is as refused as an existing one.
+        for name in ["secret.dmp", "missing.dmp"] {
+            assert_eq!(
+                allowed
+                    .check_existing(&root.join("allowed/out").join(name))
+                    .unwrap_err()
+                    .code,
+                "path_not_allowed",
+                "{name}"
+            );
+        }
         std::os::unix::fs::symlink(root.join("outside/none.txt"), root.join("allowed/dangling"))
             .unwrap();
         assert_eq!(

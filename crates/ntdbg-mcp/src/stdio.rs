@@ -1,20 +1,35 @@
 //! The stdio transport: newline-delimited JSON-RPC on stdin/stdout, and nothing else on stdout.
 //!
-//! rmcp ignores input lines that are not JSON at all (to avoid echo storms between two
-//! confused peers); the MCP brief for ntdbg wants garbage answered. So a small filter sits in
-//! front of rmcp: each complete line that does not parse as JSON gets a JSON-RPC parse error
-//! (`-32700`, `id: null`) and is dropped; every other line goes on to rmcp, which answers
-//! well-formed JSON of the wrong shape with `-32600` itself. Lines over
-//! [`MAX_LINE`] bytes are discarded with an error too. One writer task owns the output, so
-//! replies never interleave.
+//! A filter sits in front of rmcp. Each complete input line goes through
+//! [`admission`](crate::admission): a malformed message is answered there (with its `id` where
+//! it can be read) and dropped; a well-formed one goes on to rmcp. Lines over [`MAX_LINE`] bytes
+//! are discarded with an error too. One writer task owns the output, so replies never
+//! interleave.
+//!
+//! Backpressure: the filter stops reading stdin while [`MAX_IN_FLIGHT`] requests are waiting for
+//! their reply to be queued for stdout, and the queue holds at most [`OUTPUT_QUEUE`] lines; a
+//! client that sends without reading its replies finds its writes blocked once the pipe fills,
+//! and the server's memory stays bounded however many requests it pipelines. rmcp itself takes
+//! every request it is handed (it spawns a task per request and per reply), so the bound has to
+//! be kept here. A `notifications/cancelled` frees its request's place at once (rmcp sends no
+//! reply to a cancelled request).
 
+use crate::admission::{self, Admission, Inbound};
 use crate::server::NtdbgServer;
 use rmcp::ServiceExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 /// Longest accepted input line (a JSON-RPC message), in bytes.
 pub const MAX_LINE: usize = 16 << 20;
+
+/// Most requests handed to rmcp whose replies have not yet been queued for output.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Most output lines waiting for stdout.
+pub const OUTPUT_QUEUE: usize = 64;
 
 /// Serves the server over this process's stdin and stdout until stdin closes.
 ///
@@ -35,54 +50,17 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (ours, theirs) = tokio::io::duplex(1 << 16);
-    let (from_rmcp, mut to_rmcp) = tokio::io::split(ours);
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (from_rmcp, to_rmcp) = tokio::io::split(ours);
+    let (out_tx, out_rx) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
+    let in_flight = InFlight::default();
 
     let writer_task = tokio::spawn(write_lines(writer, out_rx));
-    let forward_tx = out_tx.clone();
-    let forward_task = tokio::spawn(async move {
-        let mut lines = BufReader::new(from_rmcp);
-        loop {
-            let mut line = Vec::new();
-            match lines.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if forward_tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    let filter_task = tokio::spawn(async move {
-        let mut input = BufReader::new(reader);
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            match read_line_bounded(&mut input, &mut line, MAX_LINE).await {
-                Ok(LineRead::Eof) | Err(_) => break,
-                Ok(LineRead::TooLong) => {
-                    let _ = out_tx.send(error_line(-32600, "Invalid Request: message too large"));
-                }
-                Ok(LineRead::Line) => match check_line(&line) {
-                    Verdict::Skip => {}
-                    Verdict::Pass => {
-                        if !line.ends_with(b"\n") {
-                            line.push(b'\n');
-                        }
-                        if to_rmcp.write_all(&line).await.is_err() {
-                            break;
-                        }
-                    }
-                    Verdict::ParseError(detail) => {
-                        tracing::debug!("answering an unparsable input line with a parse error");
-                        let _ = out_tx.send(error_line(-32700, &format!("Parse error: {detail}")));
-                    }
-                },
-            }
-        }
-        let _ = to_rmcp.shutdown().await;
-    });
+    let forward_task = tokio::spawn(forward_replies(
+        from_rmcp,
+        out_tx.clone(),
+        in_flight.clone(),
+    ));
+    let filter_task = tokio::spawn(filter_requests(reader, to_rmcp, out_tx, in_flight));
 
     match server.serve(theirs).await {
         Ok(running) => {
@@ -96,46 +74,162 @@ where
     writer_task.await.unwrap_or(Ok(()))
 }
 
+/// Reads the client's lines, answers the malformed ones and hands the rest to rmcp, waiting
+/// for a place among the requests in flight before each request.
+async fn filter_requests<R, W>(
+    reader: R,
+    mut to_rmcp: W,
+    out: mpsc::Sender<Vec<u8>>,
+    in_flight: InFlight,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut input = BufReader::new(reader);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let inbound = match read_line_bounded(&mut input, &mut line, MAX_LINE).await {
+            Ok(LineRead::Eof) | Err(_) => break,
+            Ok(LineRead::TooLong) => Admission::Reject(admission::error_reply(
+                admission::INVALID_REQUEST,
+                "Invalid Request: message too large",
+                None,
+            )),
+            Ok(LineRead::Line) => admission::admit(&line),
+        };
+        match inbound {
+            Admission::Blank => {}
+            Admission::Reject(mut reply) => {
+                tracing::debug!("answering a malformed input line with an error");
+                reply.push(b'\n');
+                if out.send(reply).await.is_err() {
+                    break;
+                }
+            }
+            Admission::Pass(kind) => {
+                match kind {
+                    Inbound::Request(id) => {
+                        if let Err(reply) = in_flight.enter(id).await {
+                            if out.send(reply).await.is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                    }
+                    Inbound::Cancel(Some(id)) => in_flight.leave(&id),
+                    Inbound::Cancel(None) | Inbound::Notification | Inbound::Response => {}
+                }
+                if !line.ends_with(b"\n") {
+                    line.push(b'\n');
+                }
+                if to_rmcp.write_all(&line).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to_rmcp.shutdown().await;
+}
+
+/// Queues rmcp's output lines for stdout; a reply frees its request's place once queued.
+async fn forward_replies<R: AsyncRead + Unpin>(
+    from_rmcp: R,
+    out: mpsc::Sender<Vec<u8>>,
+    in_flight: InFlight,
+) {
+    let mut lines = BufReader::new(from_rmcp);
+    loop {
+        let mut line = Vec::new();
+        match lines.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                // The place is freed before the reply is queued, so a client that reads the
+                // reply and reuses the id at once finds it free; the output queue's own bound
+                // holds while the client does not read.
+                if let Some(id) = reply_id(&line) {
+                    in_flight.leave(&id);
+                }
+                if out.send(line).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// The id of a reply (a result or an error) rmcp wrote, as JSON text; `None` for its own
+/// requests and notifications.
+fn reply_id(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Outgoing {
+        id: Option<serde_json::Value>,
+        method: Option<serde::de::IgnoredAny>,
+    }
+    let out: Outgoing = serde_json::from_slice(line).ok()?;
+    match (out.id, out.method) {
+        (Some(id), None) if !id.is_null() => Some(id.to_string()),
+        _ => None,
+    }
+}
+
+/// The requests handed to rmcp and not yet answered, each holding one of [`MAX_IN_FLIGHT`]
+/// places.
+#[derive(Clone)]
+struct InFlight {
+    places: Arc<Semaphore>,
+    held: Arc<Mutex<HashMap<String, OwnedSemaphorePermit>>>,
+}
+
+impl Default for InFlight {
+    fn default() -> InFlight {
+        InFlight {
+            places: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+            held: Arc::default(),
+        }
+    }
+}
+
+impl InFlight {
+    /// Waits for a place for the request `id` (JSON text). An id already in flight is refused
+    /// with the error line to send: MCP forbids reusing an id, and rmcp would answer only one
+    /// of the two.
+    async fn enter(&self, id: String) -> Result<(), Vec<u8>> {
+        if self.held().contains_key(&id) {
+            let mut reply = admission::error_reply(
+                admission::INVALID_REQUEST,
+                &format!("Invalid Request: id {id} belongs to a request still in progress"),
+                serde_json::from_str(&id).ok(),
+            );
+            reply.push(b'\n');
+            return Err(reply);
+        }
+        if let Ok(permit) = self.places.clone().acquire_owned().await {
+            self.held().insert(id, permit);
+        }
+        Ok(())
+    }
+
+    /// Frees the place of the request `id` (answered or cancelled); an id holding none is
+    /// ignored.
+    fn leave(&self, id: &str) {
+        self.held().remove(id);
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, OwnedSemaphorePermit>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 async fn write_lines<W: AsyncWrite + Unpin>(
     mut writer: W,
-    mut lines: mpsc::UnboundedReceiver<Vec<u8>>,
+    mut lines: mpsc::Receiver<Vec<u8>>,
 ) -> std::io::Result<()> {
     while let Some(line) = lines.recv().await {
         writer.write_all(&line).await?;
         writer.flush().await?;
     }
     Ok(())
-}
-
-/// A JSON-RPC error response with no id, as one output line.
-fn error_line(code: i64, message: &str) -> Vec<u8> {
-    let value = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": null,
-        "error": { "code": code, "message": message },
-    });
-    let mut line = value.to_string().into_bytes();
-    line.push(b'\n');
-    line
-}
-
-enum Verdict {
-    Skip,
-    Pass,
-    ParseError(String),
-}
-
-fn check_line(line: &[u8]) -> Verdict {
-    let trimmed = line.strip_suffix(b"\n").unwrap_or(line);
-    let trimmed = trimmed.strip_suffix(b"\r").unwrap_or(trimmed);
-    let trimmed = trimmed.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(trimmed);
-    if trimmed.iter().all(u8::is_ascii_whitespace) {
-        return Verdict::Skip;
-    }
-    match serde_json::from_slice::<serde::de::IgnoredAny>(trimmed) {
-        Ok(_) => Verdict::Pass,
-        Err(e) => Verdict::ParseError(e.to_string()),
-    }
 }
 
 enum LineRead {
@@ -275,17 +369,5 @@ mod tests {
             read_line_bounded(&mut r, &mut buf, 10).await.unwrap(),
             LineRead::Eof
         ));
-    }
-
-    #[test]
-    fn verdicts() {
-        assert!(matches!(check_line(b"  \r\n"), Verdict::Skip));
-        assert!(matches!(check_line(b"{\"a\":1}\n"), Verdict::Pass));
-        assert!(matches!(
-            check_line(b"\xEF\xBB\xBF{\"a\":1}\n"),
-            Verdict::Pass
-        ));
-        assert!(matches!(check_line(b"not json\n"), Verdict::ParseError(_)));
-        assert!(matches!(check_line(b"{\"a\":\n"), Verdict::ParseError(_)));
     }
 }

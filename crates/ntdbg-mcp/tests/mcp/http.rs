@@ -13,6 +13,7 @@ fn app(token: Option<&str>, unsafe_http: bool) -> axum::Router {
         addr: "127.0.0.1:0".parse().expect("addr"),
         unsafe_http,
         token: token.map(String::from),
+        limits: Default::default(),
     };
     ntdbg_mcp::app(server, &options).0
 }

@@ -123,3 +123,58 @@ async fn prompts_are_listed_and_filled_in() {
     );
     client.cancel().await.expect("cancel");
 }
+
+/// A reader that counts the bytes taken from it.
+struct Counted {
+    inner: std::io::Cursor<Vec<u8>>,
+    taken: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let read = buf.filled().len() - before;
+        self.taken
+            .fetch_add(read, std::sync::atomic::Ordering::SeqCst);
+        polled
+    }
+}
+
+/// Issue 35, item 8: a client that pipelines 120,000 requests and never reads a reply is held
+/// back. With time paused, the sleep below ends only once every task waits, so what the server
+/// has read by then is all it will ever read from such a client.
+#[tokio::test(start_paused = true)]
+async fn a_client_that_never_reads_is_held_back() {
+    const REQUESTS: usize = 120_000;
+    let mut input = json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+    .to_string();
+    input.push_str("\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    for id in 0..REQUESTS {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"ping\"}}\n"
+        ));
+    }
+    let total = input.len();
+    let taken = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let reader = Counted {
+        inner: std::io::Cursor::new(input.into_bytes()),
+        taken: taken.clone(),
+    };
+    let (writer, unread) = tokio::io::duplex(64 << 10);
+    let server = ntdbg_mcp::NtdbgServer::new(ntdbg_mcp::AllowedDirs::new(&[samples()]).unwrap());
+    let served = tokio::spawn(ntdbg_mcp::serve_io(server, reader, writer));
+    tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    assert!(!served.is_finished(), "the server is still serving");
+    let read = taken.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        read < total / 10,
+        "the server read {read} of {total} bytes from a client that reads nothing"
+    );
+    drop(unread);
+}
