@@ -5,7 +5,7 @@
 //! comes back, briefly: every word here counts against the `tools/list` budget.
 
 use crate::error::ToolError;
-use ntdbg_analysis::{EventFacts, ModuleFacts, StackEntry};
+use ntdbg_analysis::{EventFacts, Inference, ModuleFacts, StackEntry};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -189,6 +189,11 @@ pub struct OpenDumpResult {
     pub modules: usize,
     /// The last event (exception), decoded.
     pub event: EventFacts,
+    /// What happened, where, in one line.
+    pub headline: String,
+    /// The report's conclusions, cause first, each with its basis (as many as fit the answer's
+    /// budget; analyze_crash has all).
+    pub inferences: Vec<Inference>,
     /// Top frame of the faulting stack.
     pub faulting_frame: Option<StackEntry>,
     /// Module holding the exception address.
@@ -201,7 +206,7 @@ pub struct OpenDumpResult {
     pub module_list: Option<Vec<ModuleBrief>>,
     /// Threads, when include_threads.
     pub thread_list: Option<Vec<ThreadBrief>>,
-    /// Suggested next calls.
+    /// Suggested next calls: the report's next commands, then analyze_crash.
     pub next_steps: Vec<String>,
 }
 

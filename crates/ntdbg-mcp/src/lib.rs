@@ -57,6 +57,7 @@ pub mod limits {
     pub use crate::tools::commands::{
         DEFAULT_PAGE, DEFAULT_TIMEOUT_MS, MAX_COMMANDS, MAX_PAGE, MAX_TIMEOUT_MS,
     };
+    pub use crate::tools::dumps::FIRST_TRIAGE_BUDGET;
     /// All tool definitions together stay under this many characters of `tools/list` JSON
     /// (about 3,000 tokens).
     pub const TOOLS_LIST_BUDGET: usize = 12_000;

@@ -3,6 +3,61 @@
 use crate::common::*;
 use serde_json::json;
 
+/// Every sample whose report states a cause: open_dump's text carries it with its basis, in
+/// the budget, and its structured inferences start with it.
+#[tokio::test]
+async fn open_dump_states_the_cause_within_its_budget() {
+    let client = connect(Version::Handshake).await;
+    let mut dumps = Vec::new();
+    let mut folders = vec![samples()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).expect("testdata") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "dmp") {
+                dumps.push(path);
+            }
+        }
+    }
+    let mut stated = 0;
+    for dump in dumps {
+        let r = call(
+            &client,
+            "open_dump",
+            json!({ "path": dump, "new_session": true }),
+        )
+        .await;
+        let opened = ok(&r).clone();
+        let first = text(&r);
+        assert!(
+            first.len() <= ntdbg_mcp::limits::FIRST_TRIAGE_BUDGET,
+            "{}: {} characters",
+            dump.display(),
+            first.len()
+        );
+        let sid = opened["session_id"].as_str().expect("id");
+        let r = call(&client, "analyze_crash", json!({ "session_id": sid })).await;
+        let report = ok(&r);
+        let Some(cause) = report["inferences"].get(0) else {
+            continue;
+        };
+        stated += 1;
+        for part in ["text", "basis"] {
+            let wanted = cause[part].as_str().expect("string");
+            assert!(
+                first.contains(wanted),
+                "{}: {part} missing from\n{first}",
+                dump.display()
+            );
+        }
+        assert_eq!(opened["inferences"][0]["text"], cause["text"]);
+        assert_eq!(opened["inferences"][0]["basis"], cause["basis"]);
+        call(&client, "close_session", json!({ "session_id": sid })).await;
+    }
+    assert!(stated >= 20, "only {stated} samples state a cause");
+}
+
 #[tokio::test]
 async fn open_analyze_and_run_in_three_calls() {
     let client = connect(Version::Handshake).await;
