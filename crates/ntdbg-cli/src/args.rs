@@ -68,7 +68,7 @@ pub enum Command {
     },
     /// Run WinDbg commands on a dump (or a live target with --attach) and print their output.
     #[command(
-        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json"
+        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json\n  ntdbg run crash.dmp --keep-going -c \"dps @rsp L40; kn; lm\""
     )]
     Run {
         #[command(flatten)]
@@ -85,6 +85,10 @@ pub enum Command {
         /// Print one JSON object per command, with typed results.
         #[arg(long)]
         json: bool,
+        /// Run every command even after one fails (a minidump often lacks the memory a
+        /// command reads); the exit status is still 1 when any failed.
+        #[arg(long)]
+        keep_going: bool,
     },
     /// Serve the MCP tools to an AI agent: stdio by default, logs on stderr.
     #[command(after_help = MCP_EXAMPLES)]

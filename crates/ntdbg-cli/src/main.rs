@@ -11,6 +11,7 @@ mod progress;
 mod repl;
 mod run_json;
 mod shell_docs;
+mod skipped;
 mod stackwalk;
 mod store_cli;
 mod symbolize;
@@ -111,9 +112,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             symbols,
             json,
             offline,
+            keep_going,
         } => {
             let mut session = target.open(symbols.as_deref(), offline)?;
-            let status = run_commands(&mut session, &commands, json);
+            let on_error = if keep_going {
+                ntdbg_commands::OnError::Continue
+            } else {
+                ntdbg_commands::OnError::Stop
+            };
+            let status = run_commands(&mut session, &commands, on_error, json);
             detach(&session);
             status
         }
@@ -356,11 +363,16 @@ fn offline_if(session: Session, offline: bool) -> Session {
 /// megabytes, which the default 8 KiB buffer sends in hundreds of `write` calls.
 const OUTPUT_BUFFER: usize = 64 * 1024;
 
-/// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a
-/// command failed.
-fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs a batch and prints each command's output under a cdb-style prompt; after a failure it
+/// stops or goes on as `on_error` says; exit 1 when a command failed.
+fn run_commands(
+    session: &mut Session,
+    commands: &str,
+    on_error: ntdbg_commands::OnError,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let indicator = progress::Indicator::install(session.symbols());
-    let results = ntdbg_commands::run_batch(session, commands);
+    let results = ntdbg_commands::run_batch_with(session, commands, on_error);
     drop(indicator);
     let results = results?;
     // Buffered: one write per block, not one per line (stdout is line-buffered); flushed
@@ -391,10 +403,8 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
                     eprint!("error: {}\n{hint}", r.output);
                     failed = true;
                 }
-                Status::NotExecuted => {
-                    out.flush()?;
-                    eprintln!("not executed (an earlier command failed): {}", r.command);
-                }
+                // Listed once, after the loop.
+                Status::NotExecuted => {}
                 Status::TimedOut => {
                     out.flush()?;
                     eprintln!("timed out: {}", r.command);
@@ -404,6 +414,9 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
         }
     }
     out.flush()?;
+    if let Some(line) = skipped::line(&results).filter(|_| !json) {
+        eprintln!("{line}");
+    }
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -6,6 +6,7 @@
 
 use crate::error::ToolError;
 use ntdbg_analysis::{EventFacts, Inference, ModuleFacts, StackEntry};
+pub use ntdbg_commands::OnError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +91,9 @@ pub struct RunCommandParams {
     pub format: OutputFormat,
     /// Also write the whole output to this file (inside an allowed directory).
     pub output_file: Option<String>,
+    /// After a failed command: "continue" (default on dumps, where "not in the dump" is
+    /// routine) or "stop" (default on live targets).
+    pub on_error: Option<OnError>,
 }
 
 /// `analyze_crash` arguments.
@@ -242,11 +246,11 @@ pub struct ThreadBrief {
 pub enum CommandStatus {
     /// It ran.
     Succeeded,
-    /// It ran and failed; later commands were not run.
+    /// It ran and failed (with on_error "stop", later commands were not run).
     Failed,
     /// The time limit ran out.
     TimedOut,
-    /// Skipped after a failure or time-out.
+    /// Skipped after a failure (on_error "stop"), a cancel or a time-out.
     NotExecuted,
 }
 

@@ -486,7 +486,10 @@ mod tests {
         assert!(text.starts_with("cause: cause one\n  basis: basis one\nalso: second\n"));
         let (text, carried) = conclusions(&all, 100);
         assert_eq!(carried.len(), 1, "{text}");
-        assert!(text.ends_with("(1 more conclusion(s): analyze_crash)\n"), "{text}");
+        assert!(
+            text.ends_with("(1 more conclusion(s): analyze_crash)\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -494,7 +497,9 @@ mod tests {
         let long = inference("the cause", &"é".repeat(3000));
         let (text, carried) = conclusions(std::slice::from_ref(&long), 600);
         assert_eq!(carried.len(), 1);
-        assert!(carried[0].basis.ends_with("(analyze_crash has the whole basis)"));
+        assert!(carried[0]
+            .basis
+            .ends_with("(analyze_crash has the whole basis)"));
         assert!(text.len() <= 620, "{}", text.len());
         assert!(text.starts_with("cause: the cause\n  basis: éé"));
     }

@@ -158,25 +158,47 @@ async fn open_dump_includes_what_was_asked() {
     client.cancel().await.expect("cancel");
 }
 
-#[tokio::test]
-async fn a_failure_stops_the_batch() {
-    let client = connect(Version::Handshake).await;
-    let id = open(&client, "crashy-x64-null.dmp").await;
-    let r = call(
-        &client,
-        "run_command",
-        json!({ "session_id": id, "command": "r rip; nosuchcommand; kn\nlm" }),
-    )
-    .await;
-    let run = ok(&r);
-    let statuses: Vec<&str> = run["results"]
+/// The statuses of a run_command answer, in order.
+fn statuses(run: &serde_json::Value) -> Vec<&str> {
+    run["results"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|r| r["status"].as_str())
-        .collect();
+        .collect()
+}
+
+/// On a dump a failed command does not stop the batch unless on_error says so; every
+/// command's status is in the typed result.
+#[tokio::test]
+async fn a_failure_stops_the_batch_only_when_asked_on_a_dump() {
+    let client = connect(Version::Handshake).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let line = "r rip; nosuchcommand; kn\nlm";
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line }),
+    )
+    .await;
+    let run = ok(&r);
     assert_eq!(
-        statuses,
+        statuses(run),
+        ["succeeded", "failed", "succeeded", "succeeded"]
+    );
+    assert_eq!(run["commands_executed"], 4);
+    assert_eq!(run["commands_skipped"], 0);
+    assert!(!text(&r).contains("not executed"), "{}", text(&r));
+
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line, "on_error": "stop" }),
+    )
+    .await;
+    let run = ok(&r);
+    assert_eq!(
+        statuses(run),
         ["succeeded", "failed", "not_executed", "not_executed"]
     );
     assert_eq!(run["commands_executed"], 2);
@@ -185,6 +207,15 @@ async fn a_failure_stops_the_batch() {
     assert_eq!(failed["error"]["code"], "unknown_command");
     assert!(failed["command_id"].is_string());
     assert!(run["results"][2]["command_id"].is_null());
+    assert!(text(&r).contains("not executed: kn; lm"), "{}", text(&r));
+
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line, "on_error": "sometimes" }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "invalid_arguments");
     client.cancel().await.expect("cancel");
 }
 
