@@ -10,6 +10,7 @@ const MCP_EXAMPLES: &str = "Examples:
   ntdbg mcp --http 127.0.0.1:8080 --allow-dir ./dumps
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
+  ntdbg mcp --tools dumps --allow-dir ./dumps   (no live-target tools listed)
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
   ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
   ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp   (HTTP on 127.0.0.1:8080, as Windbg-MCP)
@@ -114,6 +115,10 @@ pub enum Command {
         /// its prompts and scripts keep working unchanged.
         #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
         profile: ProfileArg,
+        /// Which of the profile's tools to list: those for dump files, for live targets, or
+        /// all. Default: all where live targets are allowed, else the dump tools.
+        #[arg(long, value_enum, value_name = "SET")]
+        tools: Option<ToolSetArg>,
         /// With --profile windbg-mcp, ntoseye or chensiling: the dump file its tools work on
         /// (inside an --allow-dir).
         #[arg(long, value_name = "PATH", conflicts_with = "attach")]
@@ -398,6 +403,27 @@ pub fn mcp_startup(
 }
 
 // ---- end of chensiling's start-up flags --------------------------------------------------
+
+/// The tool sets of `ntdbg mcp --tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolSetArg {
+    /// The tools for dump files (and those for every target).
+    Dumps,
+    /// The tools for live targets (and those for every target).
+    Live,
+    /// Every tool.
+    All,
+}
+
+impl From<ToolSetArg> for ntdbg_mcp::ToolSet {
+    fn from(set: ToolSetArg) -> ntdbg_mcp::ToolSet {
+        match set {
+            ToolSetArg::Dumps => ntdbg_mcp::ToolSet::Dumps,
+            ToolSetArg::Live => ntdbg_mcp::ToolSet::Live,
+            ToolSetArg::All => ntdbg_mcp::ToolSet::All,
+        }
+    }
+}
 
 /// The tool profiles of `ntdbg mcp --profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -135,6 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             symbol_servers,
             symbol_memory,
             profile,
+            tools,
             dump,
             attach,
             backend,
@@ -167,6 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 symbol_servers,
                 symbol_memory: mib(symbol_memory),
                 profile: profile.into(),
+                tools: tools.map(Into::into),
                 startup,
                 db,
             };
@@ -257,6 +259,8 @@ struct McpOptions {
     /// Bytes of parsed symbols the sessions share.
     symbol_memory: u64,
     profile: ntdbg_mcp::Profile,
+    /// `--tools`: the tool set (`None`: by whether live targets are allowed).
+    tools: Option<ntdbg_mcp::ToolSet>,
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
@@ -311,6 +315,7 @@ fn mcp(
     if let Some(db) = options.db {
         server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }
+    server = server.with_tools(options.tools);
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -39,6 +39,7 @@ mod state;
 mod stdio;
 mod symbol_policy;
 mod text;
+mod tool_sets;
 mod tools;
 
 pub use error::ToolError;
@@ -50,6 +51,7 @@ pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, MAX_LINE};
+pub use tool_sets::ToolSet;
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.
 pub mod limits {
