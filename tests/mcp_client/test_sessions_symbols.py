@@ -89,7 +89,7 @@ async def test_a_batch_with_an_unknown_command_names_the_nearest_and_the_rest(ta
     dump = private_copy(target, SAMPLE, "batch")
     async with target.connect() as client:
         sid = ok(await call(client, "open_dump", path=str(dump)))["session_id"]
-        result = await call(client, "run_command", session_id=sid, command="kn 2; lmvv; r rip; ~*k")
+        result = await call(client, "run_command", session_id=sid, command="kn 2; lmvv; r rip; ~*k", on_error="stop")
         run = ok(result)
         assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
         failed = run["results"][1]["error"]

@@ -43,9 +43,13 @@ async def test_triage_in_three_calls(target: Target) -> None:
 async def test_batch_that_fails_midway(target: Target) -> None:
     async with target.connect() as client:
         sid = await open_dump(client, SAMPLE)
+        # On a dump the batch goes on after a failure unless on_error says stop.
         run = ok(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm"))
-        assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
+        assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "succeeded", "succeeded"]
         assert run["results"][1]["error"]["code"] == "unknown_command"
+        assert run["commands_executed"] == 4 and run["commands_skipped"] == 0
+        run = ok(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm", on_error="stop"))
+        assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
         assert run["commands_executed"] == 2 and run["commands_skipped"] == 2
 
 

@@ -6,7 +6,8 @@
 #
 # Checks the banner, a command and its output, Up recalling the last command, Ctrl-R
 # finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
-# SIGINT outside it) not ending ntdbg, Ctrl-C cancelling a long command, `.logopen` writing a file, `q` quitting and the
+# SIGINT outside it) not ending ntdbg, Ctrl-C cancelling a long command (the rest of its batch
+# named on one line), `.logopen` writing a file, `q` quitting and the
 # history surviving to the next run. Every wait is for a condition, bounded generously for a
 # loaded machine; each start has a tmux server of its own, on a socket in the script's own
 # folder. Prints "N passed, N failed"; exit 0 only when all passed, 77 when tmux is missing
@@ -238,6 +239,12 @@ if [[ -f "$big" ]]; then
     wait_running || bad "the searches did not start"
     tm send-keys -t repl C-c
     if wait_for "Search cancelled at" && alive; then ok "Ctrl-C cancels a long command on a dump"; else bad "cancel"; fi
+    # The searches the cancel skipped are named on one line, not one line each.
+    if wait_for "(not executed (the batch was cancelled): " && [[ $(screen | grep -c "not executed") == 1 ]]; then
+        ok "the skipped commands of a cancelled batch take one line"
+    else
+        bad "one line for the skipped commands"
+    fi
     tm send-keys -t repl "? 0x3039" Enter
     wait_for "Evaluate expression: 12345" && ok "the next command answers after a cancel" || bad "after cancel"
     tm send-keys -t repl "q" Enter

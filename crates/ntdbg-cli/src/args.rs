@@ -10,6 +10,7 @@ const MCP_EXAMPLES: &str = "Examples:
   ntdbg mcp --http 127.0.0.1:8080 --allow-dir ./dumps
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
+  ntdbg mcp --tools dumps --allow-dir ./dumps   (no live-target tools listed)
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
   ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
   ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp   (HTTP on 127.0.0.1:8080, as Windbg-MCP)
@@ -70,7 +71,7 @@ pub enum Command {
     },
     /// Run WinDbg commands on a dump (or a live target with --attach) and print their output.
     #[command(
-        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json"
+        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json\n  ntdbg run crash.dmp --keep-going -c \"dps @rsp L40; kn; lm\""
     )]
     Run {
         #[command(flatten)]
@@ -87,6 +88,10 @@ pub enum Command {
         /// Print one JSON object per command, with typed results.
         #[arg(long)]
         json: bool,
+        /// Run every command even after one fails (a minidump often lacks the memory a
+        /// command reads); the exit status is still 1 when any failed.
+        #[arg(long)]
+        keep_going: bool,
     },
     /// Serve the MCP tools to an AI agent: stdio by default, logs on stderr.
     #[command(after_help = MCP_EXAMPLES)]
@@ -112,6 +117,10 @@ pub enum Command {
         /// its prompts and scripts keep working unchanged.
         #[arg(long, value_enum, default_value_t = ProfileArg::Ntdbg)]
         profile: ProfileArg,
+        /// Which of the profile's tools to list: those for dump files, for live targets, or
+        /// all. Default: all where live targets are allowed, else the dump tools.
+        #[arg(long, value_enum, value_name = "SET")]
+        tools: Option<ToolSetArg>,
         /// With --profile windbg-mcp, ntoseye or chensiling: the dump file its tools work on
         /// (inside an --allow-dir).
         #[arg(long, value_name = "PATH", conflicts_with = "attach")]
@@ -429,6 +438,27 @@ pub fn mcp_startup(
 }
 
 // ---- end of chensiling's start-up flags --------------------------------------------------
+
+/// The tool sets of `ntdbg mcp --tools`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolSetArg {
+    /// The tools for dump files (and those for every target).
+    Dumps,
+    /// The tools for live targets (and those for every target).
+    Live,
+    /// Every tool.
+    All,
+}
+
+impl From<ToolSetArg> for ntdbg_mcp::ToolSet {
+    fn from(set: ToolSetArg) -> ntdbg_mcp::ToolSet {
+        match set {
+            ToolSetArg::Dumps => ntdbg_mcp::ToolSet::Dumps,
+            ToolSetArg::Live => ntdbg_mcp::ToolSet::Live,
+            ToolSetArg::All => ntdbg_mcp::ToolSet::All,
+        }
+    }
+}
 
 /// The tool profiles of `ntdbg mcp --profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

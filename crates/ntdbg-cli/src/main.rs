@@ -11,6 +11,7 @@ mod progress;
 mod repl;
 mod run_json;
 mod shell_docs;
+mod skipped;
 mod stackwalk;
 mod store_cli;
 mod symbolize;
@@ -115,9 +116,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             symbols,
             json,
             offline,
+            keep_going,
         } => {
             let mut session = target.open(symbols.as_deref(), offline)?;
-            let status = run_commands(&mut session, &commands, json);
+            let on_error = if keep_going {
+                ntdbg_commands::OnError::Continue
+            } else {
+                ntdbg_commands::OnError::Stop
+            };
+            let status = run_commands(&mut session, &commands, on_error, json);
             detach(&session);
             status
         }
@@ -132,6 +139,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             symbol_servers,
             symbol_memory,
             profile,
+            tools,
             dump,
             attach,
             backend,
@@ -165,6 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 symbol_servers,
                 symbol_memory: mib(symbol_memory),
                 profile: profile.into(),
+                tools: tools.map(Into::into),
                 startup,
                 db,
                 http_limits: http_limits.limits(),
@@ -257,6 +266,8 @@ struct McpOptions {
     /// Bytes of parsed symbols the sessions share.
     symbol_memory: u64,
     profile: ntdbg_mcp::Profile,
+    /// `--tools`: the tool set (`None`: by whether live targets are allowed).
+    tools: Option<ntdbg_mcp::ToolSet>,
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
@@ -314,6 +325,7 @@ fn mcp(
     if let Some(db) = options.db {
         server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }
+    server = server.with_tools(options.tools);
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -401,11 +413,16 @@ fn offline_if(session: Session, offline: bool) -> Session {
 /// megabytes, which the default 8 KiB buffer sends in hundreds of `write` calls.
 const OUTPUT_BUFFER: usize = 64 * 1024;
 
-/// Runs a batch and prints each command's output under a cdb-style prompt; exit 1 when a
-/// command failed.
-fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Result<ExitCode> {
+/// Runs a batch and prints each command's output under a cdb-style prompt; after a failure it
+/// stops or goes on as `on_error` says; exit 1 when a command failed.
+fn run_commands(
+    session: &mut Session,
+    commands: &str,
+    on_error: ntdbg_commands::OnError,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     let indicator = progress::Indicator::install(session.symbols());
-    let results = ntdbg_commands::run_batch(session, commands);
+    let results = ntdbg_commands::run_batch_with(session, commands, on_error);
     drop(indicator);
     let results = results?;
     // Buffered: one write per block, not one per line (stdout is line-buffered); flushed
@@ -436,10 +453,8 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
                     eprint!("error: {}\n{hint}", r.output);
                     failed = true;
                 }
-                Status::NotExecuted => {
-                    out.flush()?;
-                    eprintln!("not executed (an earlier command failed): {}", r.command);
-                }
+                // Listed once, after the loop.
+                Status::NotExecuted => {}
                 Status::TimedOut => {
                     out.flush()?;
                     eprintln!("timed out: {}", r.command);
@@ -449,6 +464,9 @@ fn run_commands(session: &mut Session, commands: &str, json: bool) -> anyhow::Re
         }
     }
     out.flush()?;
+    if let Some(line) = skipped::line(&results).filter(|_| !json) {
+        eprintln!("{line}");
+    }
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -119,6 +119,25 @@ fn run_json_gives_typed_results() {
 }
 
 #[test]
+fn keep_going_runs_the_commands_after_a_failure_and_still_exits_1() {
+    let o = ntdbg(&[
+        "run",
+        &sample("crashy-x64-null.dmp"),
+        "--keep-going",
+        "-c",
+        "kn 1; frobnicate; lm; zzzunknown; r rip",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), stderr(&o));
+    assert!(out.contains("0:000> lm\n"), "{out}");
+    assert!(out.contains("crashy"), "{out}");
+    assert!(out.contains("0:000> r rip\nrip="), "{out}");
+    assert!(err.contains("Unknown command 'frobnicate'"), "{err}");
+    assert!(err.contains("Unknown command 'zzzunknown'"), "{err}");
+    assert!(!err.contains("not executed"), "{err}");
+}
+
+#[test]
 fn a_failing_command_exits_1_and_stops_the_batch() {
     let o = ntdbg(&[
         "run",

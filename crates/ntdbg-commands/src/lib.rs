@@ -36,5 +36,6 @@ pub use output::{
     ThreadRow, TypedResult, UnloadedModuleRow,
 };
 pub use run::{
-    run_batch, run_command, Batch, CommandResult, FileGate, Policy, Status, SymbolPathGate,
+    run_batch, run_batch_with, run_command, Batch, CommandResult, FileGate, OnError, Policy,
+    Status, SymbolPathGate,
 };

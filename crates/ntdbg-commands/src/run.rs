@@ -5,7 +5,8 @@
 //! its table entry once, admitted once (the front end's [`Policy`] and, on a live target, the
 //! run-state gate, both decided by the entry's metadata), then executed, with its `~` thread
 //! prefix, into a [`CommandOutput`]. [`Batch::run`] runs the commands in order and asks a
-//! callback after each one whether to go on.
+//! callback after each one whether to go on; after a failure it stops or goes on as the
+//! batch's [`OnError`] says (one rule for MCP's `on_error` and the CLI's `--keep-going`).
 
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, ThreadError, ThreadResult, TypedResult};
@@ -30,7 +31,8 @@ pub enum Status {
     Failed,
     /// It did not finish in time.
     TimedOut,
-    /// An earlier command failed, so it was not run.
+    /// An earlier command failed (and the batch stops on errors), or was cancelled, so it was
+    /// not run.
     NotExecuted,
 }
 
@@ -42,6 +44,39 @@ impl Status {
             Status::Failed => "failed",
             Status::TimedOut => "timed_out",
             Status::NotExecuted => "not_executed",
+        }
+    }
+}
+
+/// What a batch does after a command fails. A cancelled or timed-out command always stops the
+/// batch: the commands after it would be cancelled too.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Report the later commands not executed (the CLI's default, and MCP's on live targets,
+    /// where a failed `bp` must not be followed by a `g`).
+    #[default]
+    Stop,
+    /// Run the later commands anyway (`--keep-going`; MCP's default on dumps, where "not in
+    /// the dump" is routine and says nothing about the next command).
+    Continue,
+}
+
+impl OnError {
+    /// Whether a batch goes on after `result`.
+    pub fn goes_on_after(self, result: &CommandResult) -> bool {
+        match result.status {
+            Status::Succeeded => true,
+            Status::TimedOut | Status::NotExecuted => false,
+            Status::Failed => {
+                self == OnError::Continue
+                    && result
+                        .error
+                        .as_ref()
+                        .is_none_or(|e| e.code != ErrorCode::Cancelled)
+            }
         }
     }
 }
@@ -107,6 +142,7 @@ impl std::fmt::Debug for Policy {
 #[derive(Debug, Clone)]
 pub struct Batch {
     commands: Vec<String>,
+    on_error: OnError,
 }
 
 impl Batch {
@@ -127,7 +163,14 @@ impl Batch {
             parse::split_commands(line).map_err(|e| CommandError::syntax(e.render(line)))?;
         Ok(Batch {
             commands: parts.iter().map(|c| c.value.to_string()).collect(),
+            on_error: OnError::default(),
         })
+    }
+
+    /// The batch, going on after a failed command or stopping as `on_error` says.
+    pub fn on_error(mut self, on_error: OnError) -> Batch {
+        self.on_error = on_error;
+        self
     }
 
     /// The commands, in order.
@@ -136,8 +179,9 @@ impl Batch {
     }
 
     /// Runs the commands in order under `policy`, calling `each` with every result as soon
-    /// as its command ends. A failure, or `each` answering [`ControlFlow::Break`], stops the
-    /// batch: the later commands are reported [`Status::NotExecuted`].
+    /// as its command ends. A failure (unless the batch goes on after errors, [`OnError`]), a
+    /// cancelled command, or `each` answering [`ControlFlow::Break`] stops the batch: the
+    /// later commands are reported [`Status::NotExecuted`].
     pub fn run(
         &self,
         session: &mut Session,
@@ -171,7 +215,7 @@ impl Batch {
                     }
                 }
                 let flow = each(&result);
-                go_on = result.status == Status::Succeeded && flow.is_continue();
+                go_on = self.on_error.goes_on_after(&result) && flow.is_continue();
             }
             results.push(result);
         }
@@ -182,7 +226,17 @@ impl Batch {
 /// Runs a batch: commands separated by `;` or newlines, with no front-end policy. The first
 /// failure stops the rest, which are reported as not executed.
 pub fn run_batch(session: &mut Session, line: &str) -> Result<Vec<CommandResult>, CommandError> {
-    let batch = Batch::split(line)?;
+    run_batch_with(session, line, OnError::Stop)
+}
+
+/// Runs a batch with no front-end policy, going on after a failure or stopping as `on_error`
+/// says (`ntdbg run -c … --keep-going`).
+pub fn run_batch_with(
+    session: &mut Session,
+    line: &str,
+    on_error: OnError,
+) -> Result<Vec<CommandResult>, CommandError> {
+    let batch = Batch::split(line)?.on_error(on_error);
     Ok(batch.run(session, Policy::default(), |_| ControlFlow::Continue(())))
 }
 
@@ -507,6 +561,42 @@ mod tests {
         // many threads it runs on.
         let lookups = table::LOOKUPS.with(|n| n.get());
         assert_eq!(lookups, results.len() - 1);
+    }
+
+    fn statuses(results: &[CommandResult]) -> Vec<Status> {
+        results.iter().map(|r| r.status).collect()
+    }
+
+    #[test]
+    fn a_batch_stops_at_a_failure_or_goes_on_as_told() {
+        let mut s = session("crashy-x64-null.dmp");
+        let line = "r rip; nosuchcommand; kn 1; db 0 L8";
+        let stopped = run_batch(&mut s, line).expect("batch");
+        use Status::*;
+        assert_eq!(
+            statuses(&stopped),
+            [Succeeded, Failed, NotExecuted, NotExecuted]
+        );
+        let kept = run_batch_with(&mut s, line, OnError::Continue).expect("batch");
+        assert_eq!(statuses(&kept)[..3], [Succeeded, Failed, Succeeded]);
+        assert_ne!(kept[3].status, NotExecuted, "{}", kept[3].output);
+        assert_eq!(
+            kept[2].output,
+            run_command(&mut s, "kn 1").expect("kn").text
+        );
+    }
+
+    #[test]
+    fn a_cancelled_command_stops_a_batch_that_goes_on_after_errors() {
+        let mut s = session("crashy-x64-thread.dmp");
+        let interrupt = ntdbg_engine::Interrupt::new();
+        s.set_interrupt(interrupt.clone());
+        interrupt.cancel();
+        let results = run_batch_with(&mut s, "~*k; r rip; lm", OnError::Continue).expect("batch");
+        assert_eq!(
+            statuses(&results),
+            [Status::Failed, Status::NotExecuted, Status::NotExecuted]
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! comes back, briefly: every word here counts against the `tools/list` budget.
 
 use crate::error::ToolError;
-use ntdbg_analysis::{EventFacts, ModuleFacts, StackEntry};
+use ntdbg_analysis::{EventFacts, Inference, ModuleFacts, StackEntry};
+pub use ntdbg_commands::OnError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +91,9 @@ pub struct RunCommandParams {
     pub format: OutputFormat,
     /// Also write the whole output to this file (inside an allowed directory).
     pub output_file: Option<String>,
+    /// After a failed command: "continue" (default on dumps, where "not in the dump" is
+    /// routine) or "stop" (default on live targets).
+    pub on_error: Option<OnError>,
 }
 
 /// `analyze_crash` arguments.
@@ -189,6 +193,11 @@ pub struct OpenDumpResult {
     pub modules: usize,
     /// The last event (exception), decoded.
     pub event: EventFacts,
+    /// What happened, where, in one line.
+    pub headline: String,
+    /// The report's conclusions, cause first, each with its basis (as many as fit the answer's
+    /// budget; analyze_crash has all).
+    pub inferences: Vec<Inference>,
     /// Top frame of the faulting stack.
     pub faulting_frame: Option<StackEntry>,
     /// Module holding the exception address.
@@ -201,7 +210,7 @@ pub struct OpenDumpResult {
     pub module_list: Option<Vec<ModuleBrief>>,
     /// Threads, when include_threads.
     pub thread_list: Option<Vec<ThreadBrief>>,
-    /// Suggested next calls.
+    /// Suggested next calls: the report's next commands, then analyze_crash.
     pub next_steps: Vec<String>,
 }
 
@@ -237,11 +246,11 @@ pub struct ThreadBrief {
 pub enum CommandStatus {
     /// It ran.
     Succeeded,
-    /// It ran and failed; later commands were not run.
+    /// It ran and failed (with on_error "stop", later commands were not run).
     Failed,
     /// The time limit ran out.
     TimedOut,
-    /// Skipped after a failure or time-out.
+    /// Skipped after a failure (on_error "stop"), a cancel or a time-out.
     NotExecuted,
 }
 

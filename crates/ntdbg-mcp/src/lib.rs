@@ -41,6 +41,7 @@ mod state;
 mod stdio;
 mod symbol_policy;
 mod text;
+mod tool_sets;
 mod tools;
 
 pub use error::ToolError;
@@ -53,6 +54,7 @@ pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, MAX_LINE};
+pub use tool_sets::ToolSet;
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.
 pub mod limits {
@@ -60,6 +62,7 @@ pub mod limits {
     pub use crate::tools::commands::{
         DEFAULT_PAGE, DEFAULT_TIMEOUT_MS, MAX_COMMANDS, MAX_PAGE, MAX_TIMEOUT_MS,
     };
+    pub use crate::tools::dumps::FIRST_TRIAGE_BUDGET;
     /// All tool definitions together stay under this many characters of `tools/list` JSON
     /// (about 3,000 tokens).
     pub const TOOLS_LIST_BUDGET: usize = 12_000;

@@ -17,6 +17,7 @@ use crate::progress::CallInterrupt;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
+use crate::tool_sets::ToolSet;
 use crate::tools;
 use ntdbg_analysis::triage::TriageResult;
 use ntdbg_analysis::Report;
@@ -34,9 +35,9 @@ use std::sync::Arc;
 const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files listed with the reason.";
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules and dumps; unreadable dumps listed as failed. format \"json\" adds each bucket's full analysis.";
-const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel); one already open answers with its session (new_session: another). First text line: session_id; then a first triage (event, faulting frame and module, signature). Next: analyze_crash, run_command.";
+const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel); one already open answers with its session (new_session: another). First text line: session_id; then the cause in at most 2000 characters: headline, the report's conclusions with their basis, faulting frame and module, signature, next run_command lines. analyze_crash has the whole report.";
 const ANALYZE_CRASH: &str = "Full triage, like !analyze -v: decoded exception or bugcheck, faulting thread, frame, module and locals, signature, inferences with their basis, limitations, next commands. format \"json\" adds the typed report.";
-const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp, .frame N; dv, ??/dx, r, lm, ~*k, !uniqstack, db/dps, !address, s, u/uf, ln, x. Up to 64, separated by ';' or newlines; a failure stops the rest. Each output is headed by its [command_id]; over 16 KiB it is a head+tail preview (read_output has all). format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
+const RUN_COMMAND: &str = "Run WinDbg commands in a session (\"help\" lists all): k/kp, .frame N; dv, ??/dx, r, lm, ~*k, !uniqstack, db/dps, !address, s, u/uf, ln, x. Up to 64, separated by ';' or newlines; on_error: a failure stops the rest on live targets, not on dumps (\"not in the dump\" is routine), unless told. Each output is headed by its [command_id]; over 16 KiB it is a head+tail preview (read_output has all). format \"json\" adds typed results. Ends with [dump], [target running] or [target halted].";
 const READ_OUTPUT: &str = "Page (by line, from 1) or grep the full output of an earlier run_command by its command_id. Outputs stay in a bounded cache; an expired id says so (run the command again).";
 const LIST_SESSIONS: &str =
     "List open sessions: id, dump, kind, arch, run state, symbol path, age.";
@@ -50,6 +51,10 @@ const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a runnin
 pub struct NtdbgServer {
     state: Arc<State>,
     profile: Profile,
+    /// The tool set chosen (`--tools`); `None`: by whether live targets are allowed.
+    tool_set: Option<ToolSet>,
+    /// Whether clients may open live targets (see [`NtdbgServer::live_targets_allowed`]).
+    live_targets: bool,
     implicit: Arc<ImplicitSession>,
     tool_router: ToolRouter<NtdbgServer>,
     prompt_router: PromptRouter<NtdbgServer>,
@@ -66,6 +71,8 @@ impl NtdbgServer {
         NtdbgServer {
             state: Arc::new(State::new(allowed)),
             profile: Profile::Ntdbg,
+            tool_set: None,
+            live_targets: true,
             implicit: Arc::default(),
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
@@ -74,15 +81,57 @@ impl NtdbgServer {
 
     /// Serves `profile`'s tools and prompts instead of ntdbg's own (see [`Profile`]).
     pub fn with_profile(mut self, profile: Profile) -> NtdbgServer {
-        (self.tool_router, self.prompt_router) = match profile {
+        self.profile = profile;
+        self.route();
+        self
+    }
+
+    /// Lists and answers only the tools of `set` (`ntdbg mcp --tools`; see [`ToolSet`]);
+    /// `None`: every tool where live targets are allowed, else the dump tools.
+    pub fn with_tools(mut self, set: Option<ToolSet>) -> NtdbgServer {
+        self.tool_set = set;
+        self.route();
+        self
+    }
+
+    /// Whether clients may open live targets; without a chosen tool set, the live tools are
+    /// listed only when they may.
+    pub fn allow_live_targets(mut self, allowed: bool) -> NtdbgServer {
+        self.live_targets = allowed;
+        self.route();
+        self
+    }
+
+    /// Whether clients may open live targets. A stand-in for the switch that will decide it
+    /// (`--allow-attach`, issue 36's protocol half): until then the builder's setting, by
+    /// default yes, as before.
+    pub fn live_targets_allowed(&self) -> bool {
+        self.live_targets
+    }
+
+    /// The tool set served: the one chosen, else by whether live targets are allowed.
+    pub fn tool_set(&self) -> ToolSet {
+        self.tool_set
+            .unwrap_or_else(|| ToolSet::default_for(self.live_targets_allowed()))
+    }
+
+    /// Builds the routers: the profile's tools and prompts, the crash store's tool when the
+    /// server has a database, less what the tool set leaves out.
+    fn route(&mut self) {
+        (self.tool_router, self.prompt_router) = match self.profile {
             Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
             Profile::McpWindbg => (Self::mcp_windbg_tools(), Self::mcp_windbg_prompts()),
             Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
             Profile::Ntoseye => (Self::ntoseye_tools(), PromptRouter::new()),
             Profile::Chensiling => (Self::chensiling_tools(), PromptRouter::new()),
         };
-        self.profile = profile;
-        self
+        if self.state.crash_store.is_some() {
+            self.tool_router += Self::crash_store_tools();
+        }
+        for name in self.tool_set().left_out(self.profile) {
+            self.tool_router.remove_route(name);
+            self.prompt_router.remove_route(name);
+        }
     }
 
     /// The target the windbg-mcp, ntoseye or chensiling profile's tools work on, opened by
@@ -94,9 +143,10 @@ impl NtdbgServer {
 
     /// Serves `query_crashes` on the crash database at `store` (`ntdbg mcp --db`); without
     /// one the tool is not listed.
-    pub fn with_crash_store(mut self, store: ntdbg_store::DbLocation) -> NtdbgServer {
-        self.tool_router += Self::crash_store_tools();
-        self.configure(|state| state.crash_store = Some(store))
+    pub fn with_crash_store(self, store: ntdbg_store::DbLocation) -> NtdbgServer {
+        let mut server = self.configure(|state| state.crash_store = Some(store));
+        server.route();
+        server
     }
 
     /// The state every connection shares.

@@ -161,10 +161,11 @@ fn run_batch(session: &mut Session, shown: &mut Transcript, text: &str) -> std::
         Ok(results) => results,
         Err(e) => return shown.show_error(&format!("error: {e}\n")),
     };
-    for r in results {
+    for r in &results {
         match r.status {
             Status::Succeeded => shown.show(&r.output)?,
-            Status::NotExecuted => shown.show(&format!("(not executed: {})\n", r.command))?,
+            // Listed once, below: a cancelled 900-command line gets one line, not 900.
+            Status::NotExecuted => {}
             _ => {
                 let hint = r
                     .error
@@ -173,6 +174,9 @@ fn run_batch(session: &mut Session, shown: &mut Transcript, text: &str) -> std::
                 shown.show_error(&format!("error: {}\n{hint}", r.output))?;
             }
         }
+    }
+    if let Some(line) = crate::skipped::line(&results) {
+        shown.show(&format!("({line})\n"))?;
     }
     Ok(())
 }

@@ -223,6 +223,74 @@ mod tests {
         assert!(names(Profile::Ntdbg).contains(&"open_dump".to_string()));
     }
 
+    fn names_in(server: NtdbgServer) -> Vec<String> {
+        let mut names: Vec<String> = server.tools().iter().map(|t| t.name.to_string()).collect();
+        names.sort();
+        names
+    }
+
+    fn server() -> NtdbgServer {
+        NtdbgServer::new(AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir"))
+    }
+
+    #[test]
+    fn each_tool_set_lists_its_tools() {
+        use crate::ToolSet;
+        let dumps = names_in(server().with_tools(Some(ToolSet::Dumps)));
+        assert_eq!(
+            dumps,
+            [
+                "analyze_crash",
+                "close_session",
+                "list_dumps",
+                "list_sessions",
+                "open_dump",
+                "read_output",
+                "run_command",
+                "triage_dumps"
+            ]
+        );
+        let live = names_in(server().with_tools(Some(ToolSet::Live)));
+        assert_eq!(
+            live,
+            [
+                "analyze_crash",
+                "attach",
+                "break_in",
+                "close_session",
+                "list_sessions",
+                "read_output",
+                "run_command",
+                "wait_for_event"
+            ]
+        );
+        assert_eq!(names_in(server()), names(Profile::Ntdbg));
+        assert_eq!(names(Profile::Ntdbg).len(), 11);
+        // The set survives a later choice of profile, and applies to its tools.
+        let windbg = names_in(
+            server()
+                .with_tools(Some(ToolSet::Dumps))
+                .with_profile(Profile::McpWindbg),
+        );
+        assert!(windbg.contains(&"open_cdb_dump".to_string()));
+        assert!(
+            !windbg.contains(&"send_ctrl_break".to_string()),
+            "{windbg:?}"
+        );
+    }
+
+    #[test]
+    fn without_a_chosen_set_live_tools_are_listed_only_where_live_targets_are_allowed() {
+        let closed = server().allow_live_targets(false);
+        assert_eq!(closed.tool_set(), crate::ToolSet::Dumps);
+        assert!(!names_in(closed).contains(&"attach".to_string()));
+        let chosen = server()
+            .allow_live_targets(false)
+            .with_tools(Some(crate::ToolSet::All));
+        assert!(names_in(chosen).contains(&"attach".to_string()));
+        assert!(names_in(server()).contains(&"attach".to_string()));
+    }
+
     #[test]
     fn every_profile_stays_within_the_tools_list_budget() {
         for p in Profile::ALL {

@@ -1,8 +1,9 @@
 //! `run_command` and `read_output`.
 //!
 //! A batch goes through the command layer's one pipeline ([`Batch`]) on the blocking pool;
-//! the runner's per-command callback hands each result to this side and stops the batch when
-//! the time limit ran out: the command running when time runs out is reported `timed_out`
+//! after a failed command it goes on or stops as `on_error` says ([`on_error_for`]: on dumps it
+//! goes on by default, since "not in the dump" is routine there). The runner's per-command
+//! callback hands each result to this side and stops the batch when the time limit ran out: the command running when time runs out is reported `timed_out`
 //! (and cancelled: a long loop stops at its next check, other work runs to its end while the
 //! session stays busy), the rest `not_executed`. A cancelled request cancels the batch the
 //! same way ([`crate::progress`]).
@@ -17,7 +18,7 @@ use crate::state::{internal_error, State};
 use crate::symbol_policy;
 use crate::text::{self, PREVIEW_THRESHOLD};
 use crate::tools::sessions::busy;
-use ntdbg_commands::{Batch, CommandError, CommandResult, Policy, Status, SymbolPathGate};
+use ntdbg_commands::{Batch, CommandError, CommandResult, OnError, Policy, SymbolPathGate};
 use ntdbg_engine::{ErrorCode, Interrupt};
 use ntdbg_symbols::SymbolPath;
 use std::fmt::Write as _;
@@ -108,6 +109,8 @@ async fn run_batch_with(
         .unwrap_or(DEFAULT_TIMEOUT_MS)
         .clamp(1, MAX_TIMEOUT_MS);
     let live = slot.live.clone();
+    let on_error = on_error_for(p.on_error, live.is_some());
+    let batch = batch.on_error(on_error);
     let mut budget = Duration::from_millis(timeout_ms);
     if let Some(live) = &live {
         live.set_command_wait(budget);
@@ -162,9 +165,9 @@ async fn run_batch_with(
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(outcome)) => {
-                let failed = outcome.status != Status::Succeeded;
+                let goes_on = on_error.goes_on_after(&outcome);
                 outcomes.push(outcome);
-                if failed {
+                if !goes_on {
                     break;
                 }
             }
@@ -177,14 +180,12 @@ async fn run_batch_with(
             }
         }
     }
-    // The engine thread ended without reporting every command and without a failure: it
-    // panicked in the next one.
+    // The engine thread ended without reporting every command although the batch would have
+    // gone on: it panicked in the next one.
     let mut crashed = None;
     if !timed_out
         && outcomes.len() < commands.len()
-        && outcomes
-            .last()
-            .is_none_or(|o| o.status == Status::Succeeded)
+        && outcomes.last().is_none_or(|o| on_error.goes_on_after(o))
     {
         if let Err(join) = handle.await {
             crashed = Some(internal_error("running a command", &join));
@@ -221,6 +222,17 @@ async fn run_batch_with(
         },
     };
     Ok(builder.finish(output_file, trailer))
+}
+
+/// What a batch does after a failed command: what the caller asked, else go on in a dump (a
+/// read past the memory a minidump captured is routine and says nothing about the next
+/// command) and stop on a live target (a failed `bp` must not be followed by its `g`).
+pub(crate) fn on_error_for(asked: Option<OnError>, live: bool) -> OnError {
+    asked.unwrap_or(if live {
+        OnError::Stop
+    } else {
+        OnError::Continue
+    })
 }
 
 /// The check `.sympath`, `.sympath+` and `.symfix` pass over MCP: folders inside the allowed

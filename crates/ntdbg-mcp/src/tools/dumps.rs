@@ -12,7 +12,7 @@ use crate::state::{blocking, State};
 use crate::symbol_policy;
 use crate::tools::sessions::{busy, BUSY_WAIT};
 use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
-use ntdbg_analysis::{Report, StackEntry};
+use ntdbg_analysis::{Inference, Report, StackEntry};
 use ntdbg_engine::{module_name, Session};
 use ntdbg_engine::{ErrorCode, Interrupt};
 use ntdbg_targets::listing::{find_dump_files, WalkLimits};
@@ -203,16 +203,18 @@ pub async fn open_dump(
             (slot, triage)
         }
     };
-    let mut next_steps = vec![format!("analyze_crash(session_id=\"{}\")", slot.id)];
-    next_steps.extend(
-        report
-            .next_commands
-            .iter()
-            .filter(|c| c.as_str() != ".ecxr")
-            .take(3)
-            .map(|c| format!("run_command \"{c}\"")),
-    );
-    let result = OpenDumpResult {
+    let mut next_steps: Vec<String> = report
+        .next_commands
+        .iter()
+        .filter(|c| c.as_str() != ".ecxr")
+        .take(3)
+        .map(|c| format!("run_command \"{c}\""))
+        .collect();
+    next_steps.push(format!(
+        "analyze_crash(session_id=\"{}\") for the whole report",
+        slot.id
+    ));
+    let mut result = OpenDumpResult {
         session_id: slot.id.clone(),
         reused,
         target: report.dump.path.clone(),
@@ -222,6 +224,8 @@ pub async fn open_dump(
         threads: report.dump.threads,
         modules: report.dump.modules,
         event: report.event.clone(),
+        headline: event_line(&report),
+        inferences: Vec::new(),
         faulting_frame: report.stack.first().cloned(),
         faulting_module: report.faulting_module.clone(),
         signature: report.signature.clone(),
@@ -230,7 +234,7 @@ pub async fn open_dump(
         thread_list: threads,
         next_steps,
     };
-    let text = render_open(&result, &report);
+    let text = render_open(&mut result, &report);
     Ok(Rendered::new(result, text))
 }
 
@@ -331,21 +335,29 @@ pub fn event_line(report: &Report) -> String {
     }
 }
 
-fn render_open(r: &OpenDumpResult, report: &Report) -> String {
+/// The most characters of `open_dump`'s text answer, lists asked for with `include_stack`,
+/// `include_modules` or `include_threads` aside: the report's conclusions are added, cause
+/// first, only while they fit (the cause always, its basis cut to fit when it must).
+pub const FIRST_TRIAGE_BUDGET: usize = 2_000;
+
+/// The first triage as text (see [`FIRST_TRIAGE_BUDGET`]); fills `r.inferences` with the
+/// conclusions the text carries.
+fn render_open(r: &mut OpenDumpResult, report: &Report) -> String {
     let file = Path::new(&r.target)
         .file_name()
         .map(|f| f.to_string_lossy())
         .unwrap_or_default();
-    let mut text = format!("{}\n", r.session_id);
+    let mut head = format!("{}\n", r.session_id);
     if r.reused {
-        text.push_str("(already open: this is the same session; new_session:true opens another)\n");
+        head.push_str("(already open: this is the same session; new_session:true opens another)\n");
     }
     let _ = writeln!(
-        text,
+        head,
         "{file}: {} dump, {}, Windows {}, {} thread(s), {} module(s)",
         r.kind, r.arch, r.os_build, r.threads, r.modules
     );
-    let _ = writeln!(text, "event: {}", event_line(report));
+    let _ = writeln!(head, "headline: {}", r.headline);
+    let mut tail = String::new();
     if let Some(f) = &r.faulting_frame {
         // Without an event (a hang, a dump taken by hand) frame 0 is where the thread stands.
         let label = if report.event.kind == "none" {
@@ -353,7 +365,7 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
         } else {
             "faulting frame"
         };
-        let _ = writeln!(text, "{label}: {}", frame_text(f));
+        let _ = writeln!(tail, "{label}: {}", frame_text(f));
     }
     if let Some(m) = &r.faulting_module {
         let version = m
@@ -361,13 +373,64 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
             .as_deref()
             .map(|v| format!(", version {v}"))
             .unwrap_or_default();
-        let _ = writeln!(text, "faulting module: {} at {}{version}", m.name, m.base);
+        let _ = writeln!(tail, "faulting module: {} at {}{version}", m.name, m.base);
     }
-    let _ = writeln!(text, "signature: {}", r.signature);
-    // The first conclusion is the answer to "why"; analyze_crash gives its basis and the rest.
-    if let Some(i) = report.inferences.first() {
-        let _ = writeln!(text, "inference: {}", i.text);
+    let _ = writeln!(tail, "signature: {}", r.signature);
+    let _ = writeln!(tail, "next: {}", r.next_steps.join("; "));
+    let room = FIRST_TRIAGE_BUDGET.saturating_sub(head.len() + tail.len());
+    let (causes, inferences) = conclusions(&report.inferences, room);
+    r.inferences = inferences;
+    let mut text = head + &causes + &tail;
+    lists_text(&mut text, r);
+    text
+}
+
+/// The report's conclusions as `cause:`/`also:` lines with their basis, in at most `room`
+/// characters: the first always (its basis cut to fit, saying where the rest is), each later
+/// one only whole. Returns the text and the conclusions it carries.
+fn conclusions(all: &[Inference], room: usize) -> (String, Vec<Inference>) {
+    let mut text = String::new();
+    let mut carried = Vec::new();
+    for (i, inference) in all.iter().enumerate() {
+        let label = if i == 0 { "cause" } else { "also" };
+        let lines = format!(
+            "{label}: {}\n  basis: {}\n",
+            inference.text, inference.basis
+        );
+        if text.len() + lines.len() <= room {
+            text.push_str(&lines);
+            carried.push(inference.clone());
+            continue;
+        }
+        if i == 0 {
+            let cut = cut_basis(inference, room);
+            text.push_str(&format!("cause: {}\n  basis: {}\n", cut.text, cut.basis));
+            carried.push(cut);
+        }
+        break;
     }
+    if carried.len() < all.len() {
+        let _ = writeln!(
+            text,
+            "({} more conclusion(s): analyze_crash)",
+            all.len() - carried.len()
+        );
+    }
+    (text, carried)
+}
+
+/// `inference` with its basis cut so that its two lines take about `room` characters.
+fn cut_basis(inference: &Inference, room: usize) -> Inference {
+    const MORE: &str = " ... (analyze_crash has the whole basis)";
+    let fixed = "cause: \n  basis: \n".len() + inference.text.len() + MORE.len();
+    let keep = crate::text::floor_char(&inference.basis, room.saturating_sub(fixed));
+    let mut cut = inference.clone();
+    cut.basis = format!("{}{MORE}", &inference.basis[..keep]);
+    cut
+}
+
+/// The stack, module and thread lists asked for, after the triage.
+fn lists_text(text: &mut String, r: &OpenDumpResult) {
     if let Some(stack) = &r.stack {
         text.push_str("stack:\n");
         for f in stack {
@@ -402,6 +465,42 @@ fn render_open(r: &OpenDumpResult, report: &Report) -> String {
                 .join(", ")
         );
     }
-    let _ = writeln!(text, "next: {}", r.next_steps.join("; "));
-    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inference(text: &str, basis: &str) -> Inference {
+        Inference::new("null_deref", text, basis)
+    }
+
+    #[test]
+    fn the_cause_always_comes_and_later_conclusions_only_whole() {
+        let all = [
+            inference("cause one", "basis one"),
+            inference("second", &"x".repeat(500)),
+        ];
+        let (text, carried) = conclusions(&all, 10_000);
+        assert_eq!(carried.len(), 2);
+        assert!(text.starts_with("cause: cause one\n  basis: basis one\nalso: second\n"));
+        let (text, carried) = conclusions(&all, 100);
+        assert_eq!(carried.len(), 1, "{text}");
+        assert!(
+            text.ends_with("(1 more conclusion(s): analyze_crash)\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_cause_too_long_for_the_room_keeps_the_head_of_its_basis() {
+        let long = inference("the cause", &"é".repeat(3000));
+        let (text, carried) = conclusions(std::slice::from_ref(&long), 600);
+        assert_eq!(carried.len(), 1);
+        assert!(carried[0]
+            .basis
+            .ends_with("(analyze_crash has the whole basis)"));
+        assert!(text.len() <= 620, "{}", text.len());
+        assert!(text.starts_with("cause: the cause\n  basis: éé"));
+    }
 }

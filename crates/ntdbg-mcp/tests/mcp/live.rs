@@ -38,6 +38,22 @@ async fn attach_break_run_race_and_close_over_mcp() {
         .unwrap()
         .starts_with("[target halted @ ~0 "));
 
+    // On a live target a failed command stops the batch by default: no `g` after a `bp` that
+    // was not set.
+    let r = timed(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "bp no_such_symbol_zz; g" }),
+    )
+    .await;
+    let stopped = ok(&r);
+    assert_eq!(stopped["results"][0]["status"], "failed", "{stopped}");
+    assert_eq!(stopped["results"][1]["status"], "not_executed", "{stopped}");
+    assert!(stopped["trailer"]
+        .as_str()
+        .unwrap()
+        .starts_with("[target halted"));
+
     let r = timed(
         &client,
         "run_command",

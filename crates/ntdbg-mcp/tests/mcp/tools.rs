@@ -3,6 +3,61 @@
 use crate::common::*;
 use serde_json::json;
 
+/// Every sample whose report states a cause: open_dump's text carries it with its basis, in
+/// the budget, and its structured inferences start with it.
+#[tokio::test]
+async fn open_dump_states_the_cause_within_its_budget() {
+    let client = connect(Version::Handshake).await;
+    let mut dumps = Vec::new();
+    let mut folders = vec![samples()];
+    while let Some(dir) = folders.pop() {
+        for entry in std::fs::read_dir(&dir).expect("testdata") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "dmp") {
+                dumps.push(path);
+            }
+        }
+    }
+    let mut stated = 0;
+    for dump in dumps {
+        let r = call(
+            &client,
+            "open_dump",
+            json!({ "path": dump, "new_session": true }),
+        )
+        .await;
+        let opened = ok(&r).clone();
+        let first = text(&r);
+        assert!(
+            first.len() <= ntdbg_mcp::limits::FIRST_TRIAGE_BUDGET,
+            "{}: {} characters",
+            dump.display(),
+            first.len()
+        );
+        let sid = opened["session_id"].as_str().expect("id");
+        let r = call(&client, "analyze_crash", json!({ "session_id": sid })).await;
+        let report = ok(&r);
+        let Some(cause) = report["inferences"].get(0) else {
+            continue;
+        };
+        stated += 1;
+        for part in ["text", "basis"] {
+            let wanted = cause[part].as_str().expect("string");
+            assert!(
+                first.contains(wanted),
+                "{}: {part} missing from\n{first}",
+                dump.display()
+            );
+        }
+        assert_eq!(opened["inferences"][0]["text"], cause["text"]);
+        assert_eq!(opened["inferences"][0]["basis"], cause["basis"]);
+        call(&client, "close_session", json!({ "session_id": sid })).await;
+    }
+    assert!(stated >= 20, "only {stated} samples state a cause");
+}
+
 #[tokio::test]
 async fn open_analyze_and_run_in_three_calls() {
     let client = connect(Version::Handshake).await;
@@ -103,25 +158,47 @@ async fn open_dump_includes_what_was_asked() {
     client.cancel().await.expect("cancel");
 }
 
-#[tokio::test]
-async fn a_failure_stops_the_batch() {
-    let client = connect(Version::Handshake).await;
-    let id = open(&client, "crashy-x64-null.dmp").await;
-    let r = call(
-        &client,
-        "run_command",
-        json!({ "session_id": id, "command": "r rip; nosuchcommand; kn\nlm" }),
-    )
-    .await;
-    let run = ok(&r);
-    let statuses: Vec<&str> = run["results"]
+/// The statuses of a run_command answer, in order.
+fn statuses(run: &serde_json::Value) -> Vec<&str> {
+    run["results"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|r| r["status"].as_str())
-        .collect();
+        .collect()
+}
+
+/// On a dump a failed command does not stop the batch unless on_error says so; every
+/// command's status is in the typed result.
+#[tokio::test]
+async fn a_failure_stops_the_batch_only_when_asked_on_a_dump() {
+    let client = connect(Version::Handshake).await;
+    let id = open(&client, "crashy-x64-null.dmp").await;
+    let line = "r rip; nosuchcommand; kn\nlm";
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line }),
+    )
+    .await;
+    let run = ok(&r);
     assert_eq!(
-        statuses,
+        statuses(run),
+        ["succeeded", "failed", "succeeded", "succeeded"]
+    );
+    assert_eq!(run["commands_executed"], 4);
+    assert_eq!(run["commands_skipped"], 0);
+    assert!(!text(&r).contains("not executed"), "{}", text(&r));
+
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line, "on_error": "stop" }),
+    )
+    .await;
+    let run = ok(&r);
+    assert_eq!(
+        statuses(run),
         ["succeeded", "failed", "not_executed", "not_executed"]
     );
     assert_eq!(run["commands_executed"], 2);
@@ -130,6 +207,15 @@ async fn a_failure_stops_the_batch() {
     assert_eq!(failed["error"]["code"], "unknown_command");
     assert!(failed["command_id"].is_string());
     assert!(run["results"][2]["command_id"].is_null());
+    assert!(text(&r).contains("not executed: kn; lm"), "{}", text(&r));
+
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": line, "on_error": "sometimes" }),
+    )
+    .await;
+    assert_eq!(err(&r)["code"], "invalid_arguments");
     client.cancel().await.expect("cancel");
 }
 

@@ -96,6 +96,7 @@ impl NtdbgServer {
             timeout_ms: Some(timeout_ms()),
             format: OutputFormat::Text,
             output_file: None,
+            on_error: None,
         };
         let batch = match tools::commands::run_batch(self.state(), params).await {
             Ok(batch) => batch,

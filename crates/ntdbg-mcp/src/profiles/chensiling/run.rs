@@ -171,6 +171,7 @@ impl NtdbgServer {
             timeout_ms: Some(timeout_ms()),
             format: OutputFormat::Json,
             output_file: None,
+            on_error: None,
         };
         let batch = match tools::commands::run_batch(self.state(), params).await {
             Ok(batch) => batch,

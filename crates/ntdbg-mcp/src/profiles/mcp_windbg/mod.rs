@@ -146,6 +146,7 @@ async fn run_console(
             timeout_ms: Some(timeout_ms.max(1)),
             format: OutputFormat::Text,
             output_file: None,
+            on_error: None,
         },
     )
     .await?;

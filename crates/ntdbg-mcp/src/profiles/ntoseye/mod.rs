@@ -183,6 +183,7 @@ impl NtdbgServer {
                             Format::Json => OutputFormat::Json,
                         },
                         output_file: None,
+                        on_error: None,
                     };
                     match tools::commands::run_batch(self.state(), params).await {
                         Ok(ran) => {

@@ -262,6 +262,8 @@ impl NtdbgServer {
             ),
             format: OutputFormat::Text,
             output_file: a.output_file,
+            // windbg-mcp's batches stop at the first failure (failed_command_index).
+            on_error: Some(crate::dto::OnError::Stop),
         };
         let batch = tools::commands::run_batch(self.state(), params).await?;
         let preview = a
@@ -381,6 +383,7 @@ impl NtdbgServer {
                 timeout_ms: Some(MAX_RUN_TIMEOUT_MS),
                 format: OutputFormat::Text,
                 output_file: Some(file),
+                on_error: None,
             };
             let batch = tools::commands::run_command(self.state(), params).await?;
             if let Some(f) = batch.value.output_file {
