@@ -62,6 +62,12 @@ pub enum SymbolError {
         /// The identity the file has.
         found: String,
     },
+    /// A file is none of the kinds a symbol store files (`ntdbg symbols upload`).
+    #[error("{}: not a PDB, a PE image or a Breakpad .sym file", path.display())]
+    NotSymbolFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// A reader panicked on a damaged file; the panic was contained.
     #[error("{}: reader crashed on damaged input ({what})", path.display())]
     Panicked {
@@ -82,6 +88,7 @@ impl SymbolError {
             SymbolError::Breakpad { .. } => "bad_breakpad_symbols",
             SymbolError::Pe { .. } => "bad_image",
             SymbolError::Mismatch { .. } => "mismatch",
+            SymbolError::NotSymbolFile { .. } => "not_a_symbol_file",
             SymbolError::Panicked { .. } => "reader_panicked",
         }
     }
