@@ -25,9 +25,11 @@ pub mod keys;
 mod local;
 mod location;
 mod symbol_reader;
+mod symbol_upload;
 
 pub use location::{ObjectUrl, StoreUrl};
 pub use symbol_reader::register_symbol_reader;
+pub use symbol_upload::{upload_symbol_file, FiledSymbol};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
