@@ -16,6 +16,14 @@ pub fn dump_key(hash: &str) -> String {
     format!("{DUMPS}/{shard}/{hash}.dmp")
 }
 
+/// The content hash (crash id) a dump key names: `dumps/ab/HASH.dmp` → `HASH`.
+pub fn hash_of_dump_key(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(DUMPS)?.strip_prefix('/')?;
+    let (_, file) = rest.split_once('/')?;
+    file.strip_suffix(".dmp")
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// The key of a symbol file filed under `name/key/file`.
 pub fn symbol_key(name: &str, key: &str, file: &str) -> String {
     format!("{SYMBOLS}/{name}/{key}/{file}")
@@ -28,6 +36,10 @@ mod tests {
     #[test]
     fn layout() {
         assert_eq!(dump_key("ab12"), "dumps/ab/ab12.dmp");
+        let hash = "ab".repeat(32);
+        assert_eq!(hash_of_dump_key(&dump_key(&hash)), Some(hash.as_str()));
+        assert_eq!(hash_of_dump_key("dumps/ab/ab12.dmp"), None);
+        assert_eq!(hash_of_dump_key("symbols/a/b/c"), None);
         assert_eq!(
             symbol_key("crashy.pdb", "99B5", "crashy.sym"),
             "symbols/crashy.pdb/99B5/crashy.sym"

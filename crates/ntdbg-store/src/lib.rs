@@ -62,6 +62,7 @@ pub use ingest::{content_hash, ingest_files, IngestSummary};
 pub use location::DbLocation;
 pub use query::{CrashQuery, CrashesAnswer, ModuleVersion, ModuleVersions, NewSince, StoredTriage};
 pub use queue::{run_worker, Doorbell, WorkerOptions, WorkerSummary};
+pub use source::symbol_path as store_symbol_path;
 pub use stats::{
     CrashFacts, CrashSample, Overview, SignatureCount, SignatureFacts, StatsFilter, DAY, MAX_DAYS,
 };

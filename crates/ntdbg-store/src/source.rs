@@ -103,7 +103,7 @@ fn temporary_file() -> PathBuf {
 
 /// The symbol path for a dump from `store`: `base` (the worker's `--symbols`, else
 /// `_NT_SYMBOL_PATH`), then the symbols uploaded to the store.
-pub(crate) fn symbol_path(base: Option<&str>, store: &StoreUrl) -> String {
+pub fn symbol_path(base: Option<&str>, store: &StoreUrl) -> String {
     let base = base
         .map(str::to_string)
         .or_else(|| std::env::var("_NT_SYMBOL_PATH").ok())

@@ -257,6 +257,10 @@ fn refusal(r: Refusal) -> Refused {
             "this collector needs the product's upload token: add ?token=TOKEN to the upload URL"
                 .into(),
         ),
+        Refusal::Unknown => Refused(
+            StatusCode::FORBIDDEN,
+            "the upload token is not valid here".into(),
+        ),
         Refusal::Wrong => Refused(
             StatusCode::FORBIDDEN,
             "the upload token is not this product's".into(),

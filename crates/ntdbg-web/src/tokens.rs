@@ -25,6 +25,8 @@ impl std::fmt::Debug for ProductTokens {
 pub enum Refusal {
     /// The request carried no token.
     Missing,
+    /// The token is no product's.
+    Unknown,
     /// The token is not the product's.
     Wrong,
 }
@@ -74,7 +76,7 @@ impl ProductTokens {
         if known {
             Ok(())
         } else {
-            Err(Refusal::Wrong)
+            Err(Refusal::Unknown)
         }
     }
 
@@ -112,7 +114,7 @@ mod tests {
         assert_eq!(tokens.check(None, Some("any")), Ok(()));
         assert_eq!(tokens.check(Some("crashy"), None), Err(Refusal::Missing));
         assert_eq!(tokens.knows(Some("t2")), Ok(()));
-        assert_eq!(tokens.knows(Some("t3")), Err(Refusal::Wrong));
+        assert_eq!(tokens.knows(Some("t3")), Err(Refusal::Unknown));
         assert!(!format!("{tokens:?}").contains("t1"));
         assert!(ProductTokens::parse("crashy").is_err());
         assert!(ProductTokens::parse("a b c").is_err());

@@ -119,7 +119,8 @@ fn recorded(crash: &CrashFacts) -> String {
 
 /// What the client said: product, version, id and every annotation.
 fn client_card(upload: &UploadFacts) -> String {
-    let mut out = String::from("<h2>From the client</h2><div class=\"card\"><table>");
+    let mut out =
+        String::from("<h2>From the client</h2><div class=\"card\"><table class=\"facts\">");
     let mut row = |k: &str, v: &str| {
         let _ = write!(
             out,

@@ -15,6 +15,7 @@ main{max-width:1200px;margin:0 auto;padding:18px 28px 48px}
 h1{font-size:20px;margin:4px 0 14px;word-break:break-all}
 h2{font-size:13px;text-transform:uppercase;letter-spacing:.05em;color:var(--mute);margin:22px 0 8px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:14px 18px;margin-bottom:14px}
+.card h2{margin-top:0}table.facts th{width:150px}
 .stats{display:flex;gap:12px;flex-wrap:wrap;margin-bottom:14px}
 .stat{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:10px 16px;min-width:130px}
 .stat b{display:block;font-size:22px}.stat span{color:var(--mute);font-size:12px}
