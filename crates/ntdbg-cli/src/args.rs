@@ -235,6 +235,9 @@ pub enum Command {
     // The crash store: ingest, crashes, enqueue, worker.
     #[command(flatten)]
     Store(crate::store_cli::StoreCommand),
+    // The crash server: collect, serve, symbols upload.
+    #[command(flatten)]
+    Server(crate::server_cli::ServerCommand),
     /// Print a shell completion script for ntdbg to stdout.
     #[command(
         after_help = "Examples:\n  ntdbg completions bash > ~/.local/share/bash-completion/completions/ntdbg\n  ntdbg completions zsh > ~/.zfunc/_ntdbg\n  ntdbg completions fish > ~/.config/fish/completions/ntdbg.fish\n  ntdbg completions powershell >> $PROFILE"

@@ -10,6 +10,7 @@ mod pretty_json;
 mod progress;
 mod repl;
 mod run_json;
+mod server_cli;
 mod shell_docs;
 mod skipped;
 mod stackwalk;
@@ -35,12 +36,18 @@ fn main() -> ExitCode {
     // writer. Long-lived processes write them on a thread.
     if !matches!(
         cli.command,
-        Command::Mcp { .. } | Command::Repl { .. } | Command::Triage { .. } | Command::Store(_)
+        Command::Mcp { .. }
+            | Command::Repl { .. }
+            | Command::Triage { .. }
+            | Command::Store(_)
+            | Command::Server(_)
     ) {
         if let Ok(exe) = std::env::current_exe() {
             ntdbg_symbols::write_indexes_out_of_process(exe);
         }
     }
+    // Symbol paths may name a crash store's bucket (srv*s3://…/symbols).
+    ntdbg_objects::register_symbol_reader();
     let result = run(cli);
     // Symbol indexes written in the background must be complete before the process ends
     // (or are handed to the detached writer).
@@ -237,6 +244,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             batch::triage(&dir, &options, json, html.as_deref())
         }
         Command::Store(command) => store_cli::run(command),
+        Command::Server(command) => server_cli::run(command),
     }
 }
 

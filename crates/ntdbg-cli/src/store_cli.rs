@@ -16,7 +16,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 /// `--db` help, shared by the four subcommands.
-const DB_HELP: &str = "The crash database: a SQLite file, or postgres://USER@HOST/DB. Default: \
+pub(crate) const DB_HELP: &str =
+    "The crash database: a SQLite file, or postgres://USER@HOST/DB. Default: \
                        crashes.db in the user's data folder (e.g. ~/.local/share/ntdbg)";
 
 /// The store's subcommands.
@@ -74,9 +75,10 @@ pub enum StoreCommand {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
-    /// Queue dumps (files or folders, recursively) for `ntdbg worker`s.
+    /// Queue dumps (files or folders, recursively) for `ntdbg worker`s. With --store each is
+    /// copied into the object store first, so workers need no shared folder.
     #[command(
-        after_help = "Examples:\n  ntdbg enqueue /srv/crashes --db postgres://ntdbg@db.internal/crashes"
+        after_help = "Examples:\n  ntdbg enqueue /srv/crashes --db postgres://ntdbg@db.internal/crashes\n  ntdbg enqueue ./crashes --db postgres://ntdbg@db.internal/crashes --store s3://crashes/prod"
     )]
     Enqueue {
         /// Dump files and folders.
@@ -84,6 +86,8 @@ pub enum StoreCommand {
         paths: Vec<PathBuf>,
         #[arg(long, value_name = "URL|FILE", help = DB_HELP)]
         db: Option<String>,
+        #[arg(long, value_name = "URL|DIR", help = crate::server_cli::STORE_HELP)]
+        store: Option<String>,
     },
     /// Take queued dumps one at a time, analyse and record them; exits when the queue is
     /// empty (unless --wait). Run as many as you like, on as many machines.
@@ -107,7 +111,7 @@ pub enum StoreCommand {
 
 /// How dumps are analysed (as `ntdbg triage`).
 #[derive(Debug, clap::Args)]
-pub struct AnalysisArgs {
+pub(crate) struct AnalysisArgs {
     /// Symbol path for every dump (see `analyze --help`).
     #[arg(long, short = 's', value_name = "PATH")]
     symbols: Option<String>,
@@ -120,7 +124,8 @@ pub struct AnalysisArgs {
 }
 
 impl AnalysisArgs {
-    fn options(&self, jobs: usize) -> anyhow::Result<TriageOptions> {
+    /// The analysis settings of `jobs` threads.
+    pub(crate) fn options(&self, jobs: usize) -> anyhow::Result<TriageOptions> {
         Ok(TriageOptions {
             recursive: true,
             jobs,
@@ -168,10 +173,18 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
             };
             crashes(db.as_deref(), &query, json, html.as_deref())
         }
-        StoreCommand::Enqueue { paths, db } => {
+        StoreCommand::Enqueue { paths, db, store } => {
             let files = dump_files(&paths)?;
+            let objects = store
+                .map(|url| {
+                    ntdbg_objects::Objects::open(&ntdbg_objects::StoreUrl::parse(Some(&url))?)
+                })
+                .transpose()?;
             let mut store = open(db.as_deref())?;
-            let added = store.enqueue(&files)?;
+            let added = match &objects {
+                Some(objects) => store.enqueue_into(objects, &files)?,
+                None => store.enqueue(&files)?,
+            };
             println!(
                 "{} dump(s) queued ({} already queued); {} in the queue of {}",
                 added,
@@ -197,8 +210,8 @@ pub fn run(command: StoreCommand) -> anyhow::Result<ExitCode> {
             let summary =
                 ntdbg_store::run_worker(&location, &options, &|m| eprintln!("worker: {m}"))?;
             println!(
-                "{} recorded, {} failed, {} already in the store, {} unreadable",
-                summary.recorded, summary.failed, summary.already, summary.unreadable
+                "{} recorded, {} failed, {} already in the store, {} unreadable, {} left queued (store unreachable)",
+                summary.recorded, summary.failed, summary.already, summary.unreadable, summary.deferred
             );
             Ok(ExitCode::SUCCESS)
         }

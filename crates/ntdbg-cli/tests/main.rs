@@ -8,6 +8,8 @@
 
 mod cli;
 #[cfg(not(windows))]
+mod collect;
+#[cfg(not(windows))]
 mod docs_agree;
 #[cfg(not(windows))]
 mod error_model;
@@ -19,6 +21,8 @@ mod index_blocks;
 mod repl_tmux;
 #[cfg(not(windows))]
 mod replay_fixed_commands;
+#[cfg(not(windows))]
+mod s3_server;
 #[cfg(not(windows))]
 mod shell_docs;
 #[cfg(not(windows))]

@@ -7,12 +7,13 @@
 
 #![cfg(unix)]
 
-use crate::store_common;
+use crate::{s3_server, store_common};
 
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use store_common::collector::{upload, Running};
 use store_common::{analysis_flags, copy_samples, counts, ok, triage_json};
 
 /// Copies of each sample in the fleet test (`NTDBG_FLEET_COPIES` changes it).
@@ -311,4 +312,181 @@ fn a_fleet_of_workers_survives_a_kill_and_a_database_restart() {
         n
     );
     assert_eq!(counts(&stored), counts(&triage_json(&dir)));
+}
+
+/// A worker that reads symbols only from the store its dumps come from.
+fn store_worker(url: &str, env: &[(String, String)]) -> Child {
+    ntdbg()
+        .args(["worker", "--db", url, "--lease", "3", "--offline"])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("worker starts")
+}
+
+/// The crash ids (content hashes) of every recorded dump, as their object URLs name them,
+/// each as many times as it is recorded.
+fn recorded_ids(stored: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = stored["buckets"]
+        .as_array()
+        .expect("buckets")
+        .iter()
+        .flat_map(|b| b["dumps"].as_array().expect("dumps").iter())
+        .map(|d| {
+            let url = d.as_str().expect("a location");
+            assert!(url.starts_with("s3://"), "recorded from the store: {url}");
+            url.rsplit('/')
+                .next()
+                .unwrap()
+                .trim_end_matches(".dmp")
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn collected_reports_in_s3_survive_a_collector_kill_a_worker_kill_and_a_database_restart() {
+    let test = "collected_reports_in_s3_survive";
+    let Some(mut server) = server_or_skip(test) else {
+        return;
+    };
+    let Some(garage) = s3_server::garage_or_skip(test) else {
+        return;
+    };
+    let copies = std::env::var("NTDBG_FLEET_COPIES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(FLEET_COPIES);
+    let env = garage.env();
+    let url = server.url();
+    let store = format!("s3://{}/fleet", s3_server::BUCKET);
+    let samples: Vec<PathBuf> = store_common::SAMPLES
+        .iter()
+        .map(|s| ntdbg_testutil::sample(s))
+        .collect();
+
+    // The build's symbols go up first; nothing else names them to the workers.
+    let uploaded = ok(ntdbg()
+        .args(["symbols", "upload"])
+        .arg(ntdbg_testutil::sample("crashy.pdb"))
+        .arg(ntdbg_testutil::sample("crashy.exe"))
+        .args(["--store", &store])
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap());
+    assert!(uploaded.contains("2 file(s) uploaded"), "{uploaded}");
+
+    let tokens = garage.dir().join("tokens.txt");
+    std::fs::write(&tokens, "crashy fleet-token\n").unwrap();
+    let collector_args: Vec<String> = [
+        "collect",
+        "--listen",
+        "127.0.0.1:0",
+        "--db",
+        &url,
+        "--store",
+        &store,
+        "--tokens",
+        tokens.to_str().unwrap(),
+        "--rate-limit",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut collector = Running::start(&collector_args, &env);
+    let first_wave = copies - copies / 5;
+    let sent = upload(
+        &collector.submit_url(Some("fleet-token")),
+        &samples,
+        first_wave,
+        &["--product", "crashy", "--version", "1.0"],
+    );
+    let mut accepted: Vec<String> = Vec::new();
+    for s in &sent {
+        assert_eq!(s.status, 200, "{s:?}\n{}", collector.log());
+        accepted.push(s.answer.clone());
+    }
+    // Killed right after answering: what it answered is already safe.
+    collector.kill();
+    let collector = Running::start(&collector_args, &env);
+
+    let mut workers: Vec<Child> = (0..4).map(|_| store_worker(&url, &env)).collect();
+    let deadline = Instant::now() + Duration::from_secs(900);
+    while recorded(&server) < accepted.len() as u64 / 3 {
+        assert!(Instant::now() < deadline, "the workers made no progress");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut killed = workers.remove(0);
+    killed.kill().expect("SIGKILL");
+    let _ = killed.wait();
+    while recorded(&server) < 2 * accepted.len() as u64 / 3 {
+        assert!(Instant::now() < deadline, "the workers made no progress");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A second wave arrives while the database restarts: the collector holds the uploads
+    // until it is back, then answers.
+    let submit = collector.submit_url(Some("fleet-token"));
+    let second = samples.clone();
+    let wave = std::thread::spawn(move || {
+        upload(
+            &submit,
+            &second,
+            copies / 5,
+            &[
+                "--product",
+                "crashy",
+                "--version",
+                "1.1",
+                "--salt",
+                "second",
+            ],
+        )
+    });
+    server.stop();
+    std::thread::sleep(Duration::from_secs(1));
+    server.run().expect("the database restarts");
+    for s in wave.join().expect("the second wave") {
+        assert_eq!(s.status, 200, "{s:?}\n{}", collector.log());
+        accepted.push(s.answer);
+    }
+    for w in workers {
+        let out = w.wait_with_output().expect("worker ends");
+        assert!(
+            out.status.success(),
+            "worker failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Whatever the second wave queued after the workers found the queue empty.
+    let last = store_worker(&url, &env)
+        .wait_with_output()
+        .expect("worker ends");
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+
+    let stored = crashes_json(&url);
+    accepted.sort();
+    assert_eq!(accepted.len(), samples.len() * copies);
+    assert_eq!(
+        recorded_ids(&stored),
+        accepted,
+        "every accepted report recorded exactly once"
+    );
+    assert!(stored["failed"].as_array().unwrap().is_empty(), "{stored}");
+    // Named with the uploaded symbols, and bucketed as triage buckets the samples.
+    let one_each = server.dir.join("one-each");
+    copy_samples(&one_each, 1);
+    let expected: std::collections::BTreeMap<String, u64> = counts(&triage_json(&one_each))
+        .into_iter()
+        .map(|(sig, n)| (sig, n * copies as u64))
+        .collect();
+    assert_eq!(counts(&stored), expected);
+    assert!(expected.keys().any(|s| s.contains("crashy!write_null")));
 }

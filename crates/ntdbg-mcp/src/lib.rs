@@ -53,7 +53,7 @@ pub use profiles::{ntoseye_startup_target, Profile, StartupTarget};
 pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;
-pub use stdio::{serve_io, serve_stdio, MAX_LINE};
+pub use stdio::{serve_io, serve_stdio, shutdown_signal, MAX_LINE};
 pub use tool_sets::ToolSet;
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.

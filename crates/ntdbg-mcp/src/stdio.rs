@@ -284,7 +284,7 @@ async fn read_line_bounded<R: AsyncBufReadExt + Unpin>(
 /// Resolves on ctrl-c; on Unix also on SIGTERM, on Windows also on Ctrl-Break and on the
 /// console being closed (the console's "X" or the user logging off), so the server detaches its
 /// live targets before the process ends.
-pub(crate) async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

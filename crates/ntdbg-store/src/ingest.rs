@@ -2,6 +2,7 @@
 
 use crate::backend::{Backend, Param};
 use crate::{sql, Store, StoreError};
+use ntdbg_analysis::render::render_report;
 use ntdbg_analysis::triage::{analyse_one, Analysed, FailedDump, TriageOptions};
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
@@ -94,6 +95,7 @@ pub(crate) fn insert_record(db: &mut dyn Backend, record: &Record) -> Result<boo
                     text(&a.report.dump.arch),
                     Param::Text(Some(modules)),
                     Param::Text(Some(report)),
+                    Param::Text(Some(render_report(&a.report))),
                 ],
                 a.modules.as_slice(),
             )
@@ -111,6 +113,7 @@ pub(crate) fn insert_record(db: &mut dyn Backend, record: &Record) -> Result<boo
                 none.clone(),
                 none.clone(),
                 text("[]"),
+                none.clone(),
                 none,
             ],
             &[][..],

@@ -32,6 +32,12 @@
 //!   any transaction, then records it and dequeues it in one transaction. A worker killed
 //!   mid-dump leaves its lease to expire, and another takes the path again; a worker whose
 //!   database restarts reconnects with backoff and retries the step it was on.
+//! - **Collected reports** ([`Store::accept`], for `ntdbg collect`): the dump is already in an
+//!   object store (`ntdbg-objects`); its upload (product, version, annotations, where it is)
+//!   is recorded and its object URL queued in one transaction, committed durably before the
+//!   client is answered. Workers read queued object URLs from the store (`source.rs`) with the
+//!   symbols uploaded to it, and record the report as `ntdbg analyze` prints it too, for the
+//!   crash-stats page (`stats.rs`, `ntdbg serve`).
 
 #![warn(missing_docs)]
 
@@ -43,14 +49,22 @@ mod location;
 mod postgres_backend;
 mod query;
 mod queue;
+mod source;
 pub mod sql;
 mod sqlite_backend;
+mod stats;
 mod store;
+mod uploads;
 
 pub use dates::{now, parse_time, Moment};
 pub use error::StoreError;
 pub use ingest::{content_hash, ingest_files, IngestSummary};
 pub use location::DbLocation;
 pub use query::{CrashQuery, CrashesAnswer, ModuleVersion, ModuleVersions, NewSince, StoredTriage};
-pub use queue::{run_worker, WorkerOptions, WorkerSummary};
+pub use queue::{run_worker, Doorbell, WorkerOptions, WorkerSummary};
+pub use source::symbol_path as store_symbol_path;
+pub use stats::{
+    CrashFacts, CrashSample, Overview, SignatureCount, SignatureFacts, StatsFilter, DAY, MAX_DAYS,
+};
 pub use store::Store;
+pub use uploads::{Upload, UploadFacts};

@@ -90,7 +90,7 @@ fn version_key(v: &str) -> Option<Vec<u64>> {
 }
 
 /// `a` and `b` as dotted versions (trailing zeros ignored); `None` when either is not one.
-fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+pub(crate) fn compare_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
     Some(version_key(a)?.cmp(&version_key(b)?))
 }
 

@@ -6,14 +6,52 @@
 //! dequeues it in one transaction. A killed worker's path is claimed again when its lease
 //! expires; a path claimed [`WorkerOptions::max_attempts`] times without finishing is recorded
 //! as failed. Recording is keyed by content hash, so a path analysed twice is counted once.
+//!
+//! A queued entry is a file path or an object URL in a store ([`crate::source`]): a dump from
+//! a store is fetched when the store is remote, recorded under its URL, and analysed with the
+//! symbols uploaded to that store. A store that cannot be reached leaves the entry queued for
+//! a later claim.
 
 use crate::backend::Param;
 use crate::dates::now as unix_now;
 use crate::ingest::{absolute, analyse, content_hash, insert_record, Record};
+use crate::source::{symbol_path, Sources, Unavailable};
 use crate::{sql, DbLocation, Store, StoreError};
 use ntdbg_analysis::triage::{FailedDump, TriageOptions};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Wakes this process's workers waiting on an empty queue as soon as work is queued (the
+/// collector rings it after each commit), instead of at their next poll.
+#[derive(Debug, Default)]
+pub struct Doorbell {
+    rings: Mutex<u64>,
+    rung: Condvar,
+}
+
+impl Doorbell {
+    /// Wakes every waiting worker.
+    pub fn ring(&self) {
+        *self.rings.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.rung.notify_all();
+    }
+
+    /// How many times it has rung.
+    fn count(&self) -> u64 {
+        *self.rings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until it rings after `seen` rings, or `timeout` passes.
+    fn wait(&self, seen: u64, timeout: Duration) {
+        let rings = self.rings.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .rung
+            .wait_timeout_while(rings, timeout, |n| *n == seen)
+            .unwrap_or_else(|e| e.into_inner());
+    }
+}
 
 /// How a worker runs.
 #[derive(Debug, Clone)]
@@ -32,6 +70,10 @@ pub struct WorkerOptions {
     pub max_attempts: i64,
     /// The analysis settings (`jobs` is unused: one dump at a time per worker).
     pub triage: TriageOptions,
+    /// Rung when work arrives in this process (the collector's own workers).
+    pub doorbell: Option<Arc<Doorbell>>,
+    /// Set to make the worker return after the dump in hand (the collector shutting down).
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl Default for WorkerOptions {
@@ -43,6 +85,8 @@ impl Default for WorkerOptions {
             reconnect_for: Duration::from_secs(300),
             max_attempts: 3,
             triage: TriageOptions::default(),
+            doorbell: None,
+            stop: None,
         }
     }
 }
@@ -58,19 +102,52 @@ pub struct WorkerSummary {
     pub already: usize,
     /// Paths that could not be read, taken off the queue unrecorded.
     pub unreadable: usize,
+    /// Claims left queued because their store could not be reached (tried again later).
+    pub deferred: usize,
 }
 
 impl Store {
     /// Queues `paths` (made absolute); how many were not queued already.
     pub fn enqueue(&mut self, paths: &[PathBuf]) -> Result<usize, StoreError> {
+        let entries: Vec<String> = paths
+            .iter()
+            .map(|p| absolute(p).display().to_string())
+            .collect();
+        self.enqueue_entries(&entries)
+    }
+
+    /// Copies each of `files` into `objects` (once, by content hash) and queues it there, so
+    /// that workers on any machine read it from the store; how many were not queued already.
+    pub fn enqueue_into(
+        &mut self,
+        objects: &ntdbg_objects::Objects,
+        files: &[PathBuf],
+    ) -> Result<usize, StoreError> {
+        let mut entries = Vec::with_capacity(files.len());
+        for file in files {
+            let (hash, _) = content_hash(file)
+                .map_err(|e| StoreError::new(format!("cannot read {}: {e}", file.display())))?;
+            let key = ntdbg_objects::keys::dump_key(&hash);
+            let fail = |e: ntdbg_objects::ObjectError| StoreError::transient(e.message);
+            if !objects.exists_blocking(&key).map_err(fail)? {
+                let bytes = std::fs::read(file)
+                    .map_err(|e| StoreError::new(format!("cannot read {}: {e}", file.display())))?;
+                objects.put_blocking(&key, bytes.into()).map_err(fail)?;
+            }
+            entries.push(objects.url().object_url(&key));
+        }
+        self.enqueue_entries(&entries)
+    }
+
+    /// Queues paths or object URLs as given; how many were not queued already.
+    fn enqueue_entries(&mut self, entries: &[String]) -> Result<usize, StoreError> {
         let now = unix_now();
         self.transaction(|db| {
             let mut added = 0;
-            for p in paths {
-                let path = absolute(p).display().to_string();
+            for entry in entries {
                 added += db.execute(
                     sql::ENQUEUE,
-                    &[Param::Text(Some(path)), Param::Int(Some(now))],
+                    &[Param::Text(Some(entry.clone())), Param::Int(Some(now))],
                 )? as usize;
             }
             Ok(added)
@@ -153,7 +230,8 @@ fn with_store<T>(
 }
 
 /// Takes paths from the queue at `location` until it is empty, leased paths included (or
-/// forever with [`WorkerOptions::wait`]), analysing and recording each.
+/// forever with [`WorkerOptions::wait`], until [`WorkerOptions::stop`]), analysing and
+/// recording each.
 pub fn run_worker(
     location: &DbLocation,
     options: &WorkerOptions,
@@ -161,7 +239,15 @@ pub fn run_worker(
 ) -> Result<WorkerSummary, StoreError> {
     let mut slot = None;
     let mut summary = WorkerSummary::default();
-    loop {
+    let mut sources = Sources::default();
+    let stopped = || {
+        options
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+    };
+    while !stopped() {
+        let rings = options.doorbell.as_ref().map_or(0, |d| d.count());
         let claimed = with_store(&mut slot, location, options, log, |s| {
             s.claim(options.lease)
         })?;
@@ -169,13 +255,35 @@ pub fn run_worker(
             // Paths leased by other workers are not done yet: one whose worker died comes
             // back when its lease expires, so only an empty queue ends the work.
             let left = with_store(&mut slot, location, options, log, |s| s.queued())?;
-            if left > 0 || options.wait {
+            if left == 0 && !options.wait {
+                return Ok(summary);
+            }
+            match &options.doorbell {
+                Some(bell) => bell.wait(rings, options.poll),
+                None => std::thread::sleep(options.poll),
+            }
+            continue;
+        };
+        let source = match sources.open(&path) {
+            Ok(source) => source,
+            Err(Unavailable::Missing(why)) => {
+                log(&format!("{why}; taken off the queue"));
+                summary.unreadable += 1;
+                with_store(&mut slot, location, options, log, |s| {
+                    s.complete(&path, None)
+                })?;
+                continue;
+            }
+            Err(Unavailable::Failed(why)) => {
+                log(&format!(
+                    "{why}; left queued, tried again when its lease ends"
+                ));
+                summary.deferred += 1;
                 std::thread::sleep(options.poll);
                 continue;
             }
-            return Ok(summary);
         };
-        let record = match content_hash(Path::new(&path)) {
+        let record = match content_hash(&source.file) {
             Err(e) => {
                 log(&format!(
                     "{path}: cannot read it ({e}); taken off the queue"
@@ -200,10 +308,11 @@ pub fn run_worker(
                         }),
                     })
                 } else {
-                    Some(analyse(Path::new(&path), hash, size, &options.triage))
+                    Some(analyse_entry(&path, &source, hash, size, &options.triage))
                 }
             }
         };
+        drop(source);
         let new = with_store(&mut slot, location, options, log, |s| {
             s.complete(&path, record.as_ref())
         })?;
@@ -214,4 +323,32 @@ pub fn run_worker(
             (None, _) => {}
         }
     }
+    Ok(summary)
+}
+
+/// Analyses the dump queued as `entry` (readable at `source.file`), recorded under `entry`;
+/// a dump from a store gets that store's symbols.
+fn analyse_entry(
+    entry: &str,
+    source: &crate::source::Source,
+    hash: String,
+    size: u64,
+    triage: &TriageOptions,
+) -> Record {
+    let Some(store) = &source.store else {
+        return analyse(&source.file, hash, size, triage);
+    };
+    let options = TriageOptions {
+        symbols: Some(symbol_path(triage.symbols.as_deref(), store)),
+        ..triage.clone()
+    };
+    let mut record = analyse(&source.file, hash, size, &options);
+    match &mut record.outcome {
+        Ok(a) => {
+            a.path = entry.to_string();
+            a.report.dump.path = entry.to_string();
+        }
+        Err(f) => f.path = entry.to_string(),
+    }
+    record
 }

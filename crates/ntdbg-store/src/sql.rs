@@ -40,6 +40,20 @@ pub const MIGRATIONS: &[&str] = &[
         lease_until BIGINT NOT NULL,
         attempts BIGINT NOT NULL
     );",
+    // 2: reports received by `ntdbg collect` (what the client said, where the dump is kept),
+    // and each dump's report as `ntdbg analyze` prints it.
+    "CREATE TABLE uploads (
+        hash TEXT PRIMARY KEY,
+        location TEXT NOT NULL,
+        size BIGINT NOT NULL,
+        received_at BIGINT NOT NULL,
+        product TEXT,
+        version TEXT,
+        guid TEXT,
+        annotations TEXT NOT NULL
+    );
+    CREATE INDEX uploads_product ON uploads (product);
+    ALTER TABLE dumps ADD COLUMN report_text TEXT;",
 ];
 
 /// The version table, created before anything else.
@@ -76,12 +90,29 @@ pub fn migration_lock(dialect: Dialect) -> Option<&'static str> {
 /// Whether a dump with this hash is recorded.
 pub const DUMP_EXISTS: &str = "SELECT 1 FROM dumps WHERE hash = $1";
 
-/// Records a dump once: a second insert of the same hash changes nothing (0 rows).
+/// Records a dump once: a second insert of the same hash changes nothing (0 rows). A
+/// collected dump is seen when it was received.
 pub const INSERT_DUMP: &str = "INSERT INTO dumps
     (hash, path, size, dump_time, seen, ingested_at, failed, error, signature, kind, os, arch,
-     modules, report)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+     modules, report, report_text)
+    VALUES ($1, $2, $3, $4,
+            COALESCE((SELECT received_at FROM uploads WHERE hash = $1), $5),
+            $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
     ON CONFLICT (hash) DO NOTHING";
+
+/// Records a report `ntdbg collect` accepted, once per dump.
+pub const INSERT_UPLOAD: &str = "INSERT INTO uploads
+    (hash, location, size, received_at, product, version, guid, annotations)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    ON CONFLICT (hash) DO NOTHING";
+
+/// What a collected dump's client said about it.
+pub const UPLOAD_OF: &str = "SELECT location, received_at, product, version, guid, annotations
+    FROM uploads WHERE hash = $1";
+
+/// Where a dump is (a path or an object URL), recorded or still queued.
+pub const DUMP_LOCATION: &str = "SELECT path FROM dumps WHERE hash = $1
+    UNION ALL SELECT location FROM uploads WHERE hash = $1";
 
 /// One affected module of a dump.
 pub const INSERT_MODULE: &str = "INSERT INTO dump_modules (hash, name, version)
@@ -138,3 +169,56 @@ pub const DEQUEUE: &str = "DELETE FROM queue WHERE path = $1";
 
 /// Paths still queued (leased or not).
 pub const QUEUED: &str = "SELECT COUNT(*) FROM queue";
+
+// ---- the crash-stats page (`ntdbg serve`) ----
+//
+// `$1`, `$2`: the period (`seen` in `[$1, $2]`); `$3`: a product, or '' for every dump (dumps
+// that were not collected have no product).
+
+/// Dumps per signature and day (`seen / 86400`) in the period.
+pub const DAILY_BY_SIGNATURE: &str = "SELECT d.signature, d.seen / 86400, COUNT(*)
+    FROM dumps d LEFT JOIN uploads u ON u.hash = d.hash
+    WHERE d.failed = 0 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)
+    GROUP BY d.signature, d.seen / 86400";
+
+/// Dumps the analysis rejected in the period.
+pub const FAILED_IN_PERIOD: &str = "SELECT COUNT(*)
+    FROM dumps d LEFT JOIN uploads u ON u.hash = d.hash
+    WHERE d.failed = 1 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)";
+
+/// The products collected dumps named.
+pub const PRODUCTS: &str =
+    "SELECT DISTINCT product FROM uploads WHERE product IS NOT NULL ORDER BY product";
+
+/// Each signature with every version of product `$1` its collected dumps carried.
+pub const PRODUCT_VERSIONS_BY_SIGNATURE: &str = "SELECT DISTINCT d.signature, u.version
+    FROM dumps d JOIN uploads u ON u.hash = d.hash
+    WHERE d.failed = 0 AND u.product = $1 AND u.version IS NOT NULL";
+
+/// A signature's (`$4`) dumps per product and version in the period.
+pub const SIGNATURE_PRODUCT_VERSIONS: &str = "SELECT u.product, u.version, COUNT(*)
+    FROM dumps d JOIN uploads u ON u.hash = d.hash
+    WHERE d.signature = $4 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)
+    GROUP BY u.product, u.version";
+
+/// A signature's (`$4`) dumps per OS build in the period.
+pub const SIGNATURE_OS_BUILDS: &str = "SELECT d.os, COUNT(*)
+    FROM dumps d LEFT JOIN uploads u ON u.hash = d.hash
+    WHERE d.signature = $4 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)
+    GROUP BY d.os";
+
+/// A signature's (`$4`) dumps per affected module and version in the period.
+pub const SIGNATURE_MODULES: &str = "SELECT m.name, m.version, COUNT(*)
+    FROM dumps d JOIN dump_modules m ON m.hash = d.hash LEFT JOIN uploads u ON u.hash = d.hash
+    WHERE d.signature = $4 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)
+    GROUP BY m.name, m.version";
+
+/// A signature's (`$4`) latest dumps in the period, newest first.
+pub const SIGNATURE_SAMPLES: &str = "SELECT d.hash, d.seen, u.product, u.version, d.os
+    FROM dumps d LEFT JOIN uploads u ON u.hash = d.hash
+    WHERE d.signature = $4 AND d.seen >= $1 AND d.seen <= $2 AND ($3 = '' OR u.product = $3)
+    ORDER BY d.seen DESC, d.hash LIMIT 20";
+
+/// One dump, by crash id (content hash).
+pub const CRASH: &str = "SELECT path, seen, failed, error, signature, kind, os, arch, report,
+    report_text FROM dumps WHERE hash = $1";

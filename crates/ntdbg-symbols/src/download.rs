@@ -1,4 +1,5 @@
-//! HTTP symbol servers: downloading store files into the local cache.
+//! HTTP symbol servers (and object stores, [`crate::remote`]): downloading store files into
+//! the local cache.
 //!
 //! For a file `NAME` under the key `KEY` a server is asked, in order, for
 //! `URL/DIR/KEY/NAME`, the CAB-compressed `URL/DIR/KEY/NAM_`, and the redirection
@@ -21,6 +22,8 @@ use std::time::{Duration, Instant};
 use crate::compressed::{compressed_name, decompress_cab};
 use crate::locate::path_ci;
 use crate::progress::{CountingReader, Progress};
+use crate::remote::is_object_store;
+use crate::RemoteError;
 use crate::{CancelCheck, SymbolPath};
 
 /// The default time budget for one module's downloads.
@@ -200,16 +203,20 @@ impl<'a> Downloads<'a> {
         if !safe_component(key) {
             return None;
         }
-        if self.offline {
-            if !self.offline_noted {
-                self.offline_noted = true;
-                for s in &self.servers {
-                    tried.push(format!("{}: offline, symbol server not contacted", s.url));
-                }
+        // Offline keeps symbol servers out; the user's own object store is still read.
+        let offline = self.offline;
+        if offline && !self.offline_noted {
+            self.offline_noted = true;
+            for s in self.servers.iter().filter(|s| !is_object_store(&s.url)) {
+                tried.push(format!("{}: offline, symbol server not contacted", s.url));
             }
-            return None;
         }
-        let servers = self.servers.clone();
+        let servers: Vec<Server> = self
+            .servers
+            .iter()
+            .filter(|s| !offline || is_object_store(&s.url))
+            .cloned()
+            .collect();
         for server in &servers {
             if let Some(f) = self.fetch_from(server, dir, key, name, tried) {
                 return Some(f);
@@ -363,6 +370,9 @@ impl<'a> Downloads<'a> {
     }
 
     fn request(&self, server: &Server, url: &str, text: bool, timeout: Duration) -> Got {
+        if is_object_store(url) {
+            return self.request_object(server, url, text, timeout);
+        }
         // Files (not `file.ptr`) are reported from the request on: a slow server shows.
         let file = url.rsplit('/').next().unwrap_or(url);
         let transfer = (!text).then(|| self.state.progress.transfer(file));
@@ -403,13 +413,10 @@ impl<'a> Downloads<'a> {
             bytes: 0,
             reported: 0,
         };
-        let n = self.state.temp.fetch_add(1, Ordering::Relaxed);
-        if let Err(e) = std::fs::create_dir_all(&server.cache) {
-            return Got::Failed(format!("cannot create {}: {e}", server.cache.display()));
-        }
-        let temp = server
-            .cache
-            .join(format!(".ntdbg-download-{}-{n}", std::process::id()));
+        let temp = match self.temp_file(server) {
+            Ok(t) => t,
+            Err(why) => return Got::Failed(why),
+        };
         let written = std::fs::File::create(&temp).and_then(|mut f| {
             let n = std::io::copy(&mut reader, &mut f)?;
             f.flush()?;
@@ -425,6 +432,40 @@ impl<'a> Downloads<'a> {
                 }
             }
         }
+    }
+
+    /// A file from an object store, through the registered [`crate::RemoteReader`].
+    fn request_object(&self, server: &Server, url: &str, text: bool, timeout: Duration) -> Got {
+        let Some(reader) = crate::remote::reader() else {
+            return Got::Failed("this program cannot read object stores".to_string());
+        };
+        let temp = match self.temp_file(server) {
+            Ok(t) => t,
+            Err(why) => return Got::Failed(why),
+        };
+        let limit = if text { MAX_POINTER } else { MAX_DOWNLOAD };
+        let got = match reader.fetch(url, &temp, limit, timeout) {
+            Ok(Some(_)) if text => match std::fs::read(&temp) {
+                Ok(bytes) => Got::Text(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(e) => Got::Failed(format!("cannot read {}: {e}", temp.display())),
+            },
+            Ok(Some(n)) => return Got::File(temp, n),
+            Ok(None) => Got::NotFound,
+            Err(RemoteError::Unreachable(why)) => Got::Unreachable(why),
+            Err(RemoteError::Failed(why)) => Got::Failed(why),
+        };
+        let _ = std::fs::remove_file(&temp);
+        got
+    }
+
+    /// A new temporary file name in `server`'s cache (the folder created).
+    fn temp_file(&self, server: &Server) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(&server.cache)
+            .map_err(|e| format!("cannot create {}: {e}", server.cache.display()))?;
+        let n = self.state.temp.fetch_add(1, Ordering::Relaxed);
+        Ok(server
+            .cache
+            .join(format!(".ntdbg-download-{}-{n}", std::process::id())))
     }
 
     /// Moves a downloaded temporary file to its place in the cache.
@@ -509,5 +550,69 @@ mod tests {
         assert!(!safe_component("../x"));
         assert!(!safe_component(".."));
         assert!(safe_component("crashy.pdb"));
+    }
+
+    /// Serves `s3://bucket/...` from a folder, counting requests.
+    struct FolderReader(PathBuf, AtomicU64);
+
+    impl crate::RemoteReader for FolderReader {
+        fn fetch(
+            &self,
+            url: &str,
+            dest: &Path,
+            _limit: u64,
+            _timeout: Duration,
+        ) -> Result<Option<u64>, RemoteError> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            let key = url.strip_prefix("s3://bucket/").expect("bucket URL");
+            match std::fs::read(self.0.join(key)) {
+                Ok(bytes) => {
+                    std::fs::write(dest, &bytes).map_err(|e| RemoteError::Failed(e.to_string()))?;
+                    Ok(Some(bytes.len() as u64))
+                }
+                Err(_) => Ok(None),
+            }
+        }
+    }
+
+    #[test]
+    fn object_stores_are_read_through_the_registered_reader_even_offline() {
+        let dir = ntdbg_testutil::corrupt::TempDir::new("remote-symbols");
+        let store = dir.path().join("store");
+        std::fs::create_dir_all(store.join("symbols/a.pdb/KEY")).unwrap();
+        std::fs::write(store.join("symbols/a.pdb/KEY/a.pdb"), b"pdb bytes").unwrap();
+        let reader = std::sync::Arc::new(FolderReader(store, AtomicU64::new(0)));
+        crate::register_remote_reader(reader.clone());
+        let cache = dir.path().join("cache");
+        let path = SymbolPath::parse(&format!(
+            "srv*{}*s3://bucket/symbols;srv*{}*http://127.0.0.1:9/none",
+            cache.display(),
+            cache.display()
+        ))
+        .unwrap();
+        let state = DownloadState::default();
+        let mut tried = Vec::new();
+        let mut downloads = Downloads::new(&path, &state, true, DEFAULT_TIMEOUT);
+        let got = downloads
+            .fetch("a.pdb", "KEY", "a.pdb", &mut tried)
+            .expect("found in the object store");
+        assert!(got.downloaded);
+        assert_eq!(std::fs::read(&got.path).unwrap(), b"pdb bytes");
+        assert!(
+            tried
+                .iter()
+                .any(|t| t.contains("http://127.0.0.1:9/none: offline")),
+            "{tried:?}"
+        );
+        let missing = downloads.fetch("b.pdb", "KEY", "b.pdb", &mut tried);
+        assert!(missing.is_none());
+        assert!(tried
+            .iter()
+            .any(|t| t.contains("s3://bucket/symbols/b.pdb/KEY/b.pdb: 404")));
+        assert_eq!(
+            reader.1.load(Ordering::Relaxed),
+            4,
+            "file, .pd_, file.ptr of b, a once"
+        );
     }
 }

@@ -65,6 +65,12 @@ pub enum SymbolError {
     /// A file changed on disk (truncated, copied over, written) while it was being read.
     #[error(transparent)]
     Changed(#[from] ntdbg_files::FileChanged),
+    /// A file is none of the kinds a symbol store files (`ntdbg symbols upload`).
+    #[error("{}: not a PDB, a PE image or a Breakpad .sym file", path.display())]
+    NotSymbolFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// A reader panicked on a damaged file; the panic was contained.
     #[error("{}: reader crashed on damaged input ({what})", path.display())]
     Panicked {
@@ -86,6 +92,7 @@ impl SymbolError {
             SymbolError::Pe { .. } => "bad_image",
             SymbolError::Mismatch { .. } => "mismatch",
             SymbolError::Changed(_) => "file_changed",
+            SymbolError::NotSymbolFile { .. } => "not_a_symbol_file",
             SymbolError::Panicked { .. } => "reader_panicked",
         }
     }

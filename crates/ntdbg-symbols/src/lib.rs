@@ -43,6 +43,7 @@ mod demangle;
 mod download;
 mod dwarf_cfi;
 mod error;
+mod filing;
 mod image;
 mod image_file;
 mod index;
@@ -56,6 +57,7 @@ mod pdb_lazy;
 mod pdb_sym;
 mod progress;
 mod recent_at;
+mod remote;
 mod shared;
 mod shared_bytes;
 mod store;
@@ -69,6 +71,7 @@ mod wildcard;
 pub use breakpad_lazy::LAZY_ENV as BREAKPAD_LAZY_ENV;
 pub use demangle::strip_parameters;
 pub use error::SymbolError;
+pub use filing::{store_place, StorePlace};
 pub use image::ImageSource;
 pub use index::{
     finish_index_writes, fuzz_symbol_index, write_indexes_out_of_process, write_symbol_index,
@@ -81,6 +84,7 @@ pub use module::{InlineHit, ModuleSymbols, SymbolEntry, SymbolHit, SymbolStatus}
 pub use path::{default_cache_dir, SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
 pub use pdb_lazy::LAZY_ENV as PDB_LAZY_ENV;
 pub use progress::{DownloadObserver, DownloadProgress, Transfer};
+pub use remote::{register_remote_reader, RemoteError, RemoteReader};
 pub use shared::{SharedSymbolStats, SharedSymbols, DEFAULT_SYMBOL_MEMORY};
 pub use shared_bytes::{ByteOwner, SharedBytes};
 pub use store::{CancelCheck, ReadImage, SymbolStore, PARALLEL_LOADS};

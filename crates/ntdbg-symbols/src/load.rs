@@ -108,7 +108,7 @@ pub(crate) fn guarded<T>(
     })
 }
 
-fn io(path: &Path, source: std::io::Error) -> SymbolError {
+pub(crate) fn io(path: &Path, source: std::io::Error) -> SymbolError {
     SymbolError::Io {
         path: path.to_path_buf(),
         source,

@@ -10,8 +10,9 @@
 //! | `symsrv*symsrv.dll*CACHE*URL` | the same as `srv*CACHE*URL` |
 //! | `srv*` | the default: Microsoft's public symbol server, no cache |
 //!
-//! A server location that is not `http://` or `https://` (e.g. `srv*C:\cache*\\share\symbols`
-//! or `srv*/mnt/symbols`) is a file-system store and is searched like a local directory.
+//! A server location that is not `http://`, `https://` or an object store's `s3://` (e.g.
+//! `srv*C:\cache*\\share\symbols` or `srv*/mnt/symbols`) is a file-system store and is searched
+//! like a local directory.
 //! HTTP servers are contacted when a file is not found locally, and their downloads go to
 //! the entry's first cache (see [`crate::SymbolStore`]).
 
@@ -41,7 +42,7 @@ pub enum SymbolPathEntry {
 }
 
 impl SymbolPathEntry {
-    /// Whether this is a server reached over HTTP(S).
+    /// Whether this is a server reached over HTTP(S) (or an object store's `s3://`).
     pub fn is_http_server(&self) -> bool {
         matches!(self, SymbolPathEntry::Server { url, .. } if is_http(url))
     }
@@ -97,9 +98,13 @@ fn cache_dir_for(var: impl Fn(&str) -> Option<PathBuf>, windows: bool, temp: Pat
     )
 }
 
+/// Whether `url` is downloaded from rather than searched: HTTP(S), or an object store
+/// ([`crate::remote`]).
 fn is_http(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
-    lower.starts_with("http://") || lower.starts_with("https://")
+    lower.starts_with("http://")
+        || lower.starts_with("https://")
+        || crate::remote::is_object_store(url)
 }
 
 /// An ordered list of places to look for symbols.
@@ -162,7 +167,8 @@ impl SymbolPath {
         out
     }
 
-    /// The HTTP servers named in the path, each with the cache its downloads go to: the
+    /// The HTTP servers (and object stores) named in the path, each with the cache its
+    /// downloads go to: the
     /// nearest `CACHE` of `srv*CACHE*URL`, else [`default_cache_dir`].
     pub fn http_server_caches(&self) -> Vec<(String, PathBuf)> {
         self.entries
@@ -177,7 +183,7 @@ impl SymbolPath {
             .collect()
     }
 
-    /// The HTTP servers named in the path.
+    /// The HTTP servers (and object stores) named in the path.
     pub fn http_servers(&self) -> Vec<&str> {
         self.entries
             .iter()

@@ -140,9 +140,13 @@ impl SymbolStore {
     }
 
     /// Whether loading may download: the path names an HTTP symbol server and the store is
-    /// not offline.
+    /// not offline, or it names an object store (read even offline).
     pub fn may_download(&self) -> bool {
-        !self.offline() && !self.path().http_servers().is_empty()
+        let offline = self.offline();
+        self.path()
+            .http_servers()
+            .iter()
+            .any(|url| !offline || crate::remote::is_object_store(url))
     }
 
     /// The time budget for one module's downloads (all its requests together).

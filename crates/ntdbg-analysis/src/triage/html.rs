@@ -49,8 +49,9 @@ const PALETTE: &[&str] = &[
     "#3b5bdb", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0b7285", "#e67700", "#5c940d",
 ];
 
-/// Escapes text for HTML element content and attribute values.
-pub(crate) fn esc(s: &str) -> String {
+/// Escapes text for HTML element content and attribute values (also the crash-stats page's,
+/// as `triage::html_escape`).
+pub fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -7,7 +7,7 @@
 
 mod html;
 
-pub use html::render_html;
+pub use html::{esc as html_escape, render_html};
 
 use crate::signature::SignatureConfig;
 use crate::{analyze_checked, Report};

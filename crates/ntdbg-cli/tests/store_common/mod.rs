@@ -1,6 +1,10 @@
 //! What the crash store's SQLite and PostgreSQL tests share: the samples, their copies, the
 //! analysis flags, and `triage --json` with its bucket counts to compare against.
 
+// Each test binary uses a part of it.
+#[allow(dead_code)]
+pub mod collector;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -7,6 +7,7 @@ use crate::rendered::Rendered;
 use crate::server::NtdbgServer;
 use crate::state::{blocking, State};
 use ntdbg_engine::ErrorCode;
+use ntdbg_objects::{keys, ObjectUrl, Objects, StoreUrl};
 use ntdbg_store::{
     parse_time, CrashQuery, CrashesAnswer, DbLocation, ModuleVersions, NewSince, Store,
     StoredTriage,
@@ -16,10 +17,10 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const QUERY_CRASHES: &str = "Query the crash database: top buckets in a period, new ones, a bucket's dumps (for open_dump), or counts per module version.";
+const QUERY_CRASHES: &str = "Query the crash database: top buckets in a period, new ones, a bucket's dumps or crash ids (for open_dump), or counts per module version.";
 
 /// Buckets listed when `top` is not given.
 const DEFAULT_TOP: usize = 20;
@@ -121,19 +122,101 @@ fn ask(location: &DbLocation, query: &CrashQuery) -> Result<CrashesAnswer, ToolE
     })
 }
 
-/// The answer with each bucket's dumps limited to those open_dump may open here (the count
-/// stays the bucket's size).
+/// The answer with each bucket's dumps limited to those open_dump may open here: files in
+/// an allowed folder, and dumps kept in an object store as their crash ids (the count stays
+/// the bucket's size).
 fn openable(answer: CrashesAnswer, state: &State) -> QueryCrashesResult {
     match answer {
         CrashesAnswer::Modules(m) => QueryCrashesResult::Modules(m),
         CrashesAnswer::Buckets(mut b) => {
             for bucket in &mut b.buckets {
-                bucket
-                    .dumps
-                    .retain(|d| state.allowed.check_existing(Path::new(d)).is_ok());
+                bucket.dumps = std::mem::take(&mut bucket.dumps)
+                    .into_iter()
+                    .filter_map(|d| match ObjectUrl::parse(&d) {
+                        Some(object) => keys::hash_of_dump_key(&object.key).map(str::to_string),
+                        None => state
+                            .allowed
+                            .check_existing(Path::new(&d))
+                            .is_ok()
+                            .then_some(d),
+                    })
+                    .collect();
             }
             QueryCrashesResult::Buckets(b)
         }
+    }
+}
+
+/// `open_dump(path=CRASH_ID)`: when `text` is a crash id (the dump's SHA-256, as
+/// `query_crashes` and the crash-stats page give it) and the server has a crash database,
+/// the dump as a local file — in its store's folder, or fetched from an S3 store into the
+/// user's cache — and the store whose uploaded symbols it is analysed with. `None`: `text`
+/// is a path.
+pub(crate) async fn stored_dump(
+    state: &Arc<State>,
+    text: &str,
+) -> Result<Option<(PathBuf, Option<StoreUrl>)>, ToolError> {
+    let id = text.trim().to_ascii_lowercase();
+    let Some(location) = state.crash_store.clone() else {
+        return Ok(None);
+    };
+    if id.len() != 64 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let st = state.clone();
+    blocking("finding the crash", move || {
+        let mut store = Store::open(&location)
+            .map_err(|e| ToolError::new(ErrorCode::IoError, e.to_string()))?;
+        let where_ = store
+            .dump_location(&id)
+            .map_err(|e| ToolError::new(ErrorCode::IoError, e.to_string()))?
+            .ok_or_else(|| {
+                ToolError::new(
+                    ErrorCode::FileNotFound,
+                    format!("no crash {id} in the crash database"),
+                )
+                .with_hint("query_crashes lists the crash ids of each bucket")
+            })?;
+        let Some(object) = ObjectUrl::parse(&where_) else {
+            // An ingested file: opened only from an allowed folder, as any path.
+            return Ok(Some((st.allowed.check_existing(Path::new(&where_))?, None)));
+        };
+        let file = match object.store.local_dir() {
+            Some(dir) => dir.join(&object.key),
+            None => fetch_to_cache(&object, &id)?,
+        };
+        Ok(Some((file, Some(object.store))))
+    })
+    .await
+}
+
+/// Largest dump fetched from a store for `open_dump`.
+const MAX_FETCHED_DUMP: u64 = 64 << 30;
+
+/// The dump at `object`, fetched (once) into the user's cache as `ID.dmp`.
+fn fetch_to_cache(object: &ObjectUrl, id: &str) -> Result<PathBuf, ToolError> {
+    let io = |e: String| ToolError::new(ErrorCode::IoError, e);
+    let dir = ntdbg_symbols::default_cache_dir()
+        .parent()
+        .map(|p| p.join("crashes"))
+        .unwrap_or_else(|| std::env::temp_dir().join("ntdbg-crashes"));
+    let file = dir.join(format!("{id}.dmp"));
+    if file.is_file() {
+        return Ok(file);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| io(format!("{}: {e}", dir.display())))?;
+    let partial = dir.join(format!(".{id}.{}.part", std::process::id()));
+    let objects = Objects::open(&object.store).map_err(|e| io(e.message))?;
+    match objects.download_blocking(&object.key, &partial, MAX_FETCHED_DUMP) {
+        Ok(Some(_)) => match std::fs::rename(&partial, &file) {
+            Ok(()) => Ok(file),
+            Err(e) => Err(io(format!("{}: {e}", file.display()))),
+        },
+        Ok(None) => Err(ToolError::new(
+            ErrorCode::FileNotFound,
+            format!("crash {id}: its dump is no longer in {}", object.store),
+        )),
+        Err(e) => Err(io(e.message)),
     }
 }
 

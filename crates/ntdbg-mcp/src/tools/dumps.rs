@@ -162,8 +162,16 @@ pub async fn open_dump(
     state: &Arc<State>,
     p: OpenDumpParams,
 ) -> Result<Rendered<OpenDumpResult>, ToolError> {
-    let path = state.allowed.check_existing(Path::new(&p.path))?;
+    // A crash id of the server's crash database, or a path.
+    let (path, store_symbols) = match crate::tools::crashes::stored_dump(state, &p.path).await? {
+        Some(found) => found,
+        None => (state.allowed.check_existing(Path::new(&p.path))?, None),
+    };
     let symbols = checked_symbol_path(p.symbols_path.clone(), state)?;
+    let symbols = match store_symbols {
+        Some(store) => Some(ntdbg_store::store_symbol_path(symbols.as_deref(), &store)),
+        None => symbols,
+    };
     let identity = DumpIdentity::of(&path).ok();
     let open = identity
         .as_ref()
