@@ -56,7 +56,10 @@ const WINELAB: &[(&str, &str, &[&str])] = &[
     (
         "x64/breakpoint.inproc.dmp",
         "BREAKPOINT crashy!mode_breakpoint",
-        &["a deliberate breakpoint: crashy!mode_breakpoint", "called __debugbreak"],
+        &[
+            "a deliberate breakpoint: crashy!mode_breakpoint",
+            "called __debugbreak",
+        ],
     ),
     (
         "x64/raise.inproc.dmp",

@@ -16,9 +16,12 @@
 //! the message as a copy-on-write string after the vftable pointer: a pointer to the characters,
 //! preceded by the string's header `{ length, capacity, refcount }`.
 //!
-//! Without the exception record (the process ended in `std::terminate`), the throw site's code
-//! still names the type: the caller of `__cxa_throw(object, type_info, destructor)` loads the
-//! `type_info` address into `rdx` right before the call.
+//! Without the exception record (the process ended in `std::terminate`), the throw site still
+//! names the type: on x64 the caller of `__cxa_throw(object, type_info, destructor)` loads the
+//! `type_info` address into `rdx` right before the call; on x86 (cdecl) the arguments sit on the
+//! stack just above the return address into the throw site. 32-bit MinGW unwinds with DWARF
+//! data and raises no SEH exception for a throw: the process ends in `abort()`, and the throw
+//! site is found on the stack by its call to `__cxa_throw` when the frame walk stops short.
 
 use super::memory::{instruction_bytes, one_line, Memory, MAX_STRING};
 use super::names::demangle_itanium_type;
@@ -167,19 +170,82 @@ fn primary(memory: &Memory, header: u64) -> Result<(u64, &'static str, Option<St
     }
 }
 
-/// Names the type from the code before the call at `return_address` (which called
-/// `__cxa_throw`): the last instruction that touches `rdx` must be `lea rdx,[rip+X]`, with a
-/// valid `type_info` at X. Sets the type and its evidence when it is; notes why not otherwise.
+/// The arguments of a 32-bit `__cxa_throw(object, type_info, destructor)` (cdecl: on the
+/// stack above the return address into the throw site, at `slot`): the `type_info` it was
+/// passed, validated, and the message of a standard exception object when the dump holds it.
+fn type_from_x86_arguments(memory: &Memory, slot: u64, found: &mut UncaughtException) {
+    let (Some(object), Some(address)) = (memory.pointer(slot + 4), memory.pointer(slot + 8)) else {
+        found.evidence.push(format!(
+            "thrown type unknown: the arguments of __cxa_throw above its return address at {slot:#x} are not in the dump"
+        ));
+        return;
+    };
+    match read_type_info(memory, address) {
+        Ok(info) => {
+            found.evidence.push(format!(
+                "type from __cxa_throw's arguments on the stack (cdecl): [{:#x}] = object {object:#x}, [{:#x}] = type_info {address:#x}, named {}",
+                slot + 4,
+                slot + 8,
+                info.mangled
+            ));
+            found.message = message(memory, object, &info.name, &mut found.evidence);
+            found.type_name = Some(info.name);
+        }
+        Err(why) => found.evidence.push(format!(
+            "the second argument of __cxa_throw at {:#x} is {address:#x}, but {why}: thrown type unknown",
+            slot + 8
+        )),
+    }
+}
+
+/// An uncaught Itanium exception whose throw site the frame walk did not reach (32-bit MinGW
+/// code unwinds with DWARF data, through `__gxx_personality_v0`): on the event thread's stack, a
+/// return address whose call targets `__cxa_throw`; the type from its arguments (x86) or the
+/// site's code (x64).
+pub(super) fn throw_on_stack(
+    session: &Session,
+    frames: &[ntdbg_engine::stack::Frame],
+) -> Option<UncaughtException> {
+    let low = frames.first()?.stack_pointer;
+    let (slot, name, target) =
+        super::site::return_into_thrower(session, Abi::Itanium, low, u64::MAX)?;
+    if target.trim_start_matches("__imp_") != "__cxa_throw" {
+        return None;
+    }
+    let return_address = Memory::new(session).pointer(slot)?;
+    let mut found = UncaughtException {
+        abi: Abi::Itanium,
+        type_name: None,
+        message: Message::None,
+        throw_site: Some(name.clone()),
+        evidence: vec![format!(
+            "thrown at {name}: the return address at {slot:#x} on the event thread's stack follows its call to {target} (the frame walk did not reach it); the process then ended in abort(), as std::terminate does when no handler catches the exception"
+        )],
+    };
+    type_at_throw_site(session, return_address, Some(slot), &mut found);
+    Some(found)
+}
+
+/// Names the type thrown at the call that `return_address` follows (a call to `__cxa_throw`):
+/// on x86 from the call's arguments above `slot` (the stack slot holding the return address),
+/// on x64 from the code before the call, where the last instruction that touches `rdx` must be
+/// `lea rdx,[rip+X]`, with a valid `type_info` at X. Sets the type and its evidence when it is;
+/// notes why not otherwise.
 pub(super) fn type_at_throw_site(
     session: &Session,
     return_address: u64,
+    slot: Option<u64>,
     found: &mut UncaughtException,
 ) {
     let memory = Memory::new(session);
     if memory.pointer_size != 8 {
-        found.evidence.push(
-            "thrown type unknown: the arguments of a 32-bit throw site are not decoded".into(),
-        );
+        let slot = slot.or_else(|| slot_holding(&memory, return_address));
+        match slot {
+            Some(slot) => type_from_x86_arguments(&memory, slot, found),
+            None => found.evidence.push(format!(
+                "thrown type unknown: no stack slot holding the return address {return_address:#x} into the throw site was found"
+            )),
+        }
         return;
     }
     match type_info_loaded_before(session, return_address) {
@@ -204,6 +270,18 @@ pub(super) fn type_at_throw_site(
             .evidence
             .push(format!("thrown type unknown: {why}")),
     }
+}
+
+/// The stack slot of the event thread that holds `value` (a return address), searched upwards
+/// from the event's stack pointer.
+fn slot_holding(memory: &Memory, value: u64) -> Option<u64> {
+    /// Stack bytes searched.
+    const SEARCH: u64 = 64 * 1024;
+    let sp = memory.event_stack_pointer()?;
+    let ptr = memory.pointer_size as u64;
+    (0..SEARCH / ptr)
+        .map(|i| sp + i * ptr)
+        .find(|a| memory.pointer(*a) == Some(value))
 }
 
 /// `(lea address, loaded address)` of the `lea rdx,[rip+X]` feeding the call that ends at

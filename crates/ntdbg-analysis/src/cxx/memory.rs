@@ -97,6 +97,13 @@ impl<'a> Memory<'a> {
         (start + readable as u64, code)
     }
 
+    /// The stack pointer of the event's register context.
+    pub fn event_stack_pointer(&self) -> Option<u64> {
+        let context = self.session.target().event()?.context.as_ref()?;
+        let name = if self.pointer_size == 8 { "rsp" } else { "esp" };
+        ntdbg_engine::registers::register(context, name)
+    }
+
     /// Whether `addr` lies inside a loaded module.
     pub fn in_module(&self, addr: u64) -> bool {
         self.session.module_at(addr).is_some()

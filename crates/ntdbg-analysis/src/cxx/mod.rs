@@ -96,7 +96,10 @@ pub fn uncaught_exception(
             },
             Some(s) => record::msvc_on_stack(session, frames, Some(s))
                 .unwrap_or_else(record::msvc_record_missing),
-            None if ends_in_abort(event) => record::msvc_on_stack(session, frames, None)?,
+            None if ends_in_abort(event) => match itanium::throw_on_stack(session, frames) {
+                Some(found) => return Some(found),
+                None => record::msvc_on_stack(session, frames, None)?,
+            },
             None => return None,
         },
     };
@@ -105,7 +108,7 @@ pub fn uncaught_exception(
         found.evidence.push(site.describe());
         if found.type_name.is_none() && site.abi == Abi::Itanium {
             if site.thrower == "__cxa_throw" {
-                itanium::type_at_throw_site(session, site.return_address, &mut found);
+                itanium::type_at_throw_site(session, site.return_address, None, &mut found);
             } else {
                 found.evidence.push(format!(
                     "{} (a `throw;`) passes no type_info: thrown type unknown",

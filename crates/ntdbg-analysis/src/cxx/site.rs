@@ -4,11 +4,8 @@
 //! (`call [__imp__CxxThrowException]`). A throw function still on the stack below
 //! `std::terminate` means the exception found no handler.
 
-use super::memory::{instruction_bytes, Memory};
+use super::memory::Memory;
 use super::Abi;
-use ntdbg_engine::disasm::{
-    disassemble_backward, instruction_registers, Bitness, NoSymbols, SliceMemory,
-};
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
 use ntdbg_symbols::strip_parameters;
@@ -32,8 +29,6 @@ const TERMINATE: &[&str] = &[
 const MAX_FRAMES: usize = 64;
 /// Most stack bytes searched for a return address into a throw site.
 const MAX_SLOT_SEARCH: u64 = 64 * 1024;
-/// Longest x86 instruction: the bytes read before a return address for its call.
-const CALL_BYTES: u64 = 15;
 
 /// How the throw site was recognised.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,7 +90,6 @@ impl ThrowSite {
 
 /// The innermost throw site on the stack, if any.
 pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
-    let bitness = Bitness::of_arch(session.arch());
     let frames = &frames[..frames.len().min(MAX_FRAMES)];
     // Return addresses whose call is known not to target a throw function: a recursion
     // returns to the same few addresses, each disassembled once.
@@ -109,7 +103,7 @@ pub(super) fn find(session: &Session, frames: &[Frame]) -> Option<ThrowSite> {
             if not_throwing.contains(&address) {
                 return None;
             }
-            let by_call = call_target(session, bitness?, address).and_then(|target| {
+            let by_call = call_target(session, address).and_then(|target| {
                 let t = thrower(target.strip_prefix("__imp_").unwrap_or(&target))?;
                 Some((t, Recognised::CallTarget(target)))
             });
@@ -145,14 +139,13 @@ pub(super) fn return_into_thrower(
     low: u64,
     high: u64,
 ) -> Option<(u64, String, String)> {
-    let bitness = Bitness::of_arch(session.arch())?;
     let memory = Memory::new(session);
     let ptr = memory.pointer_size as u64;
     let high = high.min(low.saturating_add(MAX_SLOT_SEARCH));
     let mut slot = high.checked_sub(ptr)? / ptr * ptr;
     while slot >= low {
         if let Some(value) = memory.pointer(slot).filter(|&v| memory.in_module(v)) {
-            if let Some(target) = call_target(session, bitness, value) {
+            if let Some(target) = call_target(session, value) {
                 if thrower(target.strip_prefix("__imp_").unwrap_or(&target))
                     .is_some_and(|(_, a)| a == abi)
                 {
@@ -173,30 +166,12 @@ fn thrower(name: &str) -> Option<(&'static str, Abi)> {
     THROWERS.iter().find(|(n, _)| *n == name).copied()
 }
 
-/// The symbol the call instruction ending at `return_address` targets: the function of a
-/// direct call, the import slot of `call [slot]`; `None` when it is not a call or unnamed.
-fn call_target(session: &Session, bitness: Bitness, return_address: u64) -> Option<String> {
-    let (base, code) = Memory::new(session).code_before(return_address, CALL_BYTES);
-    let memory = SliceMemory { base, bytes: &code };
-    let lines = disassemble_backward(bitness, &memory, &NoSymbols, return_address, 1);
-    let call = lines
-        .last()
-        .filter(|l| l.readable && l.mnemonic == "call")?;
-    let target = match call.branch_target {
-        Some(t) => t,
-        None => {
-            let bytes = instruction_bytes(call)?;
-            let (_, _, operand) = instruction_registers(bitness, &bytes, call.address)?;
-            let operand = operand.filter(|o| o.index.is_none())?;
-            // RIP-relative (x64) or absolute (x86) import slot.
-            if operand.base.is_some() {
-                return None;
-            }
-            operand.displacement as u64
-        }
-    };
-    let symbol = session.symbolize(target);
-    symbol
-        .function
-        .filter(|_| symbol.function_offset == Some(0))
+/// The bare name of the function the call instruction ending at `return_address` calls
+/// (`__cxa_throw`, `_CxxThrowException` through its import slot); `None` when it is not a
+/// call or the callee is not named.
+fn call_target(session: &Session, return_address: u64) -> Option<String> {
+    let imports = crate::evidence::imports::ImportNames::default();
+    let call = crate::evidence::calls::call_before(session, &imports, return_address)?;
+    let name = call.function()?;
+    Some(name.strip_prefix("__imp_").unwrap_or(name).to_string())
 }

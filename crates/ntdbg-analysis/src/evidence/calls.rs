@@ -5,9 +5,8 @@
 //! by what the program called, with or without symbols for the system modules.
 
 use super::imports::ImportNames;
-use ntdbg_engine::disasm::NoSymbols;
 use ntdbg_engine::disasm::{
-    disassemble_backward, instruction_effects, Bitness, ControlFlow, Operand, SliceMemory,
+    instruction_effects, Bitness, ControlFlow, InstructionEffects, Operand,
 };
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
@@ -63,19 +62,8 @@ pub(crate) fn call_before(
     let bitness = Bitness::of_arch(session.arch())?;
     let start = return_address.saturating_sub(CALL_BYTES);
     let bytes = session.read_code(start, CALL_BYTES as usize)?;
-    let code = SliceMemory {
-        base: start,
-        bytes: &bytes,
-    };
-    let line = disassemble_backward(bitness, &code, &NoSymbols, return_address, 1)
-        .pop()
-        .filter(|l| l.readable && l.mnemonic == "call")?;
-    let at = line.address;
-    let offset = usize::try_from(at - start).ok()?;
-    let call = instruction_effects(bitness, &bytes[offset..], at)?;
-    if !matches!(call.flow, ControlFlow::Call { .. }) || at + call.len as u64 != return_address {
-        return None;
-    }
+    let call = call_ending_at(bitness, start, &bytes, return_address)?;
+    let at = call.address;
     let (callee, how) = match (call.flow, call.operands.first()) {
         (ControlFlow::Call { target: Some(t) }, _) => direct(session, imports, bitness, t),
         (_, Some(Operand::Memory(m))) if m.base.is_none() && m.index.is_none() => {
@@ -94,6 +82,35 @@ pub(crate) fn call_before(
         callee,
         how,
     })
+}
+
+/// The call instruction that ends exactly at `return_address` among `bytes` (read from
+/// `start`). Every call encoding is tried by its length (`call rax` is 2 bytes, `call r14` 3,
+/// `call rel32` 5, `call [rip+X]` 6, with a prefix 7), so that no backward guess can fall out
+/// of step: of the lengths that decode to a call of exactly that length and start with the
+/// call opcode or only harmless prefixes (REX, segment `cs:`/`ds:` — `notrack`), the longest
+/// wins (`41 ff d6` is `call r14`, not the `call rsi` its last two bytes also decode to).
+pub(crate) fn call_ending_at(
+    bitness: Bitness,
+    start: u64,
+    bytes: &[u8],
+    return_address: u64,
+) -> Option<InstructionEffects> {
+    let available = usize::try_from(return_address.checked_sub(start)?).ok()?;
+    let benign = |b: u8| {
+        b == 0x2e || b == 0x3e || (bitness == Bitness::Bits64 && (0x40..=0x4f).contains(&b))
+    };
+    (2..=available.min(CALL_BYTES as usize))
+        .rev()
+        .find_map(|len| {
+            let code = bytes.get(available - len..available)?;
+            let opcode = code.iter().position(|b| matches!(b, 0xe8 | 0xff | 0x9a))?;
+            if !code[..opcode].iter().all(|b| benign(*b)) {
+                return None;
+            }
+            let i = instruction_effects(bitness, code, return_address - len as u64)?;
+            (i.len == len && matches!(i.flow, ControlFlow::Call { .. })).then_some(i)
+        })
 }
 
 /// `call r14`: the register's value traced back in the caller's code; named when it was loaded
