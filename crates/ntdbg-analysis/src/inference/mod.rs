@@ -81,7 +81,7 @@ pub fn infer(
         out.retain(|i| i.kind != "breakpoint");
         out.insert(0, message);
     }
-    out.extend(context_thread::context_thread(session, event));
+    out.extend(context_thread::context_thread(session));
     out
 }
 
