@@ -63,8 +63,20 @@ MCP_WINDBG_TOOLS = {
     "close_kd_session": {"session_id": ("string", True), "resume": ("boolean", False)},
     "open_cdb_remote": REMOTE_PARAMS,
     "open_kd_session": REMOTE_PARAMS,
-    "send_ctrl_break": {"session_id": ("string", True)},
+    "send_ctrl_break": {"session_id": ("string", False), "dump_path": ("string", False), "connection_string": ("string", False)},
     "wait_for_break": {"session_id": ("string", True), "timeout_seconds": ("integer", False)},
+    # mcp-windbg 0.x (v0.2 to v0.15): sessions named by dump path.
+    "open_windbg_dump": {k: v for k, v in OPEN_PARAMS.items() if k != "timeout_seconds"},
+    "open_windbg_remote": {k: v for k, v in REMOTE_PARAMS.items() if k not in ("timeout_seconds", "symbols_path")},
+    "run_windbg_cmd": {
+        "dump_path": ("string", False),
+        "connection_string": ("string", False),
+        "command": ("string", True),
+        "symbols_path": ("string", False),
+    },
+    "close_windbg_dump": {"dump_path": ("string", True)},
+    "close_windbg_remote": {"connection_string": ("string", True)},
+    "list_windbg_dumps": {"directory_path": ("string", False), "recursive": ("boolean", False)},
 }
 WINDBG_MCP_TOOLS = {
     "wm_session": {},
@@ -218,6 +230,46 @@ async def test_mcp_windbg_errors(mcp_windbg: Target) -> None:
         assert missing["code"] == "file_not_found"
         typed = err(await call(client, "run_cdb_command", session_id=sid, command="kb", timeout_seconds="x"))
         assert typed["code"] == "invalid_arguments"
+
+
+async def test_mcp_windbg_0x_tool_names(mcp_windbg: Target, tmp_path: Path) -> None:
+    """The 0.x generation: sessions named by dump path, user and kernel dumps through one tool."""
+    dump = tmp_path / "legacy.dmp"
+    dump.write_bytes(SAMPLE.read_bytes())
+    async with mcp_windbg.connect() as client:
+        listing = await call(client, "list_windbg_dumps", directory_path=str(SAMPLE.parent))
+        assert not listing.is_error and SAMPLE.name in text(listing)
+        opened = await call(
+            client,
+            "open_windbg_dump",
+            dump_path=str(SAMPLE),
+            include_stack_trace=True,
+            include_modules=False,
+            include_threads=False,
+        )
+        assert not opened.is_error, text(opened)
+        assert "> !analyze -v" in text(opened) and "> kb" in text(opened)
+        kernel = await call(client, "open_windbg_dump", dump_path=str(KERNEL_DUMP))
+        assert not kernel.is_error and "0: kd> !analyze -v" in text(kernel), text(kernel)
+
+        ran = await call(client, "run_windbg_cmd", dump_path=str(SAMPLE), command="kn 1")
+        assert not ran.is_error and "crashy!write_null" in text(ran), text(ran)
+        # A dump not opened yet is opened by run_windbg_cmd, as 0.x did.
+        fresh = await call(client, "run_windbg_cmd", dump_path=str(SAMPLE), command="r rip")
+        assert text(fresh).startswith("0:000> r rip\n"), text(fresh)
+        assert err(await call(client, "send_ctrl_break", dump_path=str(SAMPLE)))["code"] == "not_live"
+
+        closed = await call(client, "close_windbg_dump", dump_path=str(SAMPLE))
+        assert not closed.is_error and "closed" in text(closed)
+        again = await call(client, "close_windbg_dump", dump_path=str(SAMPLE))
+        assert not again.is_error and "no open session" in text(again)
+        assert err(await call(client, "run_windbg_cmd", command="k"))["code"] == "invalid_arguments"
+        for tool, args in [
+            ("run_windbg_cmd", {"connection_string": "tcp:Port=5005,Server=host", "command": "k"}),
+            ("open_windbg_remote", {"connection_string": "tcp:Port=5005,Server=host"}),
+            ("close_windbg_remote", {"connection_string": "tcp:Port=5005,Server=host"}),
+        ]:
+            assert err(await call(client, tool, **args))["code"] == "not_available", tool
 
 
 async def test_mcp_windbg_list_dumps(mcp_windbg: Target) -> None:

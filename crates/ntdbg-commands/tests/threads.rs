@@ -145,3 +145,48 @@ fn every_thread_keeps_its_typed_result() {
     assert_eq!(stacks["kind"], "stacks");
     assert_eq!(stacks["stacks"].as_array().map(Vec::len), Some(threads));
 }
+
+/// When the exception context's stack pointer lies in another thread's stack than the one
+/// the dump names (testdata/faults/context_thread.dmp: the dump names ~0, the context is
+/// ~1's), the session starts on ~1 and `.ecxr` switches to ~1 from anywhere; the listing
+/// still marks the named thread `#`.
+#[test]
+fn the_thread_follows_the_exception_context() {
+    let mut s = open(&ntdbg_testutil::sample("faults/context_thread.dmp"));
+    assert_eq!(s.event_thread_index(), Some(0));
+    assert_eq!(
+        s.current_thread_index(),
+        1,
+        "the session starts on the context's thread"
+    );
+    let results = run_batch(&mut s, "~0s; .ecxr; kn 2; ~").expect("batch");
+    let threads: Vec<usize> = results.iter().map(|r| r.thread).collect();
+    assert_eq!(threads, [1, 0, 1, 1], "the prompts of the batch");
+    assert!(results.iter().all(|r| r.status == Status::Succeeded));
+    assert!(
+        results[2].output.contains("00000000`0149fe08"),
+        "{}",
+        results[2].output
+    );
+    assert!(
+        results[3].output.contains("#  0  Id:"),
+        "{}",
+        results[3].output
+    );
+    assert!(
+        results[3].output.contains(".  1  Id:"),
+        "{}",
+        results[3].output
+    );
+    let owner = s.exception_context_owner().expect("owner");
+    assert_eq!((owner.index, owner.register), (1, "rsp"));
+
+    // A dump whose context fits the thread it names keeps that thread.
+    let mut plain = open(&ntdbg_testutil::sample("crashy-x64-thread.dmp"));
+    let named = plain.event_thread_index();
+    assert_eq!(Some(plain.current_thread_index()), named);
+    assert_eq!(plain.exception_context_owner(), None);
+    run_command(&mut plain, "~0s").expect("~0s");
+    run_command(&mut plain, ".ecxr").expect(".ecxr");
+    assert_eq!(Some(plain.current_thread_index()), named);
+}

@@ -18,6 +18,7 @@
 //! ```
 #![warn(missing_docs, missing_debug_implementations)]
 
+mod context_owner;
 pub mod disasm;
 mod error;
 mod error_code;
@@ -43,6 +44,7 @@ pub mod text;
 pub mod typed;
 pub mod variable_view;
 
+pub use context_owner::{ContextOwner, StackRange};
 pub use error::EngineError;
 pub use error_code::ErrorCode;
 pub use frame_vars::FrameVariable;

@@ -79,10 +79,11 @@ impl Session {
         Ok(Session::new(target, symbols))
     }
 
-    /// A session over any target, starting on the event thread when there is one.
+    /// A session over any target, starting on the thread of the exception context when there
+    /// is one ([`Session::exception_thread_index`]).
     pub fn new(target: Box<dyn Target>, symbols: SymbolStore) -> Session {
         let current_thread = event_thread_index(target.as_ref()).unwrap_or(0);
-        Session {
+        let mut session = Session {
             target,
             symbols,
             current_thread,
@@ -93,7 +94,11 @@ impl Session {
             shown_stops: 0,
             extensions: Extensions::default(),
             interrupt: crate::Interrupt::default(),
+        };
+        if let Some(owner) = session.exception_context_owner() {
+            session.current_thread = owner.index;
         }
+        session
     }
 
     /// The token long commands check ([`Interrupt::check`](crate::Interrupt::check)) and
@@ -202,14 +207,16 @@ impl Session {
         &self.scope
     }
 
-    /// `.ecxr`: switches to the event thread and its exception context.
+    /// `.ecxr`: switches to the exception context and the thread it belongs to (the event
+    /// thread, or the thread whose stack holds its stack pointer when that is another one:
+    /// [`Session::exception_thread_index`]).
     pub fn select_exception_context(&mut self) -> Result<MinidumpContext, EngineError> {
         let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
         let context = event
             .context
             .clone()
             .ok_or(EngineError::NoExceptionContext)?;
-        if let Some(index) = self.event_thread_index() {
+        if let Some(index) = self.exception_thread_index() {
             self.current_thread = index;
         }
         self.scope = RegisterScope::Exception;

@@ -120,7 +120,10 @@ impl NtdbgServer {
     fn route(&mut self) {
         (self.tool_router, self.prompt_router) = match self.profile {
             Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
-            Profile::McpWindbg => (Self::mcp_windbg_tools(), Self::mcp_windbg_prompts()),
+            Profile::McpWindbg => (
+                Self::mcp_windbg_tools() + Self::mcp_windbg_legacy_tools(),
+                Self::mcp_windbg_prompts(),
+            ),
             Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
             Profile::Ntoseye => (Self::ntoseye_tools(), PromptRouter::new()),
             Profile::Chensiling => (Self::chensiling_tools(), PromptRouter::new()),

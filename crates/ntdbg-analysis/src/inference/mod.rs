@@ -83,7 +83,7 @@ pub fn infer(
         out.retain(|i| i.kind != "breakpoint");
         out.insert(0, message);
     }
-    out.extend(context_thread::context_thread(session, event));
+    out.extend(context_thread::context_thread(session));
     out.extend(jit::code_outside_modules(session, frames));
     out
 }

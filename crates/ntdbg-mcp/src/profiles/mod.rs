@@ -171,13 +171,19 @@ mod tests {
             [
                 "close_cdb_session",
                 "close_kd_session",
+                "close_windbg_dump",
+                "close_windbg_remote",
                 "list_dumps",
+                "list_windbg_dumps",
                 "open_cdb_dump",
                 "open_cdb_remote",
                 "open_kd_dump",
                 "open_kd_session",
+                "open_windbg_dump",
+                "open_windbg_remote",
                 "run_cdb_command",
                 "run_kd_command",
+                "run_windbg_cmd",
                 "send_ctrl_break",
                 "wait_for_break"
             ]

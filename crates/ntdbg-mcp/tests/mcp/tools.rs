@@ -510,3 +510,33 @@ async fn kernel_dumps_are_listed_and_opened() {
     assert_eq!(ok(&r)["commands_executed"], 2);
     client.cancel().await.expect("cancel");
 }
+
+/// The exception context of faults/context_thread.dmp is ~1's though the dump names ~0: the
+/// first triage says so, and the commands run at ~1's prompt, after `.ecxr` too.
+#[tokio::test]
+async fn the_prompt_follows_the_thread_of_the_exception_context() {
+    let client = connect(Version::Handshake).await;
+    let r = call(
+        &client,
+        "open_dump",
+        json!({ "path": samples().join("faults/context_thread.dmp") }),
+    )
+    .await;
+    let id = ok(&r)["session_id"].as_str().expect("id").to_string();
+    assert!(
+        text(&r).contains(".ecxr and the prompt switch to ~1"),
+        "{}",
+        text(&r)
+    );
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "r rsp; ~0s; .ecxr; r rsp", "format": "text" }),
+    )
+    .await;
+    let shown = text(&r);
+    for prompt in ["0:001> r rsp", "0:001> ~0s", "0:000> .ecxr", "0:001> r rsp"] {
+        assert!(shown.contains(prompt), "{prompt} missing from\n{shown}");
+    }
+    client.cancel().await.expect("cancel");
+}

@@ -69,7 +69,7 @@ pub struct RunArgs {
     pub timeout_seconds: Option<u64>,
 }
 
-/// `close_cdb_session`, `send_ctrl_break` arguments.
+/// `close_cdb_session` arguments.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionArgs {
@@ -100,4 +100,16 @@ pub struct WaitArgs {
     pub session_id: String,
     /// How long to wait, in seconds (default 300).
     pub timeout_seconds: Option<u64>,
+}
+
+/// `send_ctrl_break` arguments: 1.x's session id, or 0.x's dump path or connection string.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BreakArgs {
+    /// Session id (cdb-, kd-).
+    pub session_id: Option<String>,
+    /// 0.x: dump file.
+    pub dump_path: Option<String>,
+    /// 0.x: remote connection string.
+    pub connection_string: Option<String>,
 }

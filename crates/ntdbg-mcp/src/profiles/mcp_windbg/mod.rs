@@ -4,22 +4,25 @@
 //! `remote-triage`, `kernel-triage`.
 //!
 //! Session ids are ntdbg's own with a `cdb-` (user mode) or `kd-` (kernel) prefix; a tool of
-//! the other kind refuses the id and names the right tool. Answers are console text, as
+//! the other kind refuses the id and names the right tool. The 0.x tool names
+//! (`open_windbg_dump`, `run_windbg_cmd`, …) are served too ([`legacy`]). Answers are console text, as
 //! mcp-windbg's are: `open_*_dump` starts with `session_id: …` and runs the standard triage
 //! (`.lastevent`, `!analyze -v`, then `kb`, `lm`, `~` when asked).
 
 mod args;
 mod ids;
+mod legacy;
 mod prompts;
 
 use args::{
-    CloseKdArgs, ListDumpsArgs, OpenDumpArgs, OpenRemoteArgs, RunArgs, SessionArgs, WaitArgs,
+    BreakArgs, CloseKdArgs, ListDumpsArgs, OpenDumpArgs, OpenRemoteArgs, RunArgs, SessionArgs,
+    WaitArgs,
 };
-use ids::{lookup, profile_id, resolve, Mode};
+use ids::{lookup, resolve, Mode};
 
 use crate::dto::{
-    CloseSessionParams, ListDumpsParams, ListDumpsResult, OpenDumpParams, OutputFormat,
-    RunCommandParams, RunStateResult, SessionParams, WaitForEventParams,
+    CloseSessionParams, ListDumpsParams, ListDumpsResult, OutputFormat, RunCommandParams,
+    RunStateResult, SessionParams, WaitForEventParams,
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
@@ -36,7 +39,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// The workflow sentence of the server instructions.
 pub const WORKFLOW: &str = "Windows crash-dump analysis (ntdbg, mcp-windbg tool names). Workflow: list_dumps -> open_cdb_dump (user-mode dump) or open_kd_dump (kernel dump) -> run_cdb_command / run_kd_command with the session_id (\"kb\", \"r\", \"lm\", \"!analyze -v\") -> close_cdb_session / close_kd_session.";
@@ -50,7 +52,7 @@ const RUN_CDB_COMMAND: &str = "Run WinDbg commands on a user-mode session (cdb- 
 const RUN_KD_COMMAND: &str = "Run WinDbg commands on a kernel session (kd- id from open_kd_dump): kb, r, lm, !analyze -v, …; several separated by ';'. Returns the console output.";
 const CLOSE_CDB_SESSION: &str = "Close a user-mode (cdb-) session and free its resources.";
 const CLOSE_KD_SESSION: &str = "Close a kernel (kd-) session and free its resources; resume (default true) lets a live target run again.";
-const SEND_CTRL_BREAK: &str = "Break into a running live session (cdb- or kd- id). Dump sessions have no running target, so this answers an error for them.";
+const SEND_CTRL_BREAK: &str = "Break into a running live session: session_id (cdb-, kd-), or 0.x's dump_path or connection_string. Dumps never run: an error for them.";
 const WAIT_FOR_BREAK: &str = "Wait until a resumed live target (cdb- or kd- id) stops, and return what it printed. Dump sessions never run, so this answers an error for them.";
 
 /// Default time for opening and triaging a dump.
@@ -218,13 +220,7 @@ impl NtdbgServer {
         &self,
         Parameters(a): Parameters<ListDumpsArgs>,
     ) -> Result<String, ToolError> {
-        let params = ListDumpsParams {
-            directory: a.directory_path,
-            recursive: a.recursive,
-            format: OutputFormat::Json,
-        };
-        let listing = tools::dumps::list_dumps(self.state(), params).await?.value;
-        Ok(listing_text(&listing))
+        self.mcp_windbg_listing(a).await
     }
 
     #[tool(
@@ -332,18 +328,31 @@ impl NtdbgServer {
     }
 
     #[tool(
-        input_schema = schema::input::<SessionArgs>(),
+        input_schema = schema::input::<BreakArgs>(),
         description = SEND_CTRL_BREAK,
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = true, open_world_hint = true)
     )]
     async fn send_ctrl_break(
         &self,
-        Parameters(a): Parameters<SessionArgs>,
+        Parameters(a): Parameters<BreakArgs>,
     ) -> Result<String, ToolError> {
-        let raw = self.any_session(&a.session_id)?;
+        let (raw, shown) = match (a.session_id, a.dump_path, a.connection_string) {
+            (Some(id), None, None) => (self.any_session(&id)?, id.trim().to_string()),
+            (None, Some(path), None) => match self.session_of_dump(&path)? {
+                Some(raw) => (raw, path),
+                None => return Ok(format!("no open session for {path}\n")),
+            },
+            (None, None, Some(_)) => {
+                return Err(needs_cdb_engine(
+                    "send_ctrl_break on a remote connection",
+                    "dump sessions never run",
+                ))
+            }
+            _ => return Err(legacy::one_of_path_or_connection("send_ctrl_break")),
+        };
         let stopped =
             tools::live::break_in(self.state(), SessionParams { session_id: raw }).await?;
-        Ok(run_state_text(a.session_id.trim(), &stopped))
+        Ok(run_state_text(&shown, &stopped))
     }
 
     #[tool(
@@ -374,31 +383,19 @@ impl NtdbgServer {
     /// `open_cdb_dump` / `open_kd_dump`: open_dump, then the triage batch, within the time
     /// limit.
     async fn open_profile_dump(&self, a: OpenDumpArgs, mode: Mode) -> Result<String, ToolError> {
-        let state = self.state();
-        let limit = time_limit(a.timeout_seconds, OPEN_TIMEOUT_S);
-        let deadline = Instant::now() + limit;
-        check_dump_kind(state, &a.dump_path, mode).await?;
-        let params = OpenDumpParams {
-            path: a.dump_path.clone(),
-            symbols_path: a.symbols_path.clone(),
-            include_stack: false,
-            include_modules: false,
-            include_threads: false,
-            new_session: true,
-        };
-        // A late open is dropped whole: the session is registered only when it completes.
-        let opened = tokio::time::timeout_at(deadline, tools::dumps::open_dump(state, params))
-            .await
-            .map_err(|_| timed_out("opening the dump", limit))??;
-        let raw = opened.value.session_id;
-        let id = profile_id(mode, &raw);
-        let remaining = deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_millis(1));
-        let triage = run_console(state, raw, triage_commands(&a), mode, remaining)
-            .await
-            .unwrap_or_else(|e| format!("triage failed: {}\n", e.render()));
+        let (id, triage) = self.open_and_triage(a, Some(mode), true).await?;
         Ok(format!("session_id: {id}\n\n{triage}"))
+    }
+
+    /// `list_dumps` (and 0.x's `list_windbg_dumps`): full paths and the tool that opens each.
+    async fn mcp_windbg_listing(&self, a: ListDumpsArgs) -> Result<String, ToolError> {
+        let params = ListDumpsParams {
+            directory: a.directory_path,
+            recursive: a.recursive,
+            format: OutputFormat::Json,
+        };
+        let listing = tools::dumps::list_dumps(self.state(), params).await?.value;
+        Ok(listing_text(&listing))
     }
 
     /// `run_cdb_command` / `run_kd_command`.
