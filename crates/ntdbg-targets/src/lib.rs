@@ -29,6 +29,7 @@ mod memory;
 pub mod minidump_writer;
 mod model;
 mod process_facts;
+mod stub_memory_map;
 mod user_dump;
 
 pub use error::TargetError;
