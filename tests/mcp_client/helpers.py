@@ -24,6 +24,16 @@ def ok(result) -> dict[str, Any]:
     return result.structured_content
 
 
+def ran(result) -> dict[str, Any]:
+    """A run_command batch's structured result, whose isError says whether a command failed or
+    ran out of time (the per-command results are there either way)."""
+    content = result.structured_content
+    assert isinstance(content, dict), f"no structured content: {text(result)}"
+    failed = any(r["status"] in ("failed", "timed_out") for r in content["results"])
+    assert bool(result.is_error) == failed, f"isError {result.is_error} with results {content['results']}"
+    return content
+
+
 def err(result) -> dict[str, Any]:
     assert result.is_error, f"expected an error, got {result.structured_content}"
     e = result.structured_content

@@ -19,7 +19,7 @@ import pytest
 from mcp import Client
 
 from conftest import MODES, REPO, mcp_args, start_http
-from helpers import call, ok, text
+from helpers import call, ok, ran, text
 
 pytestmark = pytest.mark.anyio
 
@@ -159,20 +159,23 @@ async def test_sigterm_detaches_live_sessions(program, scratch: Path) -> None:
 
 
 async def test_dump_gate_filters_and_close_without_resume(program, scratch: Path) -> None:
-    """`.dump` writes only inside the allowed directories (and a GDB stub cannot write one),
-    `sx` lists the filters, and close_session(resume=false) says the GDB stub resumed."""
+    """`.dump` writes only inside the allowed directories (behind a GDB stub ntdbg writes it from
+    the memory the stub reads, and it opens), `sx` lists the filters, and
+    close_session(resume=false) says the GDB stub resumed."""
     exe, _symbols = program
     stub = GdbServer(exe)
     server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
     try:
         async with Client(server.url, mode=MODES[0]) as client:
             sid = ok(await call(client, "attach", target=f"gdb:127.0.0.1:{stub.port}"))["session_id"]
-            outside = ok(await call(client, "run_command", session_id=sid, command=".dump /ma /etc/ntdbg-x.dmp"))
+            outside = ran(await call(client, "run_command", session_id=sid, command=".dump /ma /etc/ntdbg-x.dmp"))
             assert outside["results"][0]["error"]["code"] == "path_not_allowed", outside
-            inside = ok(await call(client, "run_command", session_id=sid, command=f".dump /ma {scratch / 'x.dmp'}"))
-            error = inside["results"][0]["error"]
-            assert error["code"] == "unsupported" and "only pid:/exe: targets on Windows" in error["message"], inside
-            assert not (scratch / "x.dmp").exists()
+            written = scratch / f"gdb-{stub.port}.dmp"
+            inside = ok(await call(client, "run_command", session_id=sid, command=f".dump /ma {written}"))
+            assert "Dump successfully written" in inside["results"][0]["output"], inside
+            opened = ok(await call(client, "open_dump", path=str(written)))
+            assert opened["kind"] == "user" and opened["arch"] == "x64", opened
+            ok(await call(client, "close_session", session_id=opened["session_id"]))
             sx = ok(await call(client, "run_command", session_id=sid, command="sxd av; sx"))
             assert "  av - Access violation - second-chance break - not handled" in sx["results"][1]["output"], sx
             c = ok(await call(client, "close_session", session_id=sid, resume=False))

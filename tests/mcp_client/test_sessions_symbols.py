@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE, TESTDATA, Target
-from helpers import call, err, ok, text
+from helpers import call, err, ok, ran, text
 
 pytestmark = pytest.mark.anyio
 
@@ -70,10 +70,10 @@ async def test_sympath_plus_within_the_allowed_folders(target: Target) -> None:
         assert str(X86_DUMP.parent) in added["results"][0]["output"]
         assert "crashy!write_null" in added["results"][1]["output"], added["results"][1]["output"]
 
-        outside = ok(await call(client, "run_command", session_id=sid, command=".sympath+ /etc"))
+        outside = ran(await call(client, "run_command", session_id=sid, command=".sympath+ /etc"))
         e = outside["results"][0]["error"]
         assert e["code"] == "path_not_allowed" and "testdata" in e["hint"], e
-        server = ok(await call(client, "run_command", session_id=sid, command=".sympath+ srv*https://evil.example/s"))
+        server = ran(await call(client, "run_command", session_id=sid, command=".sympath+ srv*https://evil.example/s"))
         e = server["results"][0]["error"]
         assert e["code"] == "path_not_allowed" and "msdl.microsoft.com" in e["hint"], e
         # Refused changes leave the path as it was; .reload keeps it.
@@ -90,14 +90,14 @@ async def test_a_batch_with_an_unknown_command_names_the_nearest_and_the_rest(ta
     async with target.connect() as client:
         sid = ok(await call(client, "open_dump", path=str(dump)))["session_id"]
         result = await call(client, "run_command", session_id=sid, command="kn 2; lmvv; r rip; ~*k", on_error="stop")
-        run = ok(result)
+        run = ran(result)
         assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
         failed = run["results"][1]["error"]
         assert failed["code"] == "unknown_command" and "lmv" in failed["hint"], failed
         assert "not executed: r rip; ~*k" in text(result)
         # What to use instead of a WinDbg command ntdbg does not have.
         heap_result = await call(client, "run_command", session_id=sid, command="!heap -s")
-        heap = ok(heap_result)
+        heap = ran(heap_result)
         assert "!address" in heap["results"][0]["error"]["hint"]
         assert "not executed" not in text(heap_result)
         ok(await call(client, "close_session", session_id=sid))

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 from conftest import SAMPLE, TESTDATA, Target
-from helpers import call, err, file_name, ok, open_dump, text
+from helpers import call, err, file_name, ok, open_dump, ran, text
 
 pytestmark = pytest.mark.anyio
 
@@ -44,11 +44,11 @@ async def test_batch_that_fails_midway(target: Target) -> None:
     async with target.connect() as client:
         sid = await open_dump(client, SAMPLE)
         # On a dump the batch goes on after a failure unless on_error says stop.
-        run = ok(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm"))
+        run = ran(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm"))
         assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "succeeded", "succeeded"]
         assert run["results"][1]["error"]["code"] == "unknown_command"
         assert run["commands_executed"] == 4 and run["commands_skipped"] == 0
-        run = ok(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm", on_error="stop"))
+        run = ran(await call(client, "run_command", session_id=sid, command="r rip; bogus; kn; lm", on_error="stop"))
         assert [r["status"] for r in run["results"]] == ["succeeded", "failed", "not_executed", "not_executed"]
         assert run["commands_executed"] == 2 and run["commands_skipped"] == 2
 
@@ -182,9 +182,9 @@ async def test_error_cases(target: Target) -> None:
         sid = await open_dump(client, SAMPLE)
         e = err(await call(client, "run_command", session_id="s999-beef", command="kb"))
         assert e["code"] == "unknown_session" and sid in e["hint"]
-        run = ok(await call(client, "run_command", session_id=sid, command=".sympath /etc"))
+        run = ran(await call(client, "run_command", session_id=sid, command=".sympath /etc"))
         assert run["results"][0]["error"]["code"] == "path_not_allowed"
-        run = ok(await call(client, "run_command", session_id=sid, command="frobnicate"))
+        run = ran(await call(client, "run_command", session_id=sid, command="frobnicate"))
         assert run["results"][0]["error"]["code"] == "unknown_command"
         e = err(await call(client, "run_command", session_id=sid, command='.echo "unterminated'))
         assert e["code"] == "syntax_error"
@@ -282,7 +282,7 @@ async def test_process_info_commands_give_typed_results(target: Target) -> None:
         }
         assert sum(t["count"] for t in listing["by_type"]) == 147
         assert stacks["kind"] == "unique_stacks" and stacks["total_threads"] == 1
-        missing = ok(await call(client, "run_command", session_id=sid, command="!runaway"))
+        missing = ran(await call(client, "run_command", session_id=sid, command="!runaway"))
         assert missing["results"][0]["error"]["code"] == "no_thread_times"
 
         sid = await open_dump(client, copies["times"])

@@ -17,7 +17,10 @@ pub enum EngineError {
     #[error("no thread {0} (use `~` to list threads)")]
     NoSuchThread(String),
     /// The target has no exception event (`.ecxr` on a dump without one).
-    #[error("the target has no exception context (no exception stream in the dump)")]
+    #[error(
+        "the target has no exception context (a dump without an exception stream, or a live \
+         target stopped by no exception)"
+    )]
     NoExceptionContext,
     /// A thread without a register context.
     #[error("thread {0:#x} has no register context in the dump")]

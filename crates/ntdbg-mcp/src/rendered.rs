@@ -23,6 +23,9 @@ pub struct Rendered<T> {
     pub value: T,
     /// Whether the value goes on the wire as `structuredContent`.
     structured: bool,
+    /// Whether the result says `isError` (a batch with a failed command), its structured
+    /// content kept.
+    is_error: bool,
 }
 
 impl<T> Rendered<T> {
@@ -32,7 +35,14 @@ impl<T> Rendered<T> {
             text: text.into(),
             value,
             structured: true,
+            is_error: false,
         }
+    }
+
+    /// Marks the result `isError: true` when `failed` (its content is sent all the same).
+    pub fn error_if(mut self, failed: bool) -> Rendered<T> {
+        self.is_error = failed;
+        self
     }
 
     /// Sends only the text when `text_only` (the tool then declares no output schema).
@@ -45,13 +55,20 @@ impl<T> Rendered<T> {
 impl<T: Serialize> IntoCallToolResult for Rendered<T> {
     fn into_call_tool_result(self) -> Result<CallToolResponse, rmcp::ErrorData> {
         if !self.structured {
-            return Ok(CallToolResult::success(vec![ContentBlock::text(self.text)]).into());
+            let mut result = CallToolResult::success(vec![ContentBlock::text(self.text)]);
+            if self.is_error {
+                result.is_error = Some(true);
+            }
+            return Ok(result.into());
         }
         let value = serde_json::to_value(&self.value).map_err(|e| {
             rmcp::ErrorData::internal_error(format!("cannot serialize the tool result: {e}"), None)
         })?;
         let mut result = CallToolResult::structured(value);
         result.content = vec![ContentBlock::text(self.text)];
+        if self.is_error {
+            result.is_error = Some(true);
+        }
         Ok(result.into())
     }
 }

@@ -32,7 +32,7 @@ use rmcp::service::RequestContext;
 use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
 use std::sync::Arc;
 
-const WORKFLOW: &str = "Windows crash-dump analysis with WinDbg commands. Workflow: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\").";
+const WORKFLOW: &str = "Windows crash-dump analysis and live debugging with WinDbg commands. Dumps: list_dumps (optional) -> open_dump -> analyze_crash -> run_command (\"kb\", \"r\", \"lmv m NAME\", \"u ADDR\"). Live targets: attach (gdb:HOST:PORT; on Windows pid:N, exe:PATH) -> run_command (bp, g, p, t, gu, k, r REG=VALUE, eb/ed, .dump) -> wait_for_event or break_in while it runs -> analyze_crash at an exception -> close_session.";
 const LIST_DUMPS: &str = "List the crash dumps in a folder (default: the first allowed directory) with header facts: kind, arch, OS build, time, exception. Fast (headers only); unreadable files listed with the reason.";
 const TRIAGE_DUMPS: &str = "Analyse every crash dump in a folder, grouped by crash signature: buckets largest first with count, first/last seen, modules and dumps; unreadable dumps listed as failed. format \"json\" adds each bucket's full analysis.";
 const OPEN_DUMP: &str = "Open a Windows crash dump (user or kernel); one already open answers with its session (new_session: another). First text line: session_id; then the cause in at most 2000 characters: headline, the report's conclusions with their basis, faulting frame and module, signature, next run_command lines. analyze_crash has the whole report.";

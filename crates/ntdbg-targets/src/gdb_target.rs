@@ -11,7 +11,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use minidump::format::CONTEXT_AMD64;
 use minidump::{MinidumpContext, MinidumpModuleList, MinidumpRawContext};
@@ -20,7 +20,7 @@ use ntdbg_gdbremote::{ClientOptions, GdbClient, GdbError, RegisterLayout, StopRe
 use crate::error::TargetError;
 use crate::loader_list;
 use crate::memory::{MemoryRegion, MemoryView};
-use crate::model::{Arch, ExceptionEvent, SystemFacts, TargetKind, ThreadInfo};
+use crate::model::{Arch, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo};
 use crate::Target;
 
 const PAGE: u64 = 0x1000;
@@ -42,6 +42,8 @@ pub struct GdbTarget {
     numbers: ThreadNumbers,
     modules: MinidumpModuleList,
     event: Option<ExceptionEvent>,
+    /// The stub's memory map, read on first use after each refresh.
+    memory_map: OnceLock<Option<(Vec<MemoryInfo>, &'static str)>>,
     stop: Option<StopReply>,
     teb_source: Option<&'static str>,
     pages: Mutex<HashMap<u64, Option<Vec<Option<u8>>>>>,
@@ -75,6 +77,7 @@ impl GdbTarget {
             numbers: ThreadNumbers::default(),
             modules: MinidumpModuleList::new(),
             event: None,
+            memory_map: OnceLock::new(),
             stop,
             teb_source: None,
             pages: Mutex::new(HashMap::new()),
@@ -152,6 +155,7 @@ impl GdbTarget {
             .map_err(|_| live(&origin, GdbError::Protocol("cache lock poisoned".into())))?
             .clear();
         self.modules = self.read_modules();
+        self.memory_map = OnceLock::new();
         if self.system.process_id.is_none() {
             self.system.process_id = self.process_id_from_teb();
         }
@@ -197,6 +201,18 @@ impl GdbTarget {
     /// The stop reply that explains why the target is stopped, when known.
     pub fn stop_reply(&self) -> Option<&StopReply> {
         self.stop.as_ref()
+    }
+
+    /// The stub's memory map (see [`crate::stub_memory_map`]) and where it came from;
+    /// `None` when the stub gives none.
+    pub fn memory_map(&self) -> Option<(&[MemoryInfo], &'static str)> {
+        self.memory_map
+            .get_or_init(|| {
+                let pid = self.system.process_id.map(u64::from);
+                crate::stub_memory_map::read(&mut self.client(), pid)
+            })
+            .as_ref()
+            .map(|(regions, source)| (regions.as_slice(), *source))
     }
 
     /// The register layout from the stub's target description.
@@ -369,6 +385,9 @@ impl Target for GdbTarget {
     }
     fn set_live_event(&mut self, event: Option<ExceptionEvent>) {
         self.event = event;
+    }
+    fn memory_info(&self) -> Option<&[MemoryInfo]> {
+        self.memory_map().map(|(regions, _)| regions)
     }
     fn origin(&self) -> &str {
         &self.origin

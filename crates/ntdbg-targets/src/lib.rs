@@ -31,6 +31,7 @@ mod memory_streams;
 pub mod minidump_writer;
 mod model;
 mod process_facts;
+mod stub_memory_map;
 mod user_dump;
 
 pub use error::TargetError;

@@ -37,6 +37,25 @@ impl TargetKind {
         }
     }
 
+    /// How messages say that bytes are missing: `not in the dump`, or `not readable in the
+    /// live target` (a live target holds all its memory; the stub could not read these).
+    pub fn missing_memory(self) -> &'static str {
+        if self == TargetKind::Live {
+            "not readable in the live target"
+        } else {
+            "not in the dump"
+        }
+    }
+
+    /// How messages name the target: `the dump` or `the live target`.
+    pub fn noun(self) -> &'static str {
+        if self == TargetKind::Live {
+            "the live target"
+        } else {
+            "the dump"
+        }
+    }
+
     /// Whether this is a kernel-mode target.
     pub fn is_kernel(self) -> bool {
         !matches!(self, TargetKind::UserDump | TargetKind::Live)

@@ -117,6 +117,17 @@ fn interactive(session: &mut Session) -> anyhow::Result<()> {
     }
 }
 
+/// `q` on a live target: breakpoints out and detached, and a word that the target runs on.
+fn leave_live_target(live: &ntdbg_engine::live::LiveControl) -> String {
+    match live.close(interrupt::BREAK_IN_WAIT) {
+        Ok(done) if matches!(live.state(), ntdbg_engine::live::RunState::Detached) => {
+            format!("q: {done}: the target runs on without the debugger\n")
+        }
+        Ok(done) => format!("q: {done}\n"),
+        Err(e) => format!("q: detaching failed ({e}); the stub is left to end the session\n"),
+    }
+}
+
 fn is_quit(text: &str) -> bool {
     matches!(text, "q" | "qq" | "quit" | "exit")
 }
@@ -138,6 +149,9 @@ fn execute(session: &mut Session, shown: &mut Transcript, text: &str) -> anyhow:
         return Ok(Flow::Continue);
     }
     if is_quit(text) {
+        if let Some(live) = session.live() {
+            shown.show(&leave_live_target(live))?;
+        }
         return Ok(Flow::Quit);
     }
     match shown.log_command(text) {

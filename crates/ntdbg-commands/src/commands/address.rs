@@ -96,8 +96,13 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
     } else {
         "derived"
     };
+    let live = session.target().kind() == ntdbg_targets::TargetKind::Live;
     let note = if layout.from_memory_info {
         String::new()
+    } else if live {
+        "(the stub gives no memory map: regions derived from the modules and thread stacks; \
+         state, protection and type unknown)\n\n"
+            .to_string()
     } else {
         "(no MemoryInfoList stream: regions derived from the dump's memory ranges, modules and \
          thread stacks; state, protection and type unknown)\n\n"
@@ -124,14 +129,16 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
             return Err(CommandError::new(
                 "no_region",
                 format!(
-                    "!address: {} is in no region the dump describes",
-                    addr(session, at)
+                    "!address: {} is in no region {} describes",
+                    addr(session, at),
+                    session.target().kind().noun()
                 ),
             )
-            .with_hint(if layout.from_memory_info {
-                "the MemoryInfoList stream does not list it"
-            } else {
-                "the dump has no MemoryInfoList stream; only captured memory, modules and stacks are known"
+            .with_hint(match (live, layout.from_memory_info) {
+                (true, true) => "the stub's memory map does not list it: nothing is mapped there",
+                (true, false) => "the stub gives no memory map; only modules and stacks are known",
+                (false, true) => "the MemoryInfoList stream does not list it",
+                (false, false) => "the dump has no MemoryInfoList stream; only captured memory, modules and stacks are known",
             }));
         };
         (

@@ -165,16 +165,17 @@ fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
             text.push_str(&format!("Last error for thread {index:x}:\n"));
         }
         let teb_text = addr(session, teb);
+        let missing = session.target().kind().missing_memory();
         match &row.last_error {
             Some(e) => text.push_str(&format!("LastErrorValue: {}\n", describe(e, true))),
             None => text.push_str(&format!(
-                "LastErrorValue: <TEB at {teb_text} is not in the dump>\n"
+                "LastErrorValue: <TEB at {teb_text} is {missing}>\n"
             )),
         }
         match &row.last_status {
             Some(s) => text.push_str(&format!("LastStatusValue: {}\n", describe(s, false))),
             None => text.push_str(&format!(
-                "LastStatusValue: <TEB at {teb_text} is not in the dump>\n"
+                "LastStatusValue: <TEB at {teb_text} is {missing}>\n"
             )),
         }
         if all {

@@ -112,11 +112,15 @@ fn cs(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comm
         CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
-                "Cannot read the critical section at {}: its memory is not in the dump",
-                pointer_hex(address, session.arch().pointer_size())
+                "Cannot read the critical section at {}: its memory is {}",
+                pointer_hex(address, session.arch().pointer_size()),
+                session.target().kind().missing_memory()
             ),
         )
-        .with_hint("`!locks` lists the critical sections the dump does hold")
+        .with_hint(format!(
+            "`!locks` lists the critical sections {} does hold",
+            session.target().kind().noun()
+        ))
     })?;
     let ids: Vec<u32> = session.target().threads().iter().map(|t| t.id).collect();
     let ptr = session.arch().pointer_size();

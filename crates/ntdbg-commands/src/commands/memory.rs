@@ -244,6 +244,14 @@ fn missing_line(session: &Session, start: u64, len: u64) -> String {
             )
         })
     };
+    let kind = session.target().kind();
+    if kind == ntdbg_targets::TargetKind::Live {
+        return format!(
+            "Memory access error at '{}': {len:#x} bytes {}\n",
+            addr(session, start),
+            kind.missing_memory()
+        );
+    }
     format!(
         "Memory access error at '{}': {len:#x} bytes not in the dump (nearest captured ranges: {} below, {} above)\n",
         addr(session, start),

@@ -3,7 +3,7 @@
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;
-use crate::spec::{CommandSpec, HostEffect, Invocation};
+use crate::spec::{CommandSpec, HostEffect, Invocation, Needs};
 use crate::table;
 use ntdbg_engine::Session;
 use ntdbg_symbols::{SymbolPath, SymbolPathEntry, MICROSOFT_SYMBOL_SERVER};
@@ -17,13 +17,17 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
          register; `mod!sym+0x10` a symbol.",
         evaluate,
     ),
-    CommandSpec::inspect(
-        &["help", ".help"],
-        "help [COMMAND]",
-        "list commands, or describe one",
-        "",
-        help,
-    ),
+    // Help reads no target: it answers on a running, exited or detached one too.
+    CommandSpec {
+        needs: Needs::Any,
+        ..CommandSpec::inspect(
+            &["help", ".help"],
+            "help [COMMAND]",
+            "list commands, or describe one",
+            "",
+            help,
+        )
+    },
     // Setting the path decides which host folders and servers are read: a host effect.
     CommandSpec {
         host_effect: HostEffect::SymbolPath,

@@ -93,7 +93,9 @@ fn read_headers<'a>(session: &'a Session, arg: &str) -> Result<Headers<'a>, Comm
         .with_hint("the dump does not hold them and no matching image was found on the symbol path (`lmv m MOD` shows the search)")
     };
     if present.is_empty() {
-        return Err(unreadable("not in the dump".to_string()));
+        return Err(unreadable(
+            session.target().kind().missing_memory().to_string(),
+        ));
     }
     let headers = PeHeaders::parse(&present).map_err(|e| unreadable(e.to_string()))?;
     let info = PeInfo::parse(&present, PeLayout::Mapped).map_err(|e| unreadable(e.to_string()))?;

@@ -119,7 +119,10 @@ fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, Co
     let Some(peb) = session.peb_address() else {
         return Err(CommandError::new(
             ErrorCode::MemoryUnavailable,
-            "PEB address not available: the current thread's TEB is not in the dump",
+            format!(
+                "PEB address not available: the current thread's TEB is {}",
+                session.target().kind().missing_memory()
+            ),
         )
         .with_hint("minidumps written without MiniDumpWithProcessThreadData rarely hold the PEB"));
     };
@@ -128,8 +131,9 @@ fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, Co
         return Err(CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
-                "PEB at {}: its memory is not in the dump",
-                addr(session, peb)
+                "PEB at {}: its memory is {}",
+                addr(session, peb),
+                t.kind().missing_memory()
             ),
         ));
     };
@@ -173,7 +177,7 @@ fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, Co
         let text = |off: u64| {
             unicode_string(session, p + off)
                 .map(|s| format!("'{s}'"))
-                .unwrap_or_else(|| "?? (not in the dump)".into())
+                .unwrap_or_else(|| format!("?? ({})", session.target().kind().missing_memory()))
         };
         out.push_str(&format!(
             "    CurrentDirectory:  {}\n",
@@ -195,8 +199,9 @@ fn teb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, Co
         return Err(CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
-                "TEB at {}: its memory is not in the dump",
-                addr(session, teb)
+                "TEB at {}: its memory is {}",
+                addr(session, teb),
+                session.target().kind().missing_memory()
             ),
         ));
     }

@@ -257,9 +257,7 @@ pub(crate) fn expr_error(e: ExprError) -> CommandError {
             "names are the frame's variables (`dv`) and globals (`x MOD!*`); registers need \
              `@` (`@rcx`); types come from the PDB (`dt MOD!*`)",
         ),
-        "memory_access" => {
-            Some("the dump does not hold that memory (`!address` shows what it has)")
-        }
+        "memory_access" => Some("the memory is not there to read (`!address` shows the regions)"),
         "type_conflict" => Some(
             "the operator does not apply to that type: `->`/`.` need a structure (or a pointer \
              to one), `*` and `[]` a pointer or array",

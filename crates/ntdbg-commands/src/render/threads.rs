@@ -31,7 +31,13 @@ pub(crate) fn list(
         });
     }
     if count == 0 {
-        text.push_str("The dump has no thread list.\n");
+        text.push_str(
+            if session.target().kind() == ntdbg_targets::TargetKind::Live {
+                "The live target lists no threads.\n"
+            } else {
+                "The dump has no thread list.\n"
+            },
+        );
     }
     Ok(CommandOutput::with(
         text,

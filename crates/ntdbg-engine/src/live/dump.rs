@@ -6,8 +6,9 @@
 //! current stop, and memory: each thread's stack (from its stack pointer up to the stack
 //! base its TEB gives), 256 bytes around each thread's program counter, and the TEBs and the
 //! PEB. A full dump (`/ma`) adds every readable page of the memory map the stub gives
-//! (winedbg's `monitor mem`, `/proc/PID/maps` through gdbserver's host I/O), or, without one,
-//! the whole images of the modules. Pages the stub cannot read are left out, never filled.
+//! (winedbg's `monitor mem`, `/proc/PID/maps` through gdbserver's host I/O: the target's
+//! memory info), or, without one, the whole images of the modules. Pages the stub cannot
+//! read are left out, never filled.
 
 use std::path::Path;
 
@@ -15,7 +16,7 @@ use ntdbg_formats::pe::{PeInfo, PeLayout};
 use ntdbg_targets::minidump_writer::{write_minidump, DumpContents, DumpModule, DumpThread};
 use ntdbg_targets::Target;
 
-use super::control::{DumpKind, LiveControl, RunState};
+use super::control::{DumpKind, RunState};
 use crate::{EngineError, ErrorCode, Session};
 
 const PAGE: u64 = 0x1000;
@@ -25,8 +26,9 @@ const STACK_FALLBACK: u64 = 256 * 1024;
 const AROUND_PC: u64 = 128;
 /// The largest dump ntdbg writes (minidump offsets are 32-bit for stacks and records).
 const MAX_MEMORY: u64 = 3 << 30;
-/// Most bytes of a memory map read from the stub's host.
-const MAX_MAP_TEXT: usize = 4 << 20;
+/// `MEM_COMMIT`, and the `PAGE_*` protections that can be read.
+const MEM_COMMIT: u32 = 0x1000;
+const READABLE: u32 = 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
 /// `IMAGE_DIRECTORY_ENTRY_DEBUG` and `IMAGE_DEBUG_TYPE_CODEVIEW`.
 const DEBUG_DIRECTORY: usize = 6;
 const DEBUG_TYPE_CODEVIEW: u32 = 2;
@@ -42,27 +44,6 @@ pub struct DumpSummary {
     pub bytes: u64,
     /// Where the memory list came from, for people.
     pub memory_from: String,
-}
-
-impl LiveControl {
-    /// The committed, readable regions of the process as the stub reports them: winedbg's
-    /// `monitor mem`, or `/proc/PID/maps` through host I/O (gdbserver). `None` when the stub
-    /// gives no map.
-    pub fn memory_map(&self) -> Option<(Vec<(u64, u64)>, &'static str)> {
-        let mut client = self.lock_client();
-        if let Ok(Some(text)) = client.monitor("mem") {
-            let regions = parse_wine_mem(&text);
-            if !regions.is_empty() {
-                return Some((regions, "winedbg's memory map (monitor mem)"));
-            }
-        }
-        let pid = self.process_id?;
-        let maps = client
-            .read_host_file(&format!("/proc/{pid}/maps"), MAX_MAP_TEXT)
-            .ok()??;
-        let regions = parse_proc_maps(&String::from_utf8_lossy(&maps));
-        (!regions.is_empty()).then_some((regions, "/proc/PID/maps through the stub"))
-    }
 }
 
 impl Session {
@@ -101,7 +82,7 @@ impl Session {
             return Err(super::control::not_halted(&live.state()));
         }
         let full = kind == DumpKind::Full;
-        let (regions, memory_from) = self.dump_regions(&live, full);
+        let (regions, memory_from) = self.dump_regions(full);
         let memory = self.read_regions(&regions)?;
         let bytes: u64 = memory.iter().map(|(_, b)| b.len() as u64).sum();
         let contents = DumpContents {
@@ -136,7 +117,7 @@ impl Session {
     }
 
     /// The address ranges a dump holds (merged, sorted) and where they came from.
-    fn dump_regions(&self, live: &LiveControl, full: bool) -> (Vec<(u64, u64)>, String) {
+    fn dump_regions(&self, full: bool) -> (Vec<(u64, u64)>, String) {
         let target = self.target();
         let ptr = target.arch().pointer_size() as u64;
         let mut ranges: Vec<(u64, u64)> = Vec::new();
@@ -159,10 +140,16 @@ impl Session {
         }
         let mut from = "thread stacks, code around each pc, TEBs and the PEB".to_string();
         if full {
-            match live.memory_map() {
-                Some((map, source)) => {
+            let committed = target.memory_info().map(|map| {
+                map.iter()
+                    .filter(|r| r.state == MEM_COMMIT && r.protect & READABLE != 0)
+                    .map(|r| (r.base, r.end()))
+                    .collect::<Vec<_>>()
+            });
+            match committed.filter(|c| !c.is_empty()) {
+                Some(map) => {
                     ranges.extend(map);
-                    from = format!("every readable page of {source}");
+                    from = "every readable page of the stub's memory map".into();
                 }
                 None => {
                     for m in target.modules().iter() {
@@ -308,72 +295,12 @@ fn merge(mut ranges: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     out
 }
 
-/// The committed regions of winedbg's `monitor mem` lines (`ADDRESS SIZE commit TYPE RWX`)
-/// that may be read.
-fn parse_wine_mem(text: &str) -> Vec<(u64, u64)> {
-    text.lines()
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            let addr = u64::from_str_radix(words.next()?, 16).ok()?;
-            let size = u64::from_str_radix(words.next()?, 16).ok()?;
-            let state = words.next()?;
-            let rest: Vec<&str> = words.collect();
-            let readable = rest.last().is_some_and(|p| p.starts_with('R'));
-            if state != "commit" || !readable {
-                return None;
-            }
-            Some((addr, addr.checked_add(size)?))
-        })
-        .collect()
-}
-
-/// The readable regions of `/proc/PID/maps` (`START-END rwxp …`).
-fn parse_proc_maps(text: &str) -> Vec<(u64, u64)> {
-    text.lines()
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            let (start, end) = words.next()?.split_once('-')?;
-            let perms = words.next()?;
-            let (start, end) = (
-                u64::from_str_radix(start, 16).ok()?,
-                u64::from_str_radix(end, 16).ok()?,
-            );
-            // [vvar] and the like cannot be read through ptrace.
-            let name = words.nth(3).unwrap_or("");
-            (perms.starts_with('r') && name != "[vvar]" && name != "[vsyscall]")
-                .then_some((start, end))
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn memory_maps_of_winedbg_and_linux() {
-        let wine = "Address  Size     State   Type    RWX\n\
-                    0000000000010000 0000000000010000 commit  mapped  RW \n\
-                    0000000000020000 0000000000001000 reserve private    \n\
-                    0000000140000000 0000000000001000 commit  image   R  \n\
-                    0000000140001000 0000000000002000 commit  image    X \n";
-        assert_eq!(
-            parse_wine_mem(wine),
-            vec![(0x10000, 0x20000), (0x1_4000_0000, 0x1_4000_1000)]
-        );
-        let linux = "00400000-00401000 r--p 00000000 08:01 12 /x\n\
-                     00401000-00402000 r-xp 00001000 08:01 12 /x\n\
-                     7ffff7fc1000-7ffff7fc5000 r--p 00000000 00:00 0 [vvar]\n\
-                     7ffffffde000-7ffffffff000 rw-p 00000000 00:00 0 [stack]\n\
-                     ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
-        assert_eq!(
-            parse_proc_maps(linux),
-            vec![
-                (0x40_0000, 0x40_1000),
-                (0x40_1000, 0x40_2000),
-                (0x7fff_fffd_e000, 0x7fff_ffff_f000)
-            ]
-        );
+    fn ranges_merge() {
         assert_eq!(
             merge(vec![(5, 9), (0, 3), (3, 4), (8, 12), (20, 20)]),
             vec![(0, 4), (5, 12)]

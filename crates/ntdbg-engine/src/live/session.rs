@@ -2,7 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use ntdbg_gdbremote::{ClientOptions, GdbClient};
 use ntdbg_targets::{GdbTarget, Target};
@@ -11,6 +11,9 @@ use ntdbg_win32::{TargetSpec, Win32Error};
 use super::control::{LiveControl, RunState};
 use crate::disasm::Bitness;
 use crate::{EngineError, ErrorCode, Session};
+
+/// How often a wait for a stop looks whether its call was cancelled.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// How to attach.
 #[derive(Debug, Clone)]
@@ -145,15 +148,33 @@ impl Session {
     }
 
     /// Waits up to the command wait for a running live target to stop, then brings the
-    /// session up to date. `Ok(false)`: still running.
+    /// session up to date. `Ok(false)`: still running (or the call was cancelled).
     pub fn wait_until_halted(&mut self) -> Result<bool, EngineError> {
         let Some(live) = self.live.clone() else {
             return Ok(true);
         };
         if live.state() == RunState::Running {
-            live.wait_for_stop(live.stops(), live.command_wait());
+            self.wait_for_stop_after(&live, live.stops());
         }
         Ok(live.state() != RunState::Running)
+    }
+
+    /// Waits up to the command wait for a stop after `stops`, giving up as soon as the
+    /// session's [`Interrupt`](crate::Interrupt) is cancelled (a front end cancelled the
+    /// call): the target runs on and the session is free for the next call at once.
+    /// `true` when the target stopped.
+    pub(crate) fn wait_for_stop_after(&self, live: &LiveControl, stops: u64) -> bool {
+        let deadline = Instant::now() + live.command_wait();
+        loop {
+            let now = Instant::now();
+            let slice = deadline.saturating_duration_since(now).min(CANCEL_POLL);
+            if live.wait_for_stop(stops, slice) {
+                return true;
+            }
+            if self.interrupt().is_cancelled() || Instant::now() >= deadline {
+                return false;
+            }
+        }
     }
 
     /// The line that ends every result: `[dump]`, `[target running]`,

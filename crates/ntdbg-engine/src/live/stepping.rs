@@ -53,7 +53,7 @@ impl Session {
         let stops = live.stops();
         let thread = self.current_thread().map(|t| u64::from(t.id));
         live.resume_thread(how, thread)?;
-        Ok(live.wait_for_stop(stops, live.command_wait()))
+        Ok(self.wait_for_stop_after(live, stops))
     }
 
     /// `t`: executes one instruction.

@@ -340,7 +340,8 @@ pub fn walk(
                 notes.push(StackNote {
                     frame: None,
                     text: format!(
-                        "stack memory at {sp:#x} is not in the dump: only the context frame is shown"
+                        "stack memory at {sp:#x} is {}: only the context frame is shown",
+                        target.kind().missing_memory()
                     ),
                 });
             } else if layout.is_none() {

@@ -400,8 +400,9 @@ impl<'a> Evaluator<'a> {
                 ExprErrorKind::MemoryAccess,
                 span,
                 format!(
-                    "Memory access error at '{}': the dump has no memory at {a:#x}",
-                    self.src.get(span.clone()).unwrap_or_default()
+                    "Memory access error at '{}': {a:#x} is {}",
+                    self.src.get(span.clone()).unwrap_or_default(),
+                    self.session.target().kind().missing_memory()
                 ),
             ),
             Missing::Unavailable(why) => self.fail_with(

@@ -470,6 +470,12 @@ impl<'a> BatchBuilder<'a> {
             }
         }
         self.text.push_str(&trailer);
+        // A batch in which a command failed (or ran out of time) is an error result, its
+        // per-command results still in the structured content.
+        let failed = self
+            .results
+            .iter()
+            .any(|r| matches!(r.status, CommandStatus::Failed | CommandStatus::TimedOut));
         let result = RunCommandResult {
             session_id: self.session_id.to_string(),
             commands_executed: executed,
@@ -479,7 +485,7 @@ impl<'a> BatchBuilder<'a> {
             output_file,
         };
         BatchOutput {
-            rendered: Rendered::new(result, self.text),
+            rendered: Rendered::new(result, self.text).error_if(failed),
             full: self.full,
         }
     }
