@@ -21,8 +21,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
 TESTDATA = REPO / "testdata"
@@ -157,6 +159,12 @@ class Target:
     http: HttpServer | None = None
     args: list[str] | None = None
 
+    @property
+    def anonymous(self) -> bool:
+        """Whether the client has no identity: stateless HTTP (2026-07-28) on a server without a
+        token. Its sessions are reachable by their ids alone, never listed nor reused."""
+        return self.transport == "http" and self.mode != "legacy"
+
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[Client]:
         if self.transport == "stdio":
@@ -167,6 +175,19 @@ class Target:
             assert self.http is not None
             async with Client(self.http.url, mode=self.mode) as client:
                 yield client
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None = None, mode: str = "legacy") -> AsyncIterator[Client]:
+    """An SDK client of the HTTP server at `url`, sending `Authorization: Bearer TOKEN` when a
+    token is given."""
+    if token is None:
+        async with Client(url, mode=mode) as client:
+            yield client
+        return
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300))
+    async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        yield client
 
 
 @pytest.fixture(params=[(t, m) for t in transports() for m in MODES], ids=lambda p: f"{p[0]}-{p[1]}")

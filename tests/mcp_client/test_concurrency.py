@@ -2,7 +2,8 @@
 session waiting for another's slow command, and idle sessions expiring (--idle-timeout).
 
 Each session opens its own copy of a small sample dump, made in a temp folder the server is
-allowed to read. Memory is the server's resident set (VmRSS in /proc/PID/status); the figures
+allowed to read. The server requires a bearer token, so that its clients are one principal:
+the sessions one connection opens, another lists and closes. Memory is the server's resident set (VmRSS in /proc/PID/status); the figures
 are printed (pytest -s shows them) and checked with generous margins, never exact values.
 """
 
@@ -17,7 +18,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import TESTDATA, HttpServer, ntdbg_command, start_http
+from conftest import TESTDATA, HttpServer, http_client, ntdbg_command, start_http
 from helpers import call, err, ok, open_dump
 
 pytestmark = pytest.mark.anyio
@@ -30,6 +31,7 @@ SMALL = sorted(
     p for p in TESTDATA.rglob("*.dmp") if p.stat().st_size < 64 * 1024 and "hang" not in p.parts
 )
 BIG = TESTDATA / "crashy-x64-stack.dmp"
+TOKEN = "tok-concurrency-0c3e"
 TRIAGE = ".lastevent; r; kn; lm; ~*k; !analyze -v"
 
 
@@ -62,10 +64,16 @@ def serve(copies: list[Path], *extra: str) -> HttpServer:
             str(TESTDATA),
             "--http",
             "127.0.0.1:0",
+            "--token-env",
+            "NTDBG_TEST_TOKEN",
             *extra,
         ],
-        env={"NTDBG_LOG": "info"},
+        env={"NTDBG_LOG": "info", "NTDBG_TEST_TOKEN": TOKEN},
     )
+
+
+def connect(server_url: str):
+    return http_client(server_url, TOKEN)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +96,7 @@ async def open_round(url: str, dumps: list[Path]) -> tuple[list[str], float]:
         assert [r["status"] for r in run["results"]] == ["succeeded"] * TRIAGE.count(";") + ["succeeded"]
 
     async def client_share(share: int) -> None:
-        async with Client(url) as client:
+        async with connect(url) as client:
             async with anyio.create_task_group() as tg:
                 for index in range(share, len(dumps), CLIENTS):
                     tg.start_soon(worker, client, index)
@@ -101,7 +109,7 @@ async def open_round(url: str, dumps: list[Path]) -> tuple[list[str], float]:
 
 
 async def close_all(url: str, ids: list[str]) -> None:
-    async with Client(url) as client:
+    async with connect(url) as client:
         listed = ok(await call(client, "list_sessions"))["sessions"]
         assert {s["session_id"] for s in listed} == set(ids)
 
@@ -146,7 +154,7 @@ async def test_hundred_sessions_in_parallel_and_memory_comes_back(
 
 async def test_slow_command_never_delays_another_session(server: HttpServer, copies: list[Path]) -> None:
     slow_batch = ".ecxr; " + "; ".join(["db @rsp L?100000"] * 24)
-    async with Client(server.url) as client:
+    async with connect(server.url) as client:
         slow_sid = await open_dump(client, copies[-1])
         fast_sid = await open_dump(client, copies[0])
         events: list[str] = []
@@ -176,7 +184,7 @@ async def test_slow_command_never_delays_another_session(server: HttpServer, cop
 async def test_idle_sessions_expire(copies: list[Path]) -> None:
     server = serve(copies, "--idle-timeout", "2")
     try:
-        async with Client(server.url) as client:
+        async with connect(server.url) as client:
             idle = await open_dump(client, copies[1])
             used = await open_dump(client, copies[2])
             for _ in range(8):  # 4 s: twice the timeout

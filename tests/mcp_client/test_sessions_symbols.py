@@ -35,8 +35,13 @@ async def test_reopening_a_dump_answers_with_its_session(target: Target) -> None
         first = ok(await call(client, "open_dump", path=str(dump)))
         assert first["reused"] is False
         again = await call(client, "open_dump", path=str(dump.parent / ".." / dump.parent.name / dump.name))
-        assert ok(again)["session_id"] == first["session_id"] and ok(again)["reused"] is True
-        assert "already open" in text(again)
+        if target.anonymous:
+            # Handing the open session out again would give its id to whoever opens the file.
+            assert ok(again)["reused"] is False and ok(again)["session_id"] != first["session_id"]
+            ok(await call(client, "close_session", session_id=ok(again)["session_id"]))
+        else:
+            assert ok(again)["session_id"] == first["session_id"] and ok(again)["reused"] is True
+            assert "already open" in text(again)
         fresh = ok(await call(client, "open_dump", path=str(dump), new_session=True))
         assert fresh["reused"] is False and fresh["session_id"] != first["session_id"]
         for sid in (first["session_id"], fresh["session_id"]):

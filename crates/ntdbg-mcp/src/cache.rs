@@ -1,14 +1,19 @@
 //! The bounded in-memory cache of full command outputs, read back with `read_output`.
 //!
-//! Every executed command's whole text is kept under a `command_id` (`c<N>-<tag>`, where the tag
-//! is random per server run). The cache holds at most [`OutputCache::MAX_ENTRIES`] outputs and
-//! [`OutputCache::MAX_BYTES`] bytes; the oldest go first. An id that was issued but has been
-//! dropped is reported as expired, so an agent knows to run the command again.
+//! Every executed command's whole text is kept under a `command_id` (`c-` and 64 random bits,
+//! unguessable), for the client that ran it only ([`crate::client`]). The cache holds at most
+//! [`OutputCache::MAX_ENTRIES`] outputs and [`OutputCache::MAX_BYTES`] bytes; the oldest go first.
+//! An id that was issued but has been dropped is reported as expired (to its client; to any
+//! other it is unknown), so an agent knows to run the command again.
 
+use crate::client::{random_id, ClientId};
 use crate::error::ToolError;
 use ntdbg_engine::ErrorCode;
 use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Random bytes in a command id.
+const ID_BYTES: usize = 8;
 
 /// One cached output.
 #[derive(Debug)]
@@ -17,6 +22,8 @@ pub struct CachedOutput {
     pub command_id: String,
     /// The session that ran it.
     pub session_id: String,
+    /// The client that ran it.
+    pub owner: ClientId,
     /// The command text.
     pub command: String,
     /// The whole output.
@@ -26,12 +33,18 @@ pub struct CachedOutput {
 /// Full outputs of earlier commands, oldest dropped first.
 #[derive(Debug)]
 pub struct OutputCache {
-    entries: VecDeque<(u64, Arc<CachedOutput>)>,
+    entries: VecDeque<Arc<CachedOutput>>,
+    /// Ids dropped for room (not for a closed session), newest last, with their client.
+    expired: VecDeque<(String, ClientId)>,
     bytes: usize,
-    next: u64,
-    tag: String,
     max_entries: usize,
     max_bytes: usize,
+}
+
+impl Default for OutputCache {
+    fn default() -> OutputCache {
+        OutputCache::new()
+    }
 }
 
 impl OutputCache {
@@ -40,84 +53,92 @@ impl OutputCache {
     /// Most bytes of output kept.
     pub const MAX_BYTES: usize = 64 << 20;
 
-    /// An empty cache whose ids carry `tag`.
-    pub fn new(tag: &str) -> OutputCache {
-        OutputCache::with_limits(tag, Self::MAX_ENTRIES, Self::MAX_BYTES)
+    /// An empty cache.
+    pub fn new() -> OutputCache {
+        OutputCache::with_limits(Self::MAX_ENTRIES, Self::MAX_BYTES)
     }
 
     /// An empty cache with other limits (tests).
-    pub fn with_limits(tag: &str, max_entries: usize, max_bytes: usize) -> OutputCache {
+    pub fn with_limits(max_entries: usize, max_bytes: usize) -> OutputCache {
         OutputCache {
             entries: VecDeque::new(),
+            expired: VecDeque::new(),
             bytes: 0,
-            next: 1,
-            tag: tag.to_string(),
             max_entries: max_entries.max(1),
             max_bytes,
         }
     }
 
-    /// Stores an output and returns its id. The newest output is always kept, even when it
-    /// alone is larger than the byte limit.
-    pub fn insert(&mut self, session_id: &str, command: &str, text: String) -> Arc<CachedOutput> {
-        let n = self.next;
-        self.next = self.next.saturating_add(1);
+    /// Stores an output `owner` ran and returns its id. The newest output is always kept, even
+    /// when it alone is larger than the byte limit.
+    pub fn insert(
+        &mut self,
+        owner: &ClientId,
+        session_id: &str,
+        command: &str,
+        text: String,
+    ) -> Arc<CachedOutput> {
         let entry = Arc::new(CachedOutput {
-            command_id: format!("c{n}-{}", self.tag),
+            command_id: random_id("c-", ID_BYTES),
             session_id: session_id.to_string(),
+            owner: owner.clone(),
             command: command.to_string(),
             text,
         });
         self.bytes = self.bytes.saturating_add(entry.text.len());
-        self.entries.push_back((n, entry.clone()));
+        self.entries.push_back(entry.clone());
         while self.entries.len() > 1
             && (self.entries.len() > self.max_entries || self.bytes > self.max_bytes)
         {
-            if let Some((_, old)) = self.entries.pop_front() {
+            if let Some(old) = self.entries.pop_front() {
                 self.bytes = self.bytes.saturating_sub(old.text.len());
+                if self.expired.len() == self.max_entries {
+                    self.expired.pop_front();
+                }
+                self.expired
+                    .push_back((old.command_id.clone(), old.owner.clone()));
             }
         }
         entry
     }
 
-    /// Finds an output by id.
+    /// Finds an output `client` ran by its id.
     ///
     /// # Errors
-    /// `output_expired` for an id this server issued and has since dropped, `unknown_output`
-    /// for anything else.
-    pub fn get(&self, command_id: &str) -> Result<Arc<CachedOutput>, ToolError> {
-        let parsed = command_id
-            .strip_prefix('c')
-            .and_then(|rest| rest.split_once('-'))
-            .and_then(|(n, tag)| Some((n.parse::<u64>().ok()?, tag)));
-        match parsed {
-            Some((n, tag)) if tag == self.tag => {
-                if let Some((_, entry)) = self.entries.iter().find(|(k, _)| *k == n) {
-                    return Ok(entry.clone());
-                }
-                if n < self.next {
-                    return Err(ToolError::new(
-                        ErrorCode::OutputExpired,
-                        format!(
-                            "the output of {command_id} has expired: it was dropped from the bounded cache (the newest {} outputs, {} MiB at most, are kept) or its session was closed",
-                            self.max_entries,
-                            self.max_bytes >> 20
-                        ),
-                    )
-                    .with_hint("run the command again with run_command (or use output_file to keep a whole output)"));
-                }
-                Err(unknown(command_id))
-            }
-            _ => Err(unknown(command_id)),
+    /// `output_expired` for an id this server issued to `client` and has since dropped to make
+    /// room, `unknown_output` for anything else (another client's ids included).
+    pub fn get(&self, client: &ClientId, command_id: &str) -> Result<Arc<CachedOutput>, ToolError> {
+        if let Some(entry) = self
+            .entries
+            .iter()
+            .find(|e| e.command_id == command_id && client.may_use(&e.owner))
+        {
+            return Ok(entry.clone());
         }
+        if self
+            .expired
+            .iter()
+            .any(|(id, owner)| id == command_id && client.may_use(owner))
+        {
+            return Err(ToolError::new(
+                ErrorCode::OutputExpired,
+                format!(
+                    "the output of {command_id} has expired: it was dropped from the bounded cache (the newest {} outputs, {} MiB at most, are kept)",
+                    self.max_entries,
+                    self.max_bytes >> 20
+                ),
+            )
+            .with_hint("run the command again with run_command (or use output_file to keep a whole output)"));
+        }
+        Err(unknown(command_id))
     }
 
     /// Drops the outputs of a closed session.
     pub fn remove_session(&mut self, session_id: &str) {
         let before = self.entries.len();
-        self.entries.retain(|(_, e)| e.session_id != session_id);
+        self.entries.retain(|e| e.session_id != session_id);
         if self.entries.len() != before {
-            self.bytes = self.entries.iter().map(|(_, e)| e.text.len()).sum();
+            self.bytes = self.entries.iter().map(|e| e.text.len()).sum();
         }
     }
 
@@ -133,44 +154,74 @@ fn unknown(command_id: &str) -> ToolError {
         ErrorCode::UnknownOutput,
         format!("no output with id {command_id:?}"),
     )
-    .with_hint("use a command_id from a run_command result of this server run")
+    .with_hint("use a command_id from one of your run_command results; outputs of a closed session are gone with it")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const ME: ClientId = ClientId::Stdio;
+
     #[test]
     fn oldest_dropped_first_and_expired_ids_say_so() {
-        let mut cache = OutputCache::with_limits("ab12", 2, 1 << 20);
-        let a = cache.insert("s1", "k", "one".into());
-        let b = cache.insert("s1", "lm", "two".into());
-        let c = cache.insert("s1", "r", "three".into());
+        let mut cache = OutputCache::with_limits(2, 1 << 20);
+        let a = cache.insert(&ME, "s1", "k", "one".into());
+        let b = cache.insert(&ME, "s1", "lm", "two".into());
+        let c = cache.insert(&ME, "s1", "r", "three".into());
         assert_eq!(cache.len(), 2);
-        assert_eq!(cache.get(&a.command_id).unwrap_err().code, "output_expired");
-        assert_eq!(cache.get(&b.command_id).unwrap().text, "two");
-        assert_eq!(cache.get(&c.command_id).unwrap().text, "three");
-        assert_eq!(cache.get("c99-ab12").unwrap_err().code, "unknown_output");
-        assert_eq!(cache.get("c1-ffff").unwrap_err().code, "unknown_output");
-        assert_eq!(cache.get("garbage").unwrap_err().code, "unknown_output");
+        assert_eq!(
+            cache.get(&ME, &a.command_id).unwrap_err().code,
+            "output_expired"
+        );
+        assert_eq!(cache.get(&ME, &b.command_id).unwrap().text, "two");
+        assert_eq!(cache.get(&ME, &c.command_id).unwrap().text, "three");
+        assert_eq!(
+            cache.get(&ME, "c-0000000000000000").unwrap_err().code,
+            "unknown_output"
+        );
+        assert_eq!(
+            cache.get(&ME, "garbage").unwrap_err().code,
+            "unknown_output"
+        );
+    }
+
+    #[test]
+    fn another_client_s_outputs_are_unknown_even_once_expired() {
+        let other = ClientId::HttpSession(Arc::from("other"));
+        let mut cache = OutputCache::with_limits(1, 1 << 20);
+        let mine = cache.insert(&ME, "s1", "k", "one".into());
+        assert_eq!(
+            cache.get(&other, &mine.command_id).unwrap_err().code,
+            "unknown_output"
+        );
+        cache.insert(&ME, "s1", "k", "two".into());
+        assert_eq!(
+            cache.get(&other, &mine.command_id).unwrap_err().code,
+            "unknown_output"
+        );
+        assert_eq!(
+            cache.get(&ME, &mine.command_id).unwrap_err().code,
+            "output_expired"
+        );
     }
 
     #[test]
     fn byte_limit_keeps_the_newest() {
-        let mut cache = OutputCache::with_limits("t", 100, 10);
-        cache.insert("s1", "a", "x".repeat(8));
-        let big = cache.insert("s1", "b", "y".repeat(50));
+        let mut cache = OutputCache::with_limits(100, 10);
+        cache.insert(&ME, "s1", "a", "x".repeat(8));
+        let big = cache.insert(&ME, "s1", "b", "y".repeat(50));
         assert_eq!(cache.len(), 1);
-        assert!(cache.get(&big.command_id).is_ok());
+        assert!(cache.get(&ME, &big.command_id).is_ok());
     }
 
     #[test]
     fn closing_a_session_drops_its_outputs() {
-        let mut cache = OutputCache::new("t");
-        let a = cache.insert("s1", "a", "x".into());
-        let b = cache.insert("s2", "b", "y".into());
+        let mut cache = OutputCache::new();
+        let a = cache.insert(&ME, "s1", "a", "x".into());
+        let b = cache.insert(&ME, "s2", "b", "y".into());
         cache.remove_session("s1");
-        assert!(cache.get(&a.command_id).is_err());
-        assert!(cache.get(&b.command_id).is_ok());
+        assert!(cache.get(&ME, &a.command_id).is_err());
+        assert!(cache.get(&ME, &b.command_id).is_ok());
     }
 }

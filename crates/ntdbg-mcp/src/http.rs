@@ -13,6 +13,7 @@
 //! - Connections are capped and heads must arrive in time ([`crate::listener`]).
 
 use crate::admission::{self, Admission};
+use crate::client::TokenChecked;
 use crate::listener::{self, HttpLimits};
 use crate::server::NtdbgServer;
 use axum::body::Body;
@@ -143,6 +144,8 @@ async fn require_bearer(
         .map(HeaderValue::as_bytes)
         .unwrap_or_default();
     if constant_time_eq(given, expected.as_bytes()) {
+        let mut request = request;
+        request.extensions_mut().insert(TokenChecked);
         next.run(request).await
     } else {
         tracing::warn!("rejected an HTTP request without a valid bearer token");

@@ -2,6 +2,7 @@
 //! timeout (`ntdbg mcp --idle-timeout SECS`), so an agent that forgets `close_session` does not
 //! keep dumps mapped and symbols loaded forever. A session busy with a command counts as used.
 
+use crate::client::ClientId;
 use crate::memory::close_session;
 use crate::state::State;
 use ntdbg_engine::live::Leave;
@@ -17,7 +18,7 @@ fn sweep_interval(timeout: Duration) -> Duration {
 /// ids closed.
 pub(crate) fn sweep_once(state: &State, timeout: Duration) -> Vec<String> {
     let mut closed = Vec::new();
-    for slot in state.sessions.list() {
+    for slot in state.sessions.list(&ClientId::Server) {
         if slot.busy() {
             slot.touch();
             continue;
@@ -27,7 +28,13 @@ pub(crate) fn sweep_once(state: &State, timeout: Duration) -> Vec<String> {
         }
         let id = slot.id.clone();
         drop(slot);
-        if let Ok(done) = close_session(state, &id, "idle session", Leave::Running) {
+        if let Ok(done) = close_session(
+            state,
+            &ClientId::Server,
+            &id,
+            "idle session",
+            Leave::Running,
+        ) {
             closed.push(done.id);
         }
     }
@@ -69,7 +76,11 @@ mod tests {
     fn open(state: &State) -> String {
         let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
         let session = ntdbg_engine::Session::open_dump(&path, Some("")).unwrap();
-        state.sessions.insert(session, path, None).id.clone()
+        state
+            .sessions
+            .insert(session, path, None, ClientId::Server)
+            .id
+            .clone()
     }
 
     #[test]
@@ -94,16 +105,16 @@ mod tests {
         let idle = open(&state);
         let used = open(&state);
         let busy = open(&state);
-        let held = state.sessions.get(&busy).unwrap();
+        let held = state.sessions.get(&ClientId::Server, &busy).unwrap();
         let _guard = held.session.try_lock().unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        state.sessions.get(&used).unwrap();
+        state.sessions.get(&ClientId::Server, &used).unwrap();
         assert_eq!(
             sweep_once(&state, Duration::from_millis(200)),
             vec![idle.clone()]
         );
-        assert!(state.sessions.get(&idle).is_err());
-        assert!(state.sessions.get(&used).is_ok());
-        assert!(state.sessions.get(&busy).is_ok());
+        assert!(state.sessions.get(&ClientId::Server, &idle).is_err());
+        assert!(state.sessions.get(&ClientId::Server, &used).is_ok());
+        assert!(state.sessions.get(&ClientId::Server, &busy).is_ok());
     }
 }

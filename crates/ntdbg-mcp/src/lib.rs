@@ -21,6 +21,7 @@
 
 mod admission;
 mod cache;
+mod client;
 mod dto;
 mod error;
 mod http;

@@ -6,6 +6,7 @@
 //! Rust's allocator is the process heap, which is compacted instead (free blocks coalesced, large
 //! free ranges decommitted); elsewhere the allocator's own policy applies.
 
+use crate::client::ClientId;
 use crate::error::ToolError;
 use crate::sessions::DETACH_TIMEOUT;
 use crate::state::State;
@@ -19,7 +20,7 @@ pub(crate) struct Closed {
     pub detach: Option<String>,
 }
 
-/// Closes the session `id` (by `close_session` or the idle sweeper, named in `why`): removes
+/// Closes the session `id` of `client` (by `close_session` or the idle sweeper, named in `why`): removes
 /// it and its cached outputs, detaches a live target leaving it running or suspended (blocking, bounded by
 /// [`DETACH_TIMEOUT`]), frees it unless a running call still holds it, and trims the heap.
 ///
@@ -28,11 +29,12 @@ pub(crate) struct Closed {
 /// (the session is closed all the same).
 pub(crate) fn close_session(
     state: &State,
+    client: &ClientId,
     id: &str,
     why: &str,
     leave: Leave,
 ) -> Result<Closed, ToolError> {
-    let slot = state.sessions.remove(id)?;
+    let slot = state.sessions.remove(client, id)?;
     state.outputs().remove_session(&slot.id);
     let detach = match &slot.live {
         Some(live) => Some(

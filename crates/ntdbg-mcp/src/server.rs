@@ -4,6 +4,7 @@
 //! connection's handler sees the same sessions and output cache. The `#[tool]` methods are
 //! thin; the work lives in [`crate::tools`].
 
+use crate::client::ClientId;
 use crate::dto::{
     AnalyzeCrashParams, AttachParams, AttachResult, CloseSessionParams, CloseSessionResult,
     ListDumpsParams, ListDumpsResult, ListSessionsResult, OpenDumpParams, OpenDumpResult,
@@ -375,8 +376,9 @@ impl ServerHandler for NtdbgServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let client = ClientId::of(&context);
         let context = ToolCallContext::new(self, request, context);
-        let response = self.tool_router.call(context).await?;
+        let response = client.scope(self.tool_router.call(context)).await?;
         Ok(structure_argument_errors(response))
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! The engine is synchronous, so tools run it on tokio's blocking pool while holding the
 //! session's own async mutex: a slow command in one session never blocks another session, and
-//! two calls on the same session take turns. Ids are `s<N>-<tag>` with a tag random per server
-//! run, so an id from an earlier run is never mistaken for a new session.
+//! two calls on the same session take turns. Ids are `s-` and 96 random bits, unguessable; each
+//! session belongs to the client that opened it ([`crate::client`]), and an id of another
+//! client's session is answered exactly as one never issued.
 
+use crate::client::{random_id, ClientId};
 use crate::error::ToolError;
 use ntdbg_engine::live::LiveControl;
 use ntdbg_engine::ErrorCode;
@@ -17,6 +19,9 @@ use std::time::{Duration, Instant, SystemTime};
 /// How many closed session ids the registry remembers, so closing one again is answered
 /// "already closed" rather than "unknown".
 const REMEMBERED_CLOSED: usize = 1024;
+
+/// Random bytes in a session id.
+const ID_BYTES: usize = 12;
 
 /// Which file a dump session was opened from, to tell whether a later `open_dump` names the
 /// same one: its canonical path, size and modification time.
@@ -53,6 +58,8 @@ pub const DETACH_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SessionSlot {
     /// The session id.
     pub id: String,
+    /// The client that opened it.
+    pub owner: ClientId,
     /// The dump's canonical path.
     pub path: PathBuf,
     /// `user` (and later the kernel kinds).
@@ -103,34 +110,31 @@ impl SessionSlot {
     }
 }
 
-/// All open sessions.
-#[derive(Debug)]
+/// All open sessions, oldest first.
+#[derive(Debug, Default)]
 pub struct SessionRegistry {
     slots: Mutex<BTreeMap<u64, Arc<SessionSlot>>>,
-    closed: Mutex<VecDeque<String>>,
-    next: Mutex<u64>,
-    tag: String,
+    /// Recently closed ids, with the client each belonged to.
+    closed: Mutex<VecDeque<(String, ClientId)>>,
+    /// Orders the sessions by age (never shown).
+    opened: Mutex<u64>,
 }
 
 impl SessionRegistry {
-    /// An empty registry whose ids carry `tag`.
-    pub fn new(tag: &str) -> SessionRegistry {
-        SessionRegistry {
-            slots: Mutex::new(BTreeMap::new()),
-            closed: Mutex::new(VecDeque::new()),
-            next: Mutex::new(1),
-            tag: tag.into(),
-        }
+    /// An empty registry.
+    pub fn new() -> SessionRegistry {
+        SessionRegistry::default()
     }
 
-    /// Registers an opened session and returns its slot.
+    /// Registers a session `owner` opened and returns its slot.
     pub fn insert(
         &self,
         session: Session,
         path: PathBuf,
         symbols_path: Option<String>,
+        owner: ClientId,
     ) -> Arc<SessionSlot> {
-        self.insert_dump(session, path, symbols_path, None)
+        self.insert_dump(session, path, symbols_path, None, owner)
     }
 
     /// Registers a session opened from a dump file with its identity, so that opening the
@@ -141,17 +145,18 @@ impl SessionRegistry {
         path: PathBuf,
         symbols_path: Option<String>,
         identity: Option<DumpIdentity>,
+        owner: ClientId,
     ) -> Arc<SessionSlot> {
         let n = {
-            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-            let n = *next;
-            *next = next.saturating_add(1);
-            n
+            let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+            *opened = opened.saturating_add(1);
+            *opened
         };
         let live = session.live().cloned();
         let slot = Arc::new(SessionSlot {
             live,
-            id: format!("s{n}-{}", self.tag),
+            id: random_id("s-", ID_BYTES),
+            owner,
             path,
             kind: session.target().kind().name().to_string(),
             arch: session.arch().name().to_string(),
@@ -165,52 +170,57 @@ impl SessionRegistry {
         slot
     }
 
-    /// The oldest open session of the same dump file (same canonical path, size and
+    /// The oldest session `client` sees of the same dump file (same canonical path, size and
     /// modification time), marked as used now.
-    pub fn find_dump(&self, identity: &DumpIdentity) -> Option<Arc<SessionSlot>> {
+    pub fn find_dump(
+        &self,
+        client: &ClientId,
+        identity: &DumpIdentity,
+    ) -> Option<Arc<SessionSlot>> {
         let slot = self
             .lock()
             .values()
-            .find(|s| s.identity.as_ref() == Some(identity))
+            .find(|s| s.identity.as_ref() == Some(identity) && client.lists(&s.owner))
             .cloned()?;
         slot.touch();
         Some(slot)
     }
 
-    /// Whether `id` names a session this registry closed (among the last
+    /// Whether `id` names a session of `client` this registry closed (among the last
     /// [`REMEMBERED_CLOSED`]).
-    pub fn was_closed(&self, id: &str) -> bool {
+    pub fn was_closed(&self, client: &ClientId, id: &str) -> bool {
         self.closed
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .any(|c| c == id.trim())
+            .any(|(closed, owner)| closed == id.trim() && client.may_use(owner))
     }
 
-    /// The session with `id`, marked as used now.
+    /// The session with `id`, if `client` may use it, marked as used now.
     ///
     /// # Errors
-    /// `unknown_session`, listing the open sessions.
-    pub fn get(&self, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
+    /// `unknown_session`, listing the sessions `client` sees.
+    pub fn get(&self, client: &ClientId, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
         let slots = self.lock();
         let slot = slots
             .values()
-            .find(|s| s.id == id.trim())
+            .find(|s| s.id == id.trim() && client.may_use(&s.owner))
             .cloned()
-            .ok_or_else(|| unknown_session(id, &slots))?;
+            .ok_or_else(|| unknown_session(id, client, &slots))?;
         slot.touch();
         Ok(slot)
     }
 
-    /// Removes the session with `id`; its memory is freed once running calls finish.
+    /// Removes the session with `id`, if `client` may use it; its memory is freed once running
+    /// calls finish.
     ///
     /// # Errors
-    /// `unknown_session`, listing the open sessions.
-    pub fn remove(&self, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
+    /// `unknown_session`, listing the sessions `client` sees.
+    pub fn remove(&self, client: &ClientId, id: &str) -> Result<Arc<SessionSlot>, ToolError> {
         let mut slots = self.lock();
         let key = slots
             .iter()
-            .find(|(_, s)| s.id == id.trim())
+            .find(|(_, s)| s.id == id.trim() && client.may_use(&s.owner))
             .map(|(k, _)| *k);
         match key.and_then(|k| slots.remove(&k)) {
             Some(slot) => {
@@ -218,10 +228,10 @@ impl SessionRegistry {
                 if closed.len() == REMEMBERED_CLOSED {
                     closed.pop_front();
                 }
-                closed.push_back(slot.id.clone());
+                closed.push_back((slot.id.clone(), slot.owner.clone()));
                 Ok(slot)
             }
-            None => Err(unknown_session(id, &slots)),
+            None => Err(unknown_session(id, client, &slots)),
         }
     }
 
@@ -229,7 +239,7 @@ impl SessionRegistry {
     /// the server does on SIGINT/SIGTERM so that no stub is left waiting. Blocking.
     pub fn detach_all_live(&self) {
         let live: Vec<Arc<SessionSlot>> = self
-            .list()
+            .list(&ClientId::Server)
             .into_iter()
             .filter(|s| s.live.is_some())
             .collect();
@@ -240,13 +250,17 @@ impl SessionRegistry {
                     Err(e) => tracing::warn!(session = %slot.id, "detaching failed: {e}"),
                 }
             }
-            let _ = self.remove(&slot.id);
+            let _ = self.remove(&ClientId::Server, &slot.id);
         }
     }
 
-    /// The open sessions, oldest first.
-    pub fn list(&self) -> Vec<Arc<SessionSlot>> {
-        self.lock().values().cloned().collect()
+    /// The open sessions `client` sees, oldest first.
+    pub fn list(&self, client: &ClientId) -> Vec<Arc<SessionSlot>> {
+        self.lock()
+            .values()
+            .filter(|s| client.lists(&s.owner))
+            .cloned()
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<SessionSlot>>> {
@@ -254,9 +268,14 @@ impl SessionRegistry {
     }
 }
 
-fn unknown_session(id: &str, slots: &BTreeMap<u64, Arc<SessionSlot>>) -> ToolError {
+fn unknown_session(
+    id: &str,
+    client: &ClientId,
+    slots: &BTreeMap<u64, Arc<SessionSlot>>,
+) -> ToolError {
     let open: Vec<String> = slots
         .values()
+        .filter(|s| client.lists(&s.owner))
         .map(|s| {
             let file = s
                 .path
@@ -292,34 +311,75 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("mkdir");
         let dump = dir.join("a.dmp");
         std::fs::copy(ntdbg_testutil::sample("crashy-x64-null.dmp"), &dump).expect("copy");
-        let registry = SessionRegistry::new("test");
+        let registry = SessionRegistry::new();
+        let me = ClientId::Stdio;
         let identity = DumpIdentity::of(&dump).expect("identity");
         // The session maps the original sample, not the copy: Windows refuses to overwrite a
         // file that is mapped, and the registry only keys on the identity.
         let session = open(&ntdbg_testutil::sample("crashy-x64-null.dmp"));
-        let slot = registry.insert_dump(session, dump.clone(), None, Some(identity.clone()));
-        let found = registry.find_dump(&identity).expect("found");
+        let slot = registry.insert_dump(
+            session,
+            dump.clone(),
+            None,
+            Some(identity.clone()),
+            me.clone(),
+        );
+        let found = registry.find_dump(&me, &identity).expect("found");
         assert_eq!(found.id, slot.id);
         // Another size (or time) is another file, even at the same path.
         std::fs::copy(ntdbg_testutil::sample("crashy-x64-divzero.dmp"), &dump).expect("copy");
         let changed = DumpIdentity::of(&dump).expect("identity");
         assert_ne!(changed, identity);
-        assert!(registry.find_dump(&changed).is_none());
+        assert!(registry.find_dump(&me, &changed).is_none());
         let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn closed_ids_are_remembered_and_others_are_not() {
-        let registry = SessionRegistry::new("test");
+        let registry = SessionRegistry::new();
+        let me = ClientId::Stdio;
         let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
-        let slot = registry.insert(open(&path), path, None);
-        assert!(!registry.was_closed(&slot.id));
-        registry.remove(&slot.id).expect("removed");
-        assert!(registry.was_closed(&slot.id));
+        let slot = registry.insert(open(&path), path, None, me.clone());
+        assert!(!registry.was_closed(&me, &slot.id));
+        registry.remove(&me, &slot.id).expect("removed");
+        assert!(registry.was_closed(&me, &slot.id));
         assert!(
-            registry.remove(&slot.id).is_err(),
+            registry.remove(&me, &slot.id).is_err(),
             "a second remove is unknown"
         );
-        assert!(!registry.was_closed("s9-test"));
+        assert!(!registry.was_closed(&me, "s-000000000000000000000000"));
+    }
+
+    /// Issue 35, item 4: another client's session is answered as one never opened, in every
+    /// lookup, in the hint that lists open sessions, and after it is closed.
+    #[test]
+    fn another_client_s_session_is_unknown_to_it() {
+        let registry = SessionRegistry::new();
+        let path = ntdbg_testutil::sample("crashy-x64-null.dmp");
+        let (a, b) = (
+            ClientId::HttpSession(Arc::from("a")),
+            ClientId::HttpSession(Arc::from("b")),
+        );
+        let identity = DumpIdentity::of(&path).expect("identity");
+        let slot = registry.insert_dump(
+            open(&path),
+            path.clone(),
+            None,
+            Some(identity.clone()),
+            a.clone(),
+        );
+        let never = "s-0123456789abcdef01234567";
+        let foreign = registry.get(&b, &slot.id).unwrap_err();
+        let unknown = registry.get(&b, never).unwrap_err();
+        assert_eq!(foreign.code, unknown.code);
+        assert_eq!(foreign.hint, unknown.hint);
+        assert_eq!(foreign.message.replace(&slot.id, never), unknown.message);
+        assert!(registry.list(&b).is_empty());
+        assert!(registry.find_dump(&b, &identity).is_none());
+        assert!(registry.remove(&b, &slot.id).is_err());
+        assert_eq!(registry.list(&a).len(), 1, "b's attempts changed nothing");
+        registry.remove(&a, &slot.id).expect("its owner closes it");
+        assert!(!registry.was_closed(&b, &slot.id));
+        assert!(registry.was_closed(&a, &slot.id));
     }
 }

@@ -7,7 +7,6 @@ use crate::paths::AllowedDirs;
 use crate::sessions::SessionRegistry;
 use crate::symbol_policy::SymbolServers;
 use ntdbg_engine::ErrorCode;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The default idle timeout: long enough for an agent (or its person) to think between
@@ -37,12 +36,11 @@ pub struct State {
 }
 
 impl State {
-    /// A fresh state: no sessions, an empty cache, ids tagged for this run.
+    /// A fresh state: no sessions, an empty cache.
     pub fn new(allowed: AllowedDirs) -> State {
-        let tag = run_tag();
         State {
             allowed,
-            sessions: SessionRegistry::new(&tag),
+            sessions: SessionRegistry::new(),
             offline: false,
             symbol_servers: SymbolServers::default(),
             read_only: false,
@@ -51,7 +49,7 @@ impl State {
             shared_symbols: Arc::new(ntdbg_symbols::SharedSymbols::new(
                 ntdbg_symbols::DEFAULT_SYMBOL_MEMORY,
             )),
-            outputs: Mutex::new(OutputCache::new(&tag)),
+            outputs: Mutex::new(OutputCache::new()),
         }
     }
 
@@ -59,17 +57,6 @@ impl State {
     pub fn outputs(&self) -> MutexGuard<'_, OutputCache> {
         self.outputs.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// Four random hex digits, so ids from another server run are told apart.
-fn run_tag() -> String {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    hasher.write_u128(now);
-    format!("{:04x}", hasher.finish() & 0xffff)
 }
 
 /// Runs synchronous engine work on the blocking pool; a panic becomes an `internal_error`.

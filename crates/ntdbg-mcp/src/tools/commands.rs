@@ -8,6 +8,7 @@
 //! session stays busy), the rest `not_executed`. A cancelled request cancels the batch the
 //! same way ([`crate::progress`]).
 
+use crate::client::ClientId;
 use crate::dto::{
     CommandResultDto, CommandStatus, OutputFileReport, OutputFormat, ReadOutputParams,
     ReadOutputResult, RunCommandParams, RunCommandResult,
@@ -98,7 +99,7 @@ async fn run_batch_with(
     p: RunCommandParams,
     interrupt: Interrupt,
 ) -> Result<BatchOutput, ToolError> {
-    let slot = state.sessions.get(&p.session_id)?;
+    let slot = state.sessions.get(&ClientId::current(), &p.session_id)?;
     let batch = split(&p.command)?;
     let output_path = match p.output_file.as_deref().filter(|f| !f.trim().is_empty()) {
         Some(f) => Some(check_output_file(state, f)?),
@@ -318,6 +319,8 @@ fn write_output_file(path: &Path, text: &str) -> OutputFileReport {
 /// Collects per-command results: caches full outputs, cuts previews, renders the text.
 struct BatchBuilder<'a> {
     state: &'a State,
+    /// The client running the batch, who alone may read its outputs back.
+    client: ClientId,
     session_id: &'a str,
     format: OutputFormat,
     results: Vec<CommandResultDto>,
@@ -331,6 +334,7 @@ impl<'a> BatchBuilder<'a> {
     fn new(state: &'a State, session_id: &'a str, format: OutputFormat) -> Self {
         BatchBuilder {
             state,
+            client: ClientId::current(),
             session_id,
             format,
             results: Vec::new(),
@@ -371,7 +375,7 @@ impl<'a> BatchBuilder<'a> {
         let entry = self
             .state
             .outputs()
-            .insert(self.session_id, &command, output);
+            .insert(&self.client, self.session_id, &command, output);
         self.full.push(CommandText {
             thread: Some(thread),
             text: entry.text.clone(),
@@ -510,7 +514,9 @@ pub fn read_output(
     state: &Arc<State>,
     p: ReadOutputParams,
 ) -> Result<Rendered<ReadOutputResult>, ToolError> {
-    let entry = state.outputs().get(p.command_id.trim())?;
+    let entry = state
+        .outputs()
+        .get(&ClientId::current(), p.command_id.trim())?;
     let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let grep = p.grep.filter(|g| !g.is_empty());
     let page = text::page_lines(

@@ -1,5 +1,6 @@
 //! `list_dumps` and `open_dump`.
 
+use crate::client::ClientId;
 use crate::dto::{
     ListDumpsParams, ListDumpsResult, ModuleBrief, OpenDumpParams, OpenDumpResult, OutputFormat,
     ThreadBrief, TriageDumpsParams,
@@ -176,7 +177,7 @@ pub async fn open_dump(
     let open = identity
         .as_ref()
         .filter(|_| !p.new_session)
-        .and_then(|i| state.sessions.find_dump(i))
+        .and_then(|i| state.sessions.find_dump(&ClientId::current(), i))
         .filter(|slot| symbols.is_none() || slot.symbols_path == symbols);
     let (include_modules, include_threads) = (p.include_modules, p.include_threads);
     let reused = open.is_some();
@@ -206,7 +207,10 @@ pub async fn open_dump(
             .await?;
             // Registered only once opened and analysed: an open abandoned on the way leaves
             // nothing behind.
-            let slot = state.sessions.insert_dump(session, path, symbols, identity);
+            let slot =
+                state
+                    .sessions
+                    .insert_dump(session, path, symbols, identity, ClientId::current());
             tracing::info!(session = %slot.id, "opened a dump");
             (slot, triage)
         }

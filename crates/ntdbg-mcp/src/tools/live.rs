@@ -5,6 +5,7 @@
 //! session. Afterwards they take the lock briefly, when they can, to print the stop the way
 //! `run_command` would (symbols, next instruction).
 
+use crate::client::ClientId;
 use crate::dto::{
     AttachParams, AttachResult, LiveEventInfo, RunStateResult, SessionParams, WaitForEventParams,
 };
@@ -71,9 +72,12 @@ pub async fn attach(
         Ok((session, stop, trailer, threads))
     })
     .await?;
-    let slot = state
-        .sessions
-        .insert(session, PathBuf::from(&target), p.symbols_path);
+    let slot = state.sessions.insert(
+        session,
+        PathBuf::from(&target),
+        p.symbols_path,
+        ClientId::current(),
+    );
     tracing::info!(session = %slot.id, target = %target, "attached");
     let result = AttachResult {
         session_id: slot.id.clone(),
@@ -101,7 +105,7 @@ pub async fn break_in(
     state: &Arc<State>,
     p: SessionParams,
 ) -> Result<Rendered<RunStateResult>, ToolError> {
-    let slot = state.sessions.get(&p.session_id)?;
+    let slot = state.sessions.get(&ClientId::current(), &p.session_id)?;
     let live = live_of(&slot)?;
     let last = live.events_after(None).last().map(|e| e.seq);
     let control = live.clone();
@@ -118,7 +122,7 @@ pub async fn wait_for_event(
     state: &Arc<State>,
     p: WaitForEventParams,
 ) -> Result<Rendered<RunStateResult>, ToolError> {
-    let slot = state.sessions.get(&p.session_id)?;
+    let slot = state.sessions.get(&ClientId::current(), &p.session_id)?;
     let live = live_of(&slot)?;
     let window = p.since_ms.map(Duration::from_millis);
     let last = live.events_after(None).last().map(|e| e.seq);

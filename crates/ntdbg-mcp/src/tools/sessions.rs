@@ -1,5 +1,6 @@
 //! `analyze_crash`, `list_sessions` and `close_session`.
 
+use crate::client::ClientId;
 use crate::dto::{
     AnalyzeCrashParams, CloseSessionParams, CloseSessionResult, ListSessionsResult, OutputFormat,
     SessionInfo, SharedSymbolsInfo,
@@ -35,7 +36,7 @@ pub async fn analyze_crash_with(
     p: AnalyzeCrashParams,
     interrupt: Interrupt,
 ) -> Result<Rendered<Report>, ToolError> {
-    let slot = state.sessions.get(&p.session_id)?;
+    let slot = state.sessions.get(&ClientId::current(), &p.session_id)?;
     let mut guard = tokio::time::timeout(BUSY_WAIT, slot.session.clone().lock_owned())
         .await
         .map_err(|_| busy(&slot.id))?;
@@ -132,11 +133,12 @@ fn render_report(id: &str, r: &Report) -> String {
     t
 }
 
-/// The open sessions.
+/// The open sessions of the calling client.
 pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
+    let client = ClientId::current();
     let sessions: Vec<SessionInfo> = state
         .sessions
-        .list()
+        .list(&client)
         .iter()
         .map(|s| SessionInfo {
             session_id: s.id.clone(),
@@ -149,7 +151,10 @@ pub fn list_sessions(state: &Arc<State>) -> Rendered<ListSessionsResult> {
             age_seconds: s.opened.elapsed().as_secs(),
         })
         .collect();
-    let mut text = if sessions.is_empty() {
+    let mut text = if client == ClientId::Anonymous {
+        // Nothing tells this client from another: listing would hand out the ids.
+        "sessions are not listed to a stateless HTTP client without a bearer token: each is reachable by its session_id alone (the server's --token-env gives clients an identity)\n".to_string()
+    } else if sessions.is_empty() {
         "no open sessions (open_dump opens one)\n".to_string()
     } else {
         format!("{} open session(s)\n", sessions.len())
@@ -207,14 +212,22 @@ pub async fn close_session(
     state: &Arc<State>,
     p: CloseSessionParams,
 ) -> Result<Rendered<CloseSessionResult>, ToolError> {
-    let (state_for_close, session_id) = (state.clone(), p.session_id.clone());
+    let client = ClientId::current();
+    let (state_for_close, session_id, closer) =
+        (state.clone(), p.session_id.clone(), client.clone());
     let leave = if p.resume == Some(false) {
         Leave::Suspended
     } else {
         Leave::Running
     };
     let outcome = blocking("closing the session", move || {
-        crate::memory::close_session(&state_for_close, &session_id, "close_session", leave)
+        crate::memory::close_session(
+            &state_for_close,
+            &closer,
+            &session_id,
+            "close_session",
+            leave,
+        )
     })
     .await;
     // Closing is idempotent (as the tool's annotation says): a session this server already
@@ -222,13 +235,19 @@ pub async fn close_session(
     let (closed, detach, already_closed) = match outcome {
         Ok(closed) => (closed.id, closed.detach, false),
         Err(e)
-            if e.code == ErrorCode::UnknownSession && state.sessions.was_closed(&p.session_id) =>
+            if e.code == ErrorCode::UnknownSession
+                && state.sessions.was_closed(&client, &p.session_id) =>
         {
             (p.session_id.trim().to_string(), None, true)
         }
         Err(e) => return Err(e),
     };
-    let open_sessions: Vec<String> = state.sessions.list().iter().map(|s| s.id.clone()).collect();
+    let open_sessions: Vec<String> = state
+        .sessions
+        .list(&client)
+        .iter()
+        .map(|s| s.id.clone())
+        .collect();
     let verb = if already_closed {
         "already closed"
     } else {

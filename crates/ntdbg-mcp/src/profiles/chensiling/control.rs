@@ -10,6 +10,7 @@ use super::args::{
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage, Verification};
 use super::run::Target;
+use crate::client::ClientId;
 use crate::dto::SessionParams;
 use crate::server::NtdbgServer;
 use crate::tools;
@@ -257,7 +258,7 @@ impl NtdbgServer {
     fn cs_breakpoints(&self, target: &Target) -> Vec<Breakpoint> {
         self.state()
             .sessions
-            .list()
+            .list(&ClientId::current())
             .into_iter()
             .find(|s| s.id == target.id)
             .and_then(|s| s.live.clone())
@@ -463,7 +464,7 @@ impl NtdbgServer {
         let busy = self
             .state()
             .sessions
-            .list()
+            .list(&ClientId::current())
             .into_iter()
             .any(|s| s.id == now.id && s.busy());
         reply

@@ -5,6 +5,7 @@
 use super::args::{count, ExecArgs, OutputArgs};
 use super::envelope::{Envelope, Reply, Stage};
 use super::run::timeout_ms;
+use crate::client::ClientId;
 use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
 use crate::server::NtdbgServer;
 use crate::text::floor_char;
@@ -41,7 +42,7 @@ impl NtdbgServer {
             }
         };
         reply.set("command_id", id.clone());
-        let entry = match self.state().outputs().get(&id) {
+        let entry = match self.state().outputs().get(&ClientId::current(), &id) {
             Ok(entry) => entry,
             Err(e) => {
                 reply.error("evidence_not_found", e.message, Stage::Output, true);

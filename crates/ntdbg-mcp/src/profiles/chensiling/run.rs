@@ -4,6 +4,7 @@
 //! command has one, its typed value.
 
 use super::envelope::{args, Execution, Parse, Reply, Source, Stage};
+use crate::client::ClientId;
 use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
 use crate::server::NtdbgServer;
 use crate::text::floor_char;
@@ -126,7 +127,7 @@ impl NtdbgServer {
         let found = self.implicit().id().and_then(|id| {
             self.state()
                 .sessions
-                .list()
+                .list(&ClientId::current())
                 .into_iter()
                 .find(|s| s.id == id)
                 .ok_or_else(|| {

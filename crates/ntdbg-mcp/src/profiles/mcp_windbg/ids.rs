@@ -1,6 +1,7 @@
 //! Session ids of the mcp-windbg profile: ntdbg's own id behind a `cdb-` (user mode) or `kd-`
 //! (kernel) prefix, and the errors that name the right tool when the kinds do not match.
 
+use crate::client::ClientId;
 use crate::error::ToolError;
 use crate::sessions::SessionSlot;
 use crate::state::State;
@@ -77,7 +78,7 @@ pub(super) fn lookup(state: &State, id: &str) -> Result<(Mode, Arc<SessionSlot>)
     let (mode, raw) = split_id(id)?;
     let slot = state
         .sessions
-        .get(raw)
+        .get(&ClientId::current(), raw)
         .map_err(|e| profile_ids(e, id, state))?;
     Ok((mode, slot))
 }
@@ -133,7 +134,7 @@ pub(super) fn profile_ids(mut error: ToolError, id: &str, state: &State) -> Tool
     if error.code == ErrorCode::UnknownSession {
         let open: Vec<String> = state
             .sessions
-            .list()
+            .list(&ClientId::current())
             .iter()
             .map(|s| profile_id(Mode::of_kind(&s.kind), &s.id))
             .collect();

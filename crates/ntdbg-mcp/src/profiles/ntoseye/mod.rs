@@ -21,6 +21,7 @@ use ntdbg_engine::ErrorCode;
 use refusal::{no_session, still_opening, Refusal};
 use reply::{line_output, single_result, without_trailer, CommandReply, CommandValue};
 
+use crate::client::ClientId;
 use crate::dto::{
     CloseSessionParams, OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
@@ -216,7 +217,7 @@ impl NtdbgServer {
     /// one, or a dump, it does nothing and says so.
     async fn ntoseye_break(&self, id: &str) -> Result<String, String> {
         let halted = "the target is halted: break did nothing\n".to_string();
-        let live = match self.state().sessions.get(id) {
+        let live = match self.state().sessions.get(&ClientId::current(), id) {
             Ok(slot) => slot.live.clone(),
             Err(e) => return Err(format!("{}\n", e.render())),
         };
@@ -240,7 +241,13 @@ impl NtdbgServer {
     fn ntoseye_slot(&self) -> Slot {
         let slot = self.implicit().slot();
         if let Slot::Open(id) = &slot {
-            if !self.state().sessions.list().iter().any(|s| &s.id == id) {
+            if !self
+                .state()
+                .sessions
+                .list(&ClientId::current())
+                .iter()
+                .any(|s| &s.id == id)
+            {
                 self.implicit().forget(id);
                 return Slot::Empty;
             }
@@ -263,7 +270,7 @@ impl NtdbgServer {
         let is_live = self
             .state()
             .sessions
-            .get(id)
+            .get(&ClientId::current(), id)
             .is_ok_and(|slot| slot.live.is_some());
         if !is_live {
             return String::new();
@@ -288,7 +295,7 @@ impl NtdbgServer {
 
     /// The processor count the target records, for `open`'s answer.
     async fn processors(&self, id: &str) -> Option<u32> {
-        let slot = self.state().sessions.get(id).ok()?;
+        let slot = self.state().sessions.get(&ClientId::current(), id).ok()?;
         let session = slot.session.lock().await;
         let count = session.target().system().cpu_count;
         (count > 0).then_some(count)

@@ -8,6 +8,7 @@
 //! its module (ntoskrnl.exe or ntkrnl*.exe) on a kernel target. A field the session cannot
 //! say is null, never guessed.
 
+use crate::client::ClientId;
 use crate::state::State;
 use ntdbg_engine::live::RunState;
 use ntdbg_engine::Session;
@@ -102,7 +103,7 @@ impl TargetSnapshot {
 
 /// The snapshot of session `id` now.
 pub async fn snapshot(state: &Arc<State>, id: &str) -> TargetSnapshot {
-    let Ok(slot) = state.sessions.get(id) else {
+    let Ok(slot) = state.sessions.get(&ClientId::current(), id) else {
         return ended("[target detached]".into());
     };
     if let Some(live) = &slot.live {

@@ -13,6 +13,7 @@ pub use implicit::{ImplicitSession, StartupTarget};
 
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
 
+use crate::client::ClientId;
 use crate::dto::{
     AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams,
     OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
@@ -116,7 +117,7 @@ fn timed_out(what: &str, ms: u64) -> ToolError {
 fn is_kernel(state: &State, id: &str) -> bool {
     state
         .sessions
-        .get(id)
+        .get(&ClientId::current(), id)
         .is_ok_and(|s| s.kind.starts_with("kernel"))
 }
 
@@ -219,7 +220,7 @@ impl NtdbgServer {
         let slot = self
             .state()
             .sessions
-            .list()
+            .list(&ClientId::current())
             .into_iter()
             .find(|s| s.id == id)
             .ok_or_else(|| {
@@ -454,8 +455,13 @@ impl NtdbgServer {
         }
     }
 
-    /// Opens `target` (a dump, or a live target) as a new ntdbg session: its id.
+    /// Opens `target` (a dump, or a live target) as a new ntdbg session: its id. The session
+    /// is the server's, shared by every client, as the one target of a single-session profile.
     pub(crate) async fn open_target(&self, target: &StartupTarget) -> Result<String, ToolError> {
+        ClientId::Server.scope(self.open_shared(target)).await
+    }
+
+    async fn open_shared(&self, target: &StartupTarget) -> Result<String, ToolError> {
         match target {
             StartupTarget::Dump(path) => {
                 let params = OpenDumpParams {
