@@ -234,7 +234,11 @@ impl NtdbgServer {
         let canonical = self.state().allowed.check_existing(Path::new(path))?;
         Ok(DumpIdentity::of(&canonical)
             .ok()
-            .and_then(|identity| self.state().sessions.find_dump(&identity))
+            .and_then(|identity| {
+                self.state()
+                    .sessions
+                    .find_dump(&crate::client::ClientId::current(), &identity)
+            })
             .map(|slot| slot.id.clone()))
     }
 
