@@ -8,7 +8,6 @@
 //! [`listing::list_dumps`] (header-only summaries) and [`triage::triage_dumps`] (parallel
 //! analysis grouped by signature, JSON and HTML). [`kernel_objects`] reads kernel processes
 //! and threads with field offsets from the kernel's PDB.
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod analyze;
 pub mod bugcheck;

@@ -12,7 +12,6 @@
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod commands;
 mod error;

@@ -16,7 +16,6 @@
 //! }
 //! # Ok::<(), ntdbg_engine::EngineError>(())
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod context_owner;
 pub mod disasm;

@@ -16,7 +16,6 @@
 //!
 //! [`ByteSource`] is what a mapping or a buffer lends to readers that keep bytes (`Arc<dyn
 //! ByteSource>`), so that they can ask the same question of whatever they hold.
-#![warn(missing_docs, missing_debug_implementations)]
 
 #[cfg(unix)]
 mod fault;

@@ -17,7 +17,6 @@
 //! assert_eq!(pdb_key(&guid, 1), "99B57C97E2C099B24C4C44205044422E1");
 //! assert_eq!(image_key(0x6b0cccd2, 0x5c000), "6B0CCCD25c000");
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod bytes;
 mod error;

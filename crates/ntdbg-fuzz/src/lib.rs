@@ -5,7 +5,6 @@
 //! allocations are bugs). The cargo-fuzz targets in `fuzz/` call these functions, and this
 //! crate's `corpus` test replays every file of `fuzz/corpus/<target>/` through them on
 //! stable Rust, so CI keeps the corpora (and the regressions they hold) passing.
-#![warn(missing_docs)]
 
 mod dumps;
 mod gdb;

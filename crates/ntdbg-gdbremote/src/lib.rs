@@ -28,7 +28,6 @@
 //! # let _ = rip;
 //! # Ok::<(), ntdbg_gdbremote::GdbError>(())
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod client;
 mod error;

@@ -17,7 +17,6 @@
 //! ntdbg_mcp::serve_stdio(ntdbg_mcp::NtdbgServer::new(allowed)).await
 //! # }
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod admission;
 mod cache;

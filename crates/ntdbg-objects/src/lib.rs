@@ -19,8 +19,6 @@
 //! - **Symbols for the symbol path.** [`register_symbol_reader`] lets `ntdbg-symbols` read
 //!   `srv*s3://BUCKET/PREFIX/symbols` entries through the same client.
 
-#![warn(missing_docs)]
-
 pub mod keys;
 mod local;
 mod location;

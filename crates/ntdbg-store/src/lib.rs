@@ -39,8 +39,6 @@
 //!   symbols uploaded to it, and record the report as `ntdbg analyze` prints it too, for the
 //!   crash-stats page (`stats.rs`, `ntdbg serve`).
 
-#![warn(missing_docs)]
-
 pub mod backend;
 mod dates;
 mod error;

@@ -12,6 +12,14 @@ pub struct Store {
     location: DbLocation,
 }
 
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Store {
     /// Opens the database at `location` (creating a SQLite file when missing) and brings its
     /// schema to the current version.

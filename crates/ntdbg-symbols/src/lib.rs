@@ -35,7 +35,6 @@
 //! assert_eq!(hit.name, "crash_null_write(int*)");
 //! assert_eq!(hit.line, Some(119));
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 mod breakpad_lazy;
 mod compressed;

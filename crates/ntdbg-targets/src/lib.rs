@@ -17,7 +17,6 @@
 //! println!("{} threads, {} modules", dump.threads().len(), dump.modules().iter().count());
 //! # Ok::<(), ntdbg_targets::TargetError>(())
 //! ```
-#![warn(missing_docs, missing_debug_implementations)]
 
 pub mod context;
 mod cut_dump;

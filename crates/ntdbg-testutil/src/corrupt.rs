@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A global allocator that remembers, per thread, the largest single request it was asked for.
 /// A test installs it with `#[global_allocator]`.
+#[derive(Debug)]
 pub struct TrackingAlloc;
 
 thread_local! {

@@ -9,7 +9,6 @@
 //! synthetic dumps with chosen contents; [`corrupt`] damages dumps for the bad-input tests;
 //! [`child`] runs a test alone in a child process; [`at_exit`] runs work when the process
 //! ends; `open_sample` (feature `session`) opens a sample with its folder as the symbol path.
-#![warn(missing_docs)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -18,6 +18,14 @@ pub struct RateLimit {
     checks: AtomicU64,
 }
 
+impl std::fmt::Debug for RateLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit")
+            .field("limited", &self.limiter.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl RateLimit {
     /// `per_second` uploads a second from one address, in bursts of up to `burst` (0: no
     /// limit).

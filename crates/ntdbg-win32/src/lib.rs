@@ -13,7 +13,6 @@
 //!
 //! On other systems [`start`] returns [`Win32Error::NotWindows`]: from Linux, debug a Windows
 //! process through a gdb stub such as `winedbg --gdb` instead.
-#![warn(missing_docs, missing_debug_implementations)]
 
 pub mod spec;
 
