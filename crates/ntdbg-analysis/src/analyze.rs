@@ -70,16 +70,18 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
                     "the live target's current stop is no exception: no crash event to analyse",
                     "no exception at the current stop",
                 )
-            } else {
+            } else if target.file_losses().is_empty() {
                 (
                     "the dump has no exception stream: no crash event to analyse",
                     "no exception recorded in the dump",
                 )
+            } else {
+                (
+                    "no exception record in the part of the file that is left: no crash event to analyse",
+                    ntdbg_targets::listing::NO_EXCEPTION_LEFT,
+                )
             };
-            // A dump cut short has said above whether its exception record was lost.
-            if live || target.file_losses().is_empty() {
-                limitations.push(limitation.into());
-            }
+            limitations.push(limitation.into());
             let facts = EventFacts {
                 kind: "none".into(),
                 code: None,

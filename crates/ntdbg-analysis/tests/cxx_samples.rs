@@ -36,7 +36,7 @@ fn msvc_runtime_error_names_type_message_and_site() {
         "CatchableTypeArray of 2 (std::runtime_error, std::exception)",
         "TypeDescriptor .?AVruntime_error@std@@",
         "std::exception data of the object at 0x11fca0",
-        "targets __imp__CxxThrowException",
+        "targets _CxxThrowException",
     ] {
         assert!(basis.contains(fact), "{fact} missing from {basis}");
     }
@@ -63,7 +63,7 @@ fn msvc_terminate_finds_the_record_on_the_stack() {
         "the 0xE06D7363 exception record at 0x11fb70, on the event thread's stack",
         "thrown object at 0x11fca0 higher on the same stack",
         "TypeDescriptor .?AVruntime_error@std@@",
-        "follows a call to __imp__CxxThrowException",
+        "follows a call to _CxxThrowException",
     ] {
         assert!(basis.contains(fact), "{fact} missing from {basis}");
     }

@@ -164,8 +164,11 @@ fn piped_repl_input_is_echoed_and_help_names_the_prompts_own_commands() {
     assert!(shown.ends_with("0:000> q\n"), "{shown}");
 }
 
+/// A file too short for a dump's directory gets one error from `list` and `triage`; a dump cut
+/// after its directory is read by both as far as it goes, and both say the same of its lost
+/// exception record.
 #[test]
-fn list_and_triage_give_a_truncated_file_the_same_error() {
+fn list_and_triage_agree_on_a_truncated_file() {
     let dir = ntdbg_testutil::fresh_dir("truncated");
     let whole = std::fs::read(sample("crashy-x64-null.dmp")).expect("the sample");
     std::fs::write(dir.join("cut.dmp"), &whole[..3000]).expect("a cut copy");
@@ -175,19 +178,33 @@ fn list_and_triage_give_a_truncated_file_the_same_error() {
         serde_json::from_slice(&ntdbg(&["list", &folder, "--json"]).stdout).expect("list JSON");
     let triaged: serde_json::Value =
         serde_json::from_slice(&ntdbg(&["triage", &folder, "--json"]).stdout).expect("triage JSON");
-    for name in ["cut.dmp", "short.dmp"] {
-        let listed = listed["dumps"]
+    let entry = |name: &str| {
+        listed["dumps"]
             .as_array()
             .and_then(|d| {
                 d.iter()
                     .find(|d| d["path"].as_str().is_some_and(|p| p.ends_with(name)))
             })
-            .and_then(|d| d["error"]["message"].as_str())
-            .unwrap_or_else(|| panic!("list gives {name} no error: {listed}"));
-        let failed = triaged["failed"].to_string();
-        assert!(
-            failed.contains(listed),
-            "triage's error for {name} is not list's ({listed}): {failed}"
-        );
-    }
+            .cloned()
+            .unwrap_or_else(|| panic!("list does not show {name}: {listed}"))
+    };
+    let short = entry("short.dmp");
+    let error = short["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("list gives short.dmp no error: {short}"));
+    let failed = triaged["failed"].to_string();
+    assert!(
+        failed.contains(error),
+        "triage's error for short.dmp is not list's ({error}): {failed}"
+    );
+
+    let cut = entry("cut.dmp");
+    assert!(cut["error"].is_null(), "list refuses cut.dmp: {cut}");
+    let said = cut["event"]["description"].as_str().unwrap_or_default();
+    assert!(said.contains("the file is cut short"), "{cut}");
+    let triage = triaged.to_string();
+    assert!(
+        triage.contains(said),
+        "triage does not say what list says of cut.dmp ({said}): {triage}"
+    );
 }

@@ -15,11 +15,13 @@ const LIMIT: Duration = Duration::from_secs(300);
 /// What an example mentions that a test cannot provide: it is parsed, not run.
 const NOT_RUN: &[(&str, &str)] = &[
     ("--http", "serves HTTP until stopped"),
+    ("--listen", "serves HTTP until stopped"),
     ("--profile chensiling", "serves HTTP until stopped"),
     ("postgres://", "needs a PostgreSQL server"),
     ("--attach", "needs a live target"),
     ("--connect", "needs a live target"),
     ("https://", "needs a symbol server on the network"),
+    ("s3://", "needs an S3 object store"),
 ];
 
 fn ntdbg(dir: &Path, args: &[String], env: &[(&str, &str)]) -> Output {
@@ -53,11 +55,9 @@ fn ntdbg(dir: &Path, args: &[String], env: &[(&str, &str)]) -> Output {
     }
 }
 
-/// The subcommands `ntdbg --help` lists (not `help` itself).
-fn subcommands(dir: &Path) -> Vec<String> {
-    let out = ntdbg(dir, &["--help".to_string()], &[]);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.lines()
+/// The subcommands a help text lists (not `help` itself).
+fn listed_subcommands(help: &str) -> Vec<String> {
+    help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
@@ -67,14 +67,65 @@ fn subcommands(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The lines under "Examples:" in a help text, up to the first blank line.
+/// The help text of `ntdbg COMMAND... --help`.
+fn help_of(dir: &Path, command: &[String]) -> String {
+    let mut args = command.to_vec();
+    args.push("--help".to_string());
+    String::from_utf8_lossy(&ntdbg(dir, &args, &[]).stdout).into_owned()
+}
+
+/// Every command that does something, with its help, in the order `ntdbg --help` lists them
+/// (`ingest` makes the database `crashes` asks): for a group (`ntdbg symbols`), the
+/// subcommands it lists in turn.
+fn commands(dir: &Path) -> Vec<(Vec<String>, String)> {
+    let mut found = Vec::new();
+    let mut pending: std::collections::VecDeque<Vec<String>> =
+        listed_subcommands(&help_of(dir, &[]))
+            .into_iter()
+            .map(|s| vec![s])
+            .collect();
+    while let Some(command) = pending.pop_front() {
+        let help = help_of(dir, &command);
+        let children = listed_subcommands(&help);
+        if children.is_empty() {
+            found.push((command, help));
+        } else {
+            for child in children.into_iter().rev() {
+                let mut path = command.clone();
+                path.push(child);
+                pending.push_front(path);
+            }
+        }
+    }
+    found
+}
+
+/// The examples under "Examples:" in a help text, up to the first blank line; a line ending in
+/// `\` goes on on the next, as in a shell.
 fn examples(help: &str) -> Vec<String> {
-    help.lines()
+    let mut examples: Vec<String> = Vec::new();
+    let mut continued = false;
+    for line in help
+        .lines()
         .skip_while(|l| l.trim() != "Examples:")
         .skip(1)
         .take_while(|l| !l.trim().is_empty())
-        .map(|l| l.trim().to_string())
-        .collect()
+    {
+        let line = line.trim();
+        let (text, goes_on) = match line.strip_suffix('\\') {
+            Some(head) => (head.trim_end(), true),
+            None => (line, false),
+        };
+        match examples.last_mut() {
+            Some(last) if continued => {
+                last.push(' ');
+                last.push_str(text);
+            }
+            _ => examples.push(text.to_string()),
+        }
+        continued = goes_on;
+    }
+    examples
 }
 
 /// An example line as arguments for ntdbg: leading `NAME=VALUE` words become the environment,
@@ -145,6 +196,9 @@ fn example_folder() -> PathBuf {
         copy("crashy.exe", &format!("{folder}crashy.exe"));
         copy("crashy.pdb", &format!("{folder}crashy.pdb"));
     }
+    // A build's output, as `symbols upload`'s example names it.
+    copy("crashy.exe", "build/app.exe");
+    copy("crashy.pdb", "build/app.pdb");
     dir
 }
 
@@ -154,11 +208,13 @@ fn every_help_example_runs() {
     let mut ran = 0;
     let mut parsed_only = Vec::new();
     let mut failures = Vec::new();
-    for sub in subcommands(&dir) {
-        let help = ntdbg(&dir, &[sub.clone(), "--help".to_string()], &[]);
-        let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    for (command, help) in commands(&dir) {
         let lines = examples(&help);
-        assert!(!lines.is_empty(), "`ntdbg {sub} --help` shows no example");
+        assert!(
+            !lines.is_empty(),
+            "`ntdbg {} --help` shows no example",
+            command.join(" ")
+        );
         for line in lines {
             let (env, mut args) = split_example(&line);
             let env: Vec<(&str, &str)> =

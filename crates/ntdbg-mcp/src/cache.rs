@@ -30,12 +30,29 @@ pub struct CachedOutput {
     pub text: String,
 }
 
+/// Why an output the server issued is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dropped {
+    /// Dropped from the bounded cache to make room.
+    ForRoom,
+    /// Its session was closed.
+    SessionClosed,
+}
+
+/// An output id that was issued and dropped.
+#[derive(Debug)]
+struct Expired {
+    command_id: String,
+    owner: ClientId,
+    why: Dropped,
+}
+
 /// Full outputs of earlier commands, oldest dropped first.
 #[derive(Debug)]
 pub struct OutputCache {
     entries: VecDeque<Arc<CachedOutput>>,
-    /// Ids dropped for room (not for a closed session), newest last, with their client.
-    expired: VecDeque<(String, ClientId)>,
+    /// Ids dropped (for room, or with their closed session), newest last, with their client.
+    expired: VecDeque<Expired>,
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
@@ -92,11 +109,7 @@ impl OutputCache {
         {
             if let Some(old) = self.entries.pop_front() {
                 self.bytes = self.bytes.saturating_sub(old.text.len());
-                if self.expired.len() == self.max_entries {
-                    self.expired.pop_front();
-                }
-                self.expired
-                    .push_back((old.command_id.clone(), old.owner.clone()));
+                self.remember_dropped(&old, Dropped::ForRoom);
             }
         }
         entry
@@ -115,12 +128,12 @@ impl OutputCache {
         {
             return Ok(entry.clone());
         }
-        if self
+        let dropped = self
             .expired
             .iter()
-            .any(|(id, owner)| id == command_id && client.may_use(owner))
-        {
-            return Err(ToolError::new(
+            .find(|e| e.command_id == command_id && client.may_use(&e.owner));
+        match dropped.map(|e| e.why) {
+            Some(Dropped::ForRoom) => Err(ToolError::new(
                 ErrorCode::OutputExpired,
                 format!(
                     "the output of {command_id} has expired: it was dropped from the bounded cache (the newest {} outputs, {} MiB at most, are kept)",
@@ -128,18 +141,41 @@ impl OutputCache {
                     self.max_bytes >> 20
                 ),
             )
-            .with_hint("run the command again with run_command (or use output_file to keep a whole output)"));
+            .with_hint("run the command again with run_command (or use output_file to keep a whole output)")),
+            Some(Dropped::SessionClosed) => Err(ToolError::new(
+                ErrorCode::OutputExpired,
+                format!("the output of {command_id} has expired with its session, which was closed"),
+            )
+            .with_hint("open the dump again and run the command there")),
+            None => Err(unknown(command_id)),
         }
-        Err(unknown(command_id))
     }
 
     /// Drops the outputs of a closed session.
     pub fn remove_session(&mut self, session_id: &str) {
-        let before = self.entries.len();
-        self.entries.retain(|e| e.session_id != session_id);
-        if self.entries.len() != before {
+        let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|e| e.session_id == session_id);
+        self.entries = kept.into();
+        for old in &gone {
+            self.remember_dropped(old, Dropped::SessionClosed);
+        }
+        if !gone.is_empty() {
             self.bytes = self.entries.iter().map(|e| e.text.len()).sum();
         }
+    }
+
+    /// Keeps the id of a dropped output (at most as many as outputs are kept), so its client
+    /// hears that it expired rather than that it never was.
+    fn remember_dropped(&mut self, old: &CachedOutput, why: Dropped) {
+        if self.expired.len() == self.max_entries {
+            self.expired.pop_front();
+        }
+        self.expired.push_back(Expired {
+            command_id: old.command_id.clone(),
+            owner: old.owner.clone(),
+            why,
+        });
     }
 
     /// Number of outputs held.
@@ -154,7 +190,7 @@ fn unknown(command_id: &str) -> ToolError {
         ErrorCode::UnknownOutput,
         format!("no output with id {command_id:?}"),
     )
-    .with_hint("use a command_id from one of your run_command results; outputs of a closed session are gone with it")
+    .with_hint("use a command_id from one of your own run_command results")
 }
 
 #[cfg(test)]

@@ -334,6 +334,11 @@ fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
 }
 
+/// The event of a dump cut short whose exception stream, if it had one, is gone with the end
+/// of the file (the words `analyze` uses too).
+pub const NO_EXCEPTION_LEFT: &str =
+    "no exception record in what is left of the dump (the file is cut short)";
+
 /// Reads a minidump's header, directory and the system-info, exception and module streams
 /// (`MINIDUMP_HEADER`, `MINIDUMP_DIRECTORY`, `MINIDUMP_SYSTEM_INFO`,
 /// `MINIDUMP_EXCEPTION_STREAM`, the first `MINIDUMP_MODULE`).
@@ -358,15 +363,16 @@ fn user_summary(
     let mut system = None;
     let mut exception = None;
     let mut modules = None;
+    // A dump cut short is read as far as it goes, as opening it does: streams that run past
+    // the end of the file are left out.
+    let mut cut_short = false;
     for entry in dir.chunks_exact(12) {
         let kind = u32_at(entry, 0).unwrap_or(0);
         let size = u32_at(entry, 4).unwrap_or(0);
         let rva = u32_at(entry, 8).unwrap_or(0);
         if kind != 0 && u64::from(rva) + u64::from(size) > s.size {
-            return Err(format!(
-                "corrupt: stream type {kind} ({size} bytes at {rva:#x}) extends past the end of the {}-byte file",
-                s.size
-            ));
+            cut_short = true;
+            continue;
         }
         match kind {
             7 if system.is_none() => system = Some((rva, size)),
@@ -423,7 +429,11 @@ fn user_summary(
             code: None,
             name: None,
             parameters: Vec::new(),
-            description: "no exception recorded in the dump".into(),
+            description: if cut_short {
+                NO_EXCEPTION_LEFT.into()
+            } else {
+                "no exception recorded in the dump".into()
+            },
         },
     };
     s.set_event(event);

@@ -166,12 +166,11 @@ fn thrower(name: &str) -> Option<(&'static str, Abi)> {
     THROWERS.iter().find(|(n, _)| *n == name).copied()
 }
 
-/// The bare name of the function the call instruction ending at `return_address` calls
-/// (`__cxa_throw`, `_CxxThrowException` through its import slot); `None` when it is not a
-/// call or the callee is not named.
+/// The name of the function the call instruction ending at `return_address` calls
+/// (`__cxa_throw`; `_CxxThrowException` for a `call [slot]` through its import slot);
+/// `None` when it is not a call or the callee is not named.
 fn call_target(session: &Session, return_address: u64) -> Option<String> {
     let imports = crate::evidence::imports::ImportNames::default();
     let call = crate::evidence::calls::call_before(session, &imports, return_address)?;
-    let name = call.function()?;
-    Some(name.strip_prefix("__imp_").unwrap_or(name).to_string())
+    call.function().map(str::to_string)
 }

@@ -69,10 +69,6 @@ pub fn infer(
         }
         _ => {}
     }
-    if out.iter().any(|i| i.kind == "cpp_exception") {
-        // The uncaught exception is why abort() ran.
-        out.retain(|i| i.kind != "abort");
-    }
     if let Some(check) = assertion::stack_protector(&evidence, frames) {
         // The check names the bug; the trap or abort it ended in is only how it stopped.
         out.retain(|i| !matches!(i.kind.as_str(), "deliberate" | "abort" | "breakpoint"));

@@ -91,9 +91,10 @@ pub(crate) struct ThreadRun {
     on_breakpoint: Option<u64>,
     /// A single step it was given has not reported yet.
     late_step: bool,
-    /// Its registers after its last trap (with the pc moved back where it was): a trap
-    /// with the same registers is that event again, replayed by a stub that held it
-    /// (winedbg answers the event of a thread it does not resume "reply later").
+    /// Its registers after its last plain trap (one without a Windows debug event; with the
+    /// pc moved back where it was): a trap with the same registers is that event again,
+    /// replayed by a stub that held it (winedbg answers the event of a thread it does not
+    /// resume "reply later").
     last_trap: Option<Registers>,
 }
 
@@ -384,7 +385,12 @@ impl LiveControl {
         let facts = self.trap_facts(client, stop, stopped, registers.as_deref(), &flight);
         let verdict = trap::classify(&facts);
         let tid = stopped.and_then(|t| t.tid());
-        if let (Some(tid), Some(regs), Some(signal::TRAP)) = (tid, &registers, stop.signal()) {
+        // A Windows debug event (a module load, a debug string…) is not a trap a stub could
+        // replay: only plain traps are remembered.
+        let plain_trap = matches!(stop, StopReply::Signal { windows: None, .. });
+        if let (Some(tid), Some(regs), Some(signal::TRAP), true) =
+            (tid, &registers, stop.signal(), plain_trap)
+        {
             let rewind = match verdict {
                 Trap::Breakpoint { rewind_to } | Trap::Stale { rewind_to } => rewind_to,
                 _ => None,
@@ -630,7 +636,11 @@ impl LiveControl {
             }),
             _ => None,
         };
+        // Only a plain trap can be a replay: a Windows debug event (ntdbg's Win32 stub) is
+        // reported once, and two of them on one thread may well find the same registers (two
+        // module loads in a row, say).
         let replayed = *sig == signal::TRAP
+            && windows.is_none()
             && step.is_none()
             && match (stopped.and_then(|t| t.tid()), registers) {
                 (Some(tid), Some(now)) => {

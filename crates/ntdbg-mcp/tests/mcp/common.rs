@@ -96,6 +96,26 @@ pub fn ok(result: &CallToolResult) -> &Value {
         .expect("structuredContent")
 }
 
+/// The structured content of a `run_command` batch, whose `isError` says whether a command
+/// failed or ran out of time (the per-command results are there either way).
+pub fn ran(result: &CallToolResult) -> &Value {
+    let content = result
+        .structured_content
+        .as_ref()
+        .expect("structuredContent");
+    let failed = content["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .any(|r| r["status"] == "failed" || r["status"] == "timed_out");
+    assert_eq!(
+        result.is_error.unwrap_or(false),
+        failed,
+        "isError against the results: {content}"
+    );
+    content
+}
+
 /// The structured error of a failed call, checked for the four fields.
 pub fn err(result: &CallToolResult) -> &Value {
     assert_eq!(

@@ -32,8 +32,10 @@ async fn file_errors() {
     assert_eq!(e["code"], "not_a_dump");
     assert_eq!(e["recoverable"], false);
 
+    // A dump cut short opens with what the file still holds, and says what was lost.
     let r = call(&client, "open_dump", json!({ "path": dir.join("cut.dmp") })).await;
-    assert_eq!(err(&r)["code"], "corrupt_dump");
+    let opened = ok(&r)["headline"].as_str().unwrap_or("").to_string();
+    assert!(opened.contains("the file is cut short"), "{opened}");
 
     let r = call(
         &client,
@@ -94,7 +96,7 @@ async fn command_errors() {
         json!({ "session_id": id, "command": "frobnicate" }),
     )
     .await;
-    let run = ok(&r);
+    let run = ran(&r);
     assert_eq!(run["results"][0]["status"], "failed");
     assert_eq!(run["results"][0]["error"]["code"], "unknown_command");
 
@@ -113,7 +115,7 @@ async fn command_errors() {
         json!({ "session_id": id, "command": "db" }),
     )
     .await;
-    let run = ok(&r);
+    let run = ran(&r);
     assert!(run["results"][0]["status"].is_string());
 
     let r = call(
@@ -122,7 +124,7 @@ async fn command_errors() {
         json!({ "session_id": id, "command": "dd 0x1 L" }),
     )
     .await;
-    let first = &ok(&r)["results"][0];
+    let first = &ran(&r)["results"][0];
     if first["status"] == "failed" {
         assert!(first["error"]["code"].is_string());
     }

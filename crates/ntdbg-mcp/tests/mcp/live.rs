@@ -3,7 +3,7 @@
 //! `break_in`, `wait_for_event` and a `g` in progress, replay with `since_ms`, commands sent
 //! while running, close. Prints how long each call took.
 
-use crate::common::{call, connect, err, ok, text, Client, Version};
+use crate::common::{call, connect, err, ok, ran, text, Client, Version};
 use ntdbg_testutil::gdbserver::{live_program, GdbServer};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ async fn attach_break_run_race_and_close_over_mcp() {
         json!({ "session_id": id, "command": "bp no_such_symbol_zz; g" }),
     )
     .await;
-    let stopped = ok(&r);
+    let stopped = ran(&r);
     assert_eq!(stopped["results"][0]["status"], "failed", "{stopped}");
     assert_eq!(stopped["results"][1]["status"], "not_executed", "{stopped}");
     assert!(stopped["trailer"]

@@ -181,7 +181,7 @@ async fn a_failure_stops_the_batch_only_when_asked_on_a_dump() {
         json!({ "session_id": id, "command": line }),
     )
     .await;
-    let run = ok(&r);
+    let run = ran(&r);
     assert_eq!(
         statuses(run),
         ["succeeded", "failed", "succeeded", "succeeded"]
@@ -196,7 +196,7 @@ async fn a_failure_stops_the_batch_only_when_asked_on_a_dump() {
         json!({ "session_id": id, "command": line, "on_error": "stop" }),
     )
     .await;
-    let run = ok(&r);
+    let run = ran(&r);
     assert_eq!(
         statuses(run),
         ["succeeded", "failed", "not_executed", "not_executed"]
