@@ -119,6 +119,9 @@ impl Objects {
                 })?)
             }
             StoreUrl::S3 { bucket, prefix } => {
+                // reqwest's TLS is built without a crypto provider: ring is this process's
+                // (an earlier call, or the program, may have installed it already).
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let s3 = AmazonS3Builder::from_env()
                     .with_bucket_name(bucket)
                     .build()

@@ -29,20 +29,37 @@ pub struct Intake {
 }
 
 impl Intake {
-    /// Opens the database (failing now if it cannot be opened) and starts the committer,
-    /// which rings `doorbell` after each commit. It ends when every `Intake` is dropped.
+    /// Starts the committer, which opens the database (failing now if it cannot be opened)
+    /// and rings `doorbell` after each commit. It ends when every `Intake` is dropped.
+    ///
+    /// The database is opened on the committer's own thread: the PostgreSQL client blocks on
+    /// a runtime of its own, which cannot start on a thread of the server's.
     pub fn start(
         location: &DbLocation,
         doorbell: Arc<Doorbell>,
     ) -> Result<(Intake, std::thread::JoinHandle<()>), StoreError> {
-        let store = open(location)?;
         let (queue, waiting) = mpsc::channel(MAX_WAITING);
+        let (opened, first_open) = std::sync::mpsc::sync_channel(1);
         let location = location.clone();
         let thread = std::thread::Builder::new()
             .name("ntdbg-intake".into())
-            .spawn(move || commit_loop(Some(store), &location, waiting, &doorbell))
+            .spawn(move || match open(&location) {
+                Ok(store) => {
+                    let _ = opened.send(Ok(()));
+                    commit_loop(Some(store), &location, waiting, &doorbell);
+                }
+                Err(e) => {
+                    let _ = opened.send(Err(e));
+                }
+            })
             .map_err(|e| StoreError::new(format!("cannot start the committer: {e}")))?;
-        Ok((Intake { queue }, thread))
+        match first_open.recv() {
+            Ok(Ok(())) => Ok((Intake { queue }, thread)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(StoreError::new(
+                "the committer ended before it opened the database",
+            )),
+        }
     }
 
     /// Records `upload` and queues its dump; returns once that is durable.

@@ -196,8 +196,13 @@ pub async fn run_pages(
             ));
         }
     }
-    // Fail now, not at the first visit, when the database cannot be opened.
-    Store::open(&options.db).map_err(|e| e.to_string())?;
+    // Fail now, not at the first visit, when the database cannot be opened (on a blocking
+    // thread: the PostgreSQL client blocks on a runtime of its own).
+    let db = options.db.clone();
+    tokio::task::spawn_blocking(move || Store::open(&db).map(drop))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
     crate::listener::serve(listener, router(options), limits, shutdown)
         .await
         .map_err(|e| e.to_string())
