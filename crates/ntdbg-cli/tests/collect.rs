@@ -91,7 +91,11 @@ fn reports_are_accepted_analysed_with_uploaded_symbols_and_shown() {
     }
     // The same dump again: the same crash id, stored and analysed once.
     let again = upload(&url, &samples()[..1], 1, &["--product", "crashy"]);
-    assert_eq!(again[0].answer, sent[0].answer);
+    let first = sent
+        .iter()
+        .find(|s| s.file == again[0].file)
+        .expect("the first upload of the same file");
+    assert_eq!(again[0].answer, first.answer);
     wait_analysed(&server, SAMPLES.len());
 
     let (status, top) = get(server.addr, "/?days=1&product=crashy");
@@ -100,7 +104,7 @@ fn reports_are_accepted_analysed_with_uploaded_symbols_and_shown() {
         top.contains("crashy!write_null"),
         "named with the uploaded PDB:\n{top}"
     );
-    let (status, crash) = get(server.addr, &format!("/crash/{}", sent[0].answer));
+    let (status, crash) = get(server.addr, &format!("/crash/{}", first.answer));
     assert_eq!(status, 200);
     assert!(crash.contains("id=\"cause\""), "{crash}");
     assert!(crash.contains("write_null"), "{crash}");

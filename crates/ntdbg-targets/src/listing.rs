@@ -364,14 +364,17 @@ fn user_summary(
     let mut exception = None;
     let mut modules = None;
     // A dump cut short is read as far as it goes, as opening it does: streams that run past
-    // the end of the file are left out.
-    let mut cut_short = false;
+    // the end of the file are left out, but without its system info nothing opens it.
+    let mut first_cut = None;
     for entry in dir.chunks_exact(12) {
         let kind = u32_at(entry, 0).unwrap_or(0);
         let size = u32_at(entry, 4).unwrap_or(0);
         let rva = u32_at(entry, 8).unwrap_or(0);
         if kind != 0 && u64::from(rva) + u64::from(size) > s.size {
-            cut_short = true;
+            first_cut.get_or_insert(format!(
+                "corrupt: stream type {kind} ({size} bytes at {rva:#x}) extends past the end of the {}-byte file",
+                s.size
+            ));
             continue;
         }
         match kind {
@@ -381,6 +384,12 @@ fn user_summary(
             _ => {}
         }
     }
+    if system.is_none() {
+        if let Some(cut) = first_cut {
+            return Err(cut);
+        }
+    }
+    let cut_short = first_cut.is_some();
     let mut pointer_size = 8;
     if let Some((rva, size)) = system {
         let b = read_at(file, u64::from(rva), (size as usize).min(32))?;

@@ -94,6 +94,8 @@ pub fn repo() -> PathBuf {
 /// One upload's outcome, as the client reports it.
 #[derive(Debug, Clone)]
 pub struct Sent {
+    /// The file sent.
+    pub file: PathBuf,
     /// The HTTP status (0: no answer).
     pub status: u64,
     /// The answer: the crash id, or the error.
@@ -101,7 +103,7 @@ pub struct Sent {
 }
 
 /// Runs the Crashpad-protocol client: `files` each sent `copies` times as different dumps,
-/// with `extra` flags. Every outcome.
+/// with `extra` flags. Every outcome, in the order the answers came (uploads run in parallel).
 pub fn upload(url: &str, files: &[PathBuf], copies: usize, extra: &[&str]) -> Vec<Sent> {
     let output = Command::new("python3")
         .arg(repo().join("tools/crashpad_upload.py"))
@@ -116,6 +118,7 @@ pub fn upload(url: &str, files: &[PathBuf], copies: usize, extra: &[&str]) -> Ve
         .map(|line| {
             let v: Value = serde_json::from_str(line).expect("a JSON line");
             Sent {
+                file: PathBuf::from(v["file"].as_str().expect("file")),
                 status: v["status"].as_u64().expect("status"),
                 answer: v["answer"].as_str().expect("answer").to_string(),
             }
