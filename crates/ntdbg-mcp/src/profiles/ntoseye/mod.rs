@@ -184,7 +184,8 @@ impl NtdbgServer {
                             Format::Json => OutputFormat::Json,
                         },
                         output_file: None,
-                        on_error: None,
+                        // ntoseye ends a line at its first failing command.
+                        on_error: Some(ntdbg_commands::OnError::Stop),
                     };
                     match tools::commands::run_batch(self.state(), params).await {
                         Ok(ran) => {
