@@ -42,7 +42,7 @@ try {
   await page.screenshot({ path: `${out}.png`, fullPage: true });
 
   if (scripts.length) throw new Error(`the page loaded scripts: ${scripts}`);
-  console.log(`crash-stats page ok: ${signature} -> ${page.url()}; cause: ${found.split("\n")[1]}`);
+  console.log(`crash-stats page ok: ${signature} -> ${page.url()}; cause: ${found.split("\n").find((line) => line.includes(cause))}`);
 } finally {
   await browser.close();
 }

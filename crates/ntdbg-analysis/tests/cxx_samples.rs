@@ -141,3 +141,25 @@ fn plain_aborts_claim_no_cxx_exception() {
         );
     }
 }
+
+/// The x86 MinGW g++ throw through a `noexcept` frame (`testdata/unwind/throw_noexcept.dmp`,
+/// `tools/crashgen/generate-unwind.sh`): the walk reaches the throw site through DWARF CFI, and
+/// the type comes from `__cxa_throw`'s cdecl arguments above its return address.
+#[test]
+fn x86_mingw_throw_names_the_type_from_the_arguments() {
+    let session = ntdbg_testutil::open_sample("unwind/throw_noexcept.dmp");
+    session.symbols().set_offline(true);
+    let r = analyze(&session);
+    let (text, basis) = first_inference(&r);
+    assert_eq!(
+        text,
+        "uncaught C++ exception std::runtime_error: <message unavailable>, thrown at unwind_throw!load_config+0x3f"
+    );
+    for fact in [
+        "frame 07 is __cxa_throw",
+        "type from __cxa_throw's arguments on the stack (cdecl)",
+        "named St13runtime_error",
+    ] {
+        assert!(basis.contains(fact), "{fact} missing from {basis}");
+    }
+}

@@ -108,7 +108,19 @@ pub fn uncaught_exception(
         found.evidence.push(site.describe());
         if found.type_name.is_none() && site.abi == Abi::Itanium {
             if site.thrower == "__cxa_throw" {
-                itanium::type_at_throw_site(session, site.return_address, None, &mut found);
+                // The slot the call pushed its return address to lies just below the site
+                // frame's stack pointer (the x86 arguments sit above it).
+                let slot = frames
+                    .iter()
+                    .find(|f| f.index == site.frame)
+                    .and_then(|f| {
+                        let ptr = session.target().arch().pointer_size() as u64;
+                        f.stack_pointer.checked_sub(ptr)
+                    })
+                    .filter(|&slot| {
+                        memory::Memory::new(session).pointer(slot) == Some(site.return_address)
+                    });
+                itanium::type_at_throw_site(session, site.return_address, slot, &mut found);
             } else {
                 found.evidence.push(format!(
                     "{} (a `throw;`) passes no type_info: thrown type unknown",
