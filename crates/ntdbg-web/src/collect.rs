@@ -28,6 +28,10 @@ use std::time::Duration;
 pub const SUBMIT_PATH: &str = "/submit";
 /// Bodies above this size are decoded and hashed off the async threads.
 const INLINE_WORK: usize = 256 * 1024;
+/// Most bytes of a refused request read (and dropped) so that its client gets the answer.
+const DRAIN_BYTES: usize = 1 << 20;
+/// Longest a refused request is read for.
+const DRAIN_TIME: Duration = Duration::from_secs(2);
 
 /// How `ntdbg collect` runs.
 #[derive(Debug, Clone)]
@@ -185,28 +189,11 @@ async fn submit(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Refused> {
-    if !c.any_host && !loopback_host(&headers) {
-        return Err(Refused(
-            StatusCode::FORBIDDEN,
-            "the Host header must name this machine's loopback address".into(),
-        ));
-    }
-    if let Err(wait) = c.rate.check(peer.ip()) {
-        let seconds = wait.as_secs().max(1).to_string();
-        let mut response = Refused(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!("too many uploads from {}: retry in {seconds} s", peer.ip()),
-        )
-        .into_response();
-        if let Ok(v) = header::HeaderValue::from_str(&seconds) {
-            response.headers_mut().insert(header::RETRY_AFTER, v);
-        }
-        return Ok(response);
-    }
     let token = presented_token(&headers, uri.query());
-    if let Some(tokens) = &c.tokens {
-        // Before the body is read: a request without a valid token costs nothing.
-        tokens.knows(token.as_deref()).map_err(refusal)?;
+    if let Some(refused) = refused_before_the_body(&c, peer, &headers, token.as_deref()) {
+        // A request refused before its body is read costs nothing beyond a short drain.
+        drain_briefly(body).await;
+        return Ok(refused);
     }
     let text = |name: header::HeaderName| {
         headers
@@ -269,6 +256,48 @@ fn refusal(r: Refusal) -> Refused {
 }
 
 /// The whole body, at most `limit` bytes, within `timeout`.
+/// The answer to a request refused on its headers alone (Host, rate, token), if it is.
+fn refused_before_the_body(
+    c: &Collector,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    token: Option<&str>,
+) -> Option<Response> {
+    if !c.any_host && !loopback_host(headers) {
+        return Some(
+            Refused(
+                StatusCode::FORBIDDEN,
+                "the Host header must name this machine's loopback address".into(),
+            )
+            .into_response(),
+        );
+    }
+    if let Err(wait) = c.rate.check(peer.ip()) {
+        let seconds = wait.as_secs().max(1).to_string();
+        let mut response = Refused(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("too many uploads from {}: retry in {seconds} s", peer.ip()),
+        )
+        .into_response();
+        if let Ok(v) = header::HeaderValue::from_str(&seconds) {
+            response.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+        return Some(response);
+    }
+    let tokens = c.tokens.as_ref()?;
+    tokens
+        .knows(token)
+        .err()
+        .map(|r| refusal(r).into_response())
+}
+
+/// Reads and drops what a refused request is sending, up to [`DRAIN_BYTES`] or
+/// [`DRAIN_TIME`]: a client still writing its upload when the connection closed would get a
+/// reset instead of the answer. A larger or slower upload is cut off as before.
+async fn drain_briefly(body: Body) {
+    let _ = tokio::time::timeout(DRAIN_TIME, Limited::new(body, DRAIN_BYTES).collect()).await;
+}
+
 async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, Refused> {
     match tokio::time::timeout(timeout, Limited::new(body, limit).collect()).await {
         Err(_) => Err(Refused(
