@@ -113,7 +113,8 @@ def ntdbg_threads(ntdbg, rel, path):
     if len(results) == 2 and results[1].get("result") and results[1]["result"].get("kind") == "stack":
         s = results[1]["result"]
         threads[s["thread_id"]] = frames_of(s)
-    return {str(k): v for k, v in threads.items()}
+    # `run --json` gives thread ids as hex strings ("0x24"), minidump-stackwalk as numbers.
+    return {str(int(k, 16) if isinstance(k, str) else k): v for k, v in threads.items()}
 
 
 def stored_run(rel):
