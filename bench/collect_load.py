@@ -97,6 +97,27 @@ def latency(url, db, rate, seconds, dumps):
                 answered[answer] = time.monotonic()
 
     threads = []
+    seen = {}
+    sending = threading.Event()
+    sending.set()
+
+    def poll():
+        # From the first upload on, not after the last: each report is seen as it lands.
+        conn = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=30)
+        deadline = time.monotonic() + seconds + 120
+        while time.monotonic() < deadline:
+            with lock:
+                pending = [h for h in started if h not in seen]
+            if not pending and not sending.is_set() and all(not t.is_alive() for t in threads):
+                break
+            if pending:
+                query = "SELECT hash FROM dumps WHERE hash IN (%s)" % ",".join("?" * len(pending))
+                for (h,) in conn.execute(query, pending):
+                    seen.setdefault(h, time.monotonic())
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
     t0 = time.monotonic()
     for i, req in enumerate(reqs):
         wait = t0 + i / rate - time.monotonic()
@@ -105,17 +126,8 @@ def latency(url, db, rate, seconds, dumps):
         th = threading.Thread(target=one, args=(i, req))
         th.start()
         threads.append(th)
-    seen = {}
-    conn = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=30)
-    deadline = time.monotonic() + seconds + 120
-    while time.monotonic() < deadline:
-        with lock:
-            pending = [h for h in started if h not in seen]
-        if not pending and all(not t.is_alive() for t in threads):
-            break
-        for (h,) in conn.execute("SELECT hash FROM dumps WHERE hash IN (%s)" % ",".join("?" * len(pending)), pending) if pending else []:
-            seen.setdefault(h, time.monotonic())
-        time.sleep(0.01)
+    sending.clear()
+    poller.join()
     for t in threads:
         t.join()
     lat = sorted(seen[h] - started[h] for h in seen)
