@@ -10,6 +10,9 @@ use std::time::Duration;
 
 /// How long a break-in may wait for the target to stop.
 pub const BREAK_IN_WAIT: Duration = Duration::from_secs(5);
+/// How long a Ctrl-C on a halted live target waits for a command to resume it before it
+/// cancels the command instead.
+const RESUME_WAIT: Duration = Duration::from_millis(500);
 
 /// The token of the command running now, which Ctrl-C cancels; each command gets a fresh
 /// one ([`Running::arm`]), so a Ctrl-C never reaches the next command.
@@ -38,7 +41,7 @@ impl Running {
 /// installed) is reported and Ctrl-C keeps its default action.
 pub fn install(live: Option<Arc<LiveControl>>, running: Running) {
     let result = ctrlc::set_handler(move || match &live {
-        Some(live) if matches!(live.state(), RunState::Running) => break_in(live),
+        Some(live) if resumes_soon(live) => break_in(live),
         _ => {
             running.cancel();
             eprintln!("\n^C: cancelling the command");
@@ -46,6 +49,22 @@ pub fn install(live: Option<Arc<LiveControl>>, running: Running) {
     });
     if let Err(e) = result {
         eprintln!("warning: Ctrl-C cannot be caught ({e}); it will end ntdbg");
+    }
+}
+
+/// Whether the live target runs now, or starts to within [`RESUME_WAIT`]: a Ctrl-C typed right
+/// after `g` can arrive before the target is resumed, and it means "break in" there too, not
+/// "give up waiting".
+fn resumes_soon(live: &LiveControl) -> bool {
+    let deadline = std::time::Instant::now() + RESUME_WAIT;
+    loop {
+        if matches!(live.state(), RunState::Running) {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
