@@ -407,11 +407,17 @@ fn execute(
     on_each_thread(session, &threads, headers, &invocation)
 }
 
+/// The most text `~*CMD` gathers: past it the walk stops after the thread that crossed it and
+/// says so in a last line, so a dump with very many threads (100,000 in a crafted 4.8 MB file)
+/// cannot take the process to gigabytes of text and typed frames. A real process's `~*k`
+/// stays far below it (a few hundred KiB for hundreds of threads).
+pub(crate) const ALL_THREADS_OUTPUT_BUDGET: usize = 16 << 20;
+
 /// Runs a command on each of `threads` in turn, as `~*CMD` and `~N CMD` do. With `headers`
 /// (`~*`) each thread's block starts with its `~` line, marked as the listing marks it
 /// (`.` the current thread, `#` the event thread), and a thread whose command fails shows
 /// the error in its own block while the others still run; the current thread is the same
-/// afterwards.
+/// afterwards. `~*` stops at [`ALL_THREADS_OUTPUT_BUDGET`] with a note as its last line.
 fn on_each_thread(
     session: &mut Session,
     threads: &[usize],
@@ -465,6 +471,20 @@ fn on_each_thread(
         }
         if headers {
             text.push('\n');
+            if text.len() >= ALL_THREADS_OUTPUT_BUDGET && done + 1 < threads.len() {
+                let command = match invocation.args {
+                    "" => invocation.name.to_string(),
+                    args => format!("{} {args}", invocation.name),
+                };
+                text.push_str(&format!(
+                    "~*{command}: stopped after {} of {} threads: output budget of {} MiB \
+                     reached; use ~N {command} for one thread\n",
+                    done + 1,
+                    threads.len(),
+                    ALL_THREADS_OUTPUT_BUDGET >> 20,
+                ));
+                break;
+            }
         }
     }
     Ok(CommandOutput {

@@ -17,6 +17,7 @@ mod live_gdbserver;
 mod live_winedbg;
 mod locks;
 mod locks_synthetic;
+mod many_threads;
 mod minidump_builder;
 mod policy;
 mod process_info;

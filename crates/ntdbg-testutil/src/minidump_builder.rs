@@ -742,6 +742,7 @@ pub struct MinidumpBuilder {
     thread_infos: Vec<ThreadInfo>,
     thread_names: Vec<(u32, String)>,
     exception: Option<Exception>,
+    share_thread_data: bool,
 }
 
 impl MinidumpBuilder {
@@ -763,7 +764,17 @@ impl MinidumpBuilder {
             thread_infos: Vec::new(),
             thread_names: Vec::new(),
             exception: None,
+            share_thread_data: false,
         }
+    }
+
+    /// Writes a register context that several threads have once, every such thread's
+    /// `ThreadContext` pointing at it, and a stack (same base, same bytes) once, listed once
+    /// in the memory stream: a dump with very many alike threads stays small, as a crafted
+    /// one can (100,000 threads in 4.8 MB).
+    pub fn share_thread_data(&mut self) -> &mut Self {
+        self.share_thread_data = true;
+        self
     }
 
     /// The header's `TimeDateStamp` (when the dump was written, Unix seconds).
@@ -933,7 +944,9 @@ impl MinidumpBuilder {
                     .filter(|t| !t.stack.is_empty())
                     .map(|t| (t.stack_base, &t.stack)),
             );
+        let mut written = std::collections::HashSet::new();
         ranges
+            .filter(|(base, bytes)| !self.share_thread_data || written.insert((*base, *bytes)))
             .map(|(base, bytes)| {
                 let rva = w.bytes.len() as u32;
                 w.bytes.extend_from_slice(bytes);
@@ -998,14 +1011,31 @@ impl MinidumpBuilder {
     fn thread_list_stream(&self, w: &mut Writer, memory: &[MemoryRange]) -> Vec<u8> {
         let stacks = &memory[self.memory.len()..];
         let mut stacks = stacks.iter();
+        let mut shared_contexts = std::collections::HashMap::<Vec<u8>, Location>::new();
+        let mut shared_stacks = std::collections::HashMap::<(u64, &[u8]), MemoryRange>::new();
         let mut b = count_u32(self.threads.len());
         for t in &self.threads {
-            let context = t
-                .context
-                .as_ref()
-                .map_or(Location::default(), |c| w.blob(&c.to_bytes()));
+            let context = match &t.context {
+                None => Location::default(),
+                Some(c) if self.share_thread_data => {
+                    let bytes = c.to_bytes();
+                    match shared_contexts.get(&bytes) {
+                        Some(location) => *location,
+                        None => {
+                            let location = w.blob(&bytes);
+                            shared_contexts.insert(bytes, location);
+                            location
+                        }
+                    }
+                }
+                Some(c) => w.blob(&c.to_bytes()),
+            };
             let stack = if t.stack.is_empty() {
                 MemoryRange::default()
+            } else if self.share_thread_data {
+                *shared_stacks
+                    .entry((t.stack_base, &t.stack[..]))
+                    .or_insert_with(|| stacks.next().copied().unwrap_or_default())
             } else {
                 stacks.next().copied().unwrap_or_default()
             };

@@ -41,6 +41,10 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 const RESPONSE_BUDGET: usize = 64 * 1024;
 /// The smallest preview of an output.
 const MIN_PREVIEW: usize = 2 * 1024;
+/// The most JSON one command's typed result may take in a `format: "json"` answer. Past it
+/// the result is left out with a note in `output`: a `~*k` over 25,000 threads made 180 MB of
+/// JSON, which as a `serde_json::Value` and its rendered copies took the server to 2 GB.
+const TYPED_RESULT_BUDGET: usize = 8 << 20;
 /// Extra time a batch on a live target gets beyond `timeout_ms`: each resume waits up to
 /// `timeout_ms` for the stop, then the session reads the stopped target.
 const LIVE_GRACE: Duration = Duration::from_secs(3);
@@ -316,6 +320,30 @@ fn write_output_file(path: &Path, text: &str) -> OutputFileReport {
     }
 }
 
+/// `typed` as JSON when that takes at most `budget` bytes (measured by writing it to a counter
+/// that stops at the budget, so an oversized result is never built twice), else `None`.
+fn typed_within<T: serde::Serialize>(typed: &T, budget: usize) -> Option<serde_json::Value> {
+    struct Counter {
+        written: usize,
+        budget: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written += buf.len();
+            if self.written > self.budget {
+                return Err(std::io::Error::other("over the typed-result budget"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { written: 0, budget };
+    serde_json::to_writer(&mut counter, typed).ok()?;
+    serde_json::to_value(typed).ok()
+}
+
 /// Collects per-command results: caches full outputs, cuts previews, renders the text.
 struct BatchBuilder<'a> {
     state: &'a State,
@@ -381,17 +409,28 @@ impl<'a> BatchBuilder<'a> {
             text: entry.text.clone(),
         });
         let limit = PREVIEW_THRESHOLD.min(self.budget).max(MIN_PREVIEW);
-        let (preview, truncated) = text::preview(&entry.text, limit, &entry.command_id);
+        let (mut preview, truncated) = text::preview(&entry.text, limit, &entry.command_id);
+        let result = match (self.format, typed) {
+            (OutputFormat::Json, Some(t)) => {
+                let result = typed_within(&t, TYPED_RESULT_BUDGET);
+                if result.is_none() {
+                    let _ = writeln!(
+                        preview,
+                        "[typed result left out: its JSON passes {} MiB; run the command on \
+                         fewer threads or items, read_output has the whole text]",
+                        TYPED_RESULT_BUDGET >> 20
+                    );
+                }
+                result
+            }
+            _ => None,
+        };
         self.budget = self.budget.saturating_sub(preview.len());
         self.full_text.push_str(&prompt);
         push_line(&mut self.full_text, &entry.text);
         // The id lets a text-only client grep or re-read the output later (read_output).
         let _ = writeln!(self.text, "{}  [{}]", prompt.trim_end(), entry.command_id);
         push_line(&mut self.text, &preview);
-        let result = match (self.format, typed) {
-            (OutputFormat::Json, Some(t)) => serde_json::to_value(t).ok(),
-            _ => None,
-        };
         self.results.push(CommandResultDto {
             index,
             command,

@@ -540,3 +540,69 @@ async fn the_prompt_follows_the_thread_of_the_exception_context() {
     }
     client.cancel().await.expect("cancel");
 }
+
+/// A crafted dump of 100,000 alike threads (issue 35, item 11): `~*k` with `format: "json"`
+/// took the server to 2 GB, 1.9 GB of it held until the session closed. The walk stops at its
+/// output budget, and a typed result whose JSON passes its budget is left out with a note.
+#[tokio::test]
+async fn all_threads_k_on_100000_threads_stays_within_its_budgets() {
+    use ntdbg_testutil::minidump_builder::{
+        Context, Cpu, MinidumpBuilder, Module, Thread, X64Context,
+    };
+    const APP: u64 = 0x7ff6_1234_0000;
+    const STACK: u64 = 0x0000_00c4_5678_f000;
+    let stack: Vec<u8> = (0..8u64)
+        .flat_map(|i| [STACK + 0x10 * (i + 1), APP + 0x1100 + i * 0x10])
+        .flat_map(u64::to_le_bytes)
+        .collect();
+    let context = Context::X64(X64Context {
+        rip: APP + 0x1010,
+        rsp: STACK,
+        rbp: STACK,
+        ..X64Context::default()
+    });
+    let mut dump = MinidumpBuilder::new(Cpu::X64);
+    dump.share_thread_data()
+        .module(Module::new(r"C:\app\app.exe", APP, 0x2_0000));
+    for n in 0..100_000 {
+        dump.thread(Thread {
+            id: 0x1000 + n,
+            context: Some(context.clone()),
+            stack_base: STACK,
+            stack: stack.clone(),
+            ..Thread::default()
+        });
+    }
+    let dir = scratch("many-threads");
+    let path = dir.join("many-threads.dmp");
+    dump.write(&path);
+
+    let client = connect_with(Version::Modern, [dir.clone()]).await;
+    let r = call(&client, "open_dump", json!({ "path": path })).await;
+    let id = ok(&r)["session_id"]
+        .as_str()
+        .expect("session_id")
+        .to_string();
+    let r = call(
+        &client,
+        "run_command",
+        json!({ "session_id": id, "command": "~*k", "format": "json", "timeout_ms": 600000 }),
+    )
+    .await;
+    let result = &ok(&r)["results"][0];
+    assert_eq!(result["status"], "succeeded");
+    assert!(result["result"].is_null(), "the typed result is left out");
+    let output = result["output"].as_str().expect("output");
+    assert!(
+        output.contains("~*k: stopped after ") && output.contains("output budget of 16 MiB"),
+        "{output}"
+    );
+    assert!(
+        output.contains("[typed result left out: its JSON passes 8 MiB;"),
+        "{output}"
+    );
+    let total = result["bytes_total"].as_u64().expect("bytes_total");
+    assert!(total < (16 << 20) + (64 << 10), "{total} bytes of text");
+    client.cancel().await.expect("cancel");
+    let _ = std::fs::remove_dir_all(&dir);
+}
