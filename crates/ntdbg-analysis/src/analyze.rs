@@ -60,7 +60,8 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
                 address: Some(prefixed_pointer_hex(e.address, ptr)),
                 thread_id: Some(hex(u64::from(e.thread_id))),
                 parameters: e.parameters.iter().map(|p| hex(*p)).collect(),
-                description: d.description.clone(),
+                description: general_protection_write(session, e, &d.kind)
+                    .unwrap_or_else(|| d.description.clone()),
             };
             (facts, Some((e, d)))
         }
@@ -207,6 +208,32 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         limitations,
         next_commands,
     }
+}
+
+/// The event of a general-protection fault whose instruction writes: its record says "read
+/// from 0xffffffffffffffff" whatever the access was, so the record's words would state a read
+/// that did not happen. `None` for any other event.
+fn general_protection_write(
+    session: &Session,
+    event: &ntdbg_targets::ExceptionEvent,
+    kind: &crate::exception::ExceptionKind,
+) -> Option<String> {
+    use crate::exception::{Access, ExceptionKind};
+    let writes = |k: &ExceptionKind| {
+        matches!(
+            k,
+            ExceptionKind::AccessViolation {
+                access: Some(Access::Write),
+                ..
+            }
+        )
+    };
+    let decided = crate::fault::access_from_instruction(session, event, kind);
+    (writes(&decided) && !writes(kind)).then(|| {
+        "write that raised a general-protection fault (the record says read from \
+         0xffffffffffffffff for any such fault; the faulting instruction writes)"
+            .to_string()
+    })
 }
 
 /// The process a dump is of: a kernel dump's current process (from its EPROCESS copy), a user
