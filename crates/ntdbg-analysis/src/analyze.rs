@@ -50,9 +50,12 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         return crate::bugcheck::bugcheck_report(session, bugcheck, dump, config);
     }
 
-    let (event, decoded) = match target.event() {
+    // `access`: the exception kind with a general-protection fault's access taken from the
+    // faulting instruction (its record says read whatever happened).
+    let (event, decoded, access) = match target.event() {
         Some(e) => {
             let d = decode(e, ptr);
+            let access = crate::fault::access_from_instruction(session, e, &d.kind);
             let facts = EventFacts {
                 kind: "exception".into(),
                 code: Some(format!("{:#010x}", e.code)),
@@ -60,10 +63,10 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
                 address: Some(prefixed_pointer_hex(e.address, ptr)),
                 thread_id: Some(hex(u64::from(e.thread_id))),
                 parameters: e.parameters.iter().map(|p| hex(*p)).collect(),
-                description: general_protection_write(session, e, &d.kind)
+                description: general_protection_write(&d.kind, &access)
                     .unwrap_or_else(|| d.description.clone()),
             };
-            (facts, Some((e, d)))
+            (facts, Some((e, d)), Some(access))
         }
         None => {
             let (limitation, description) = if live {
@@ -92,7 +95,7 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
                 parameters: Vec::new(),
                 description: description.into(),
             };
-            (facts, None)
+            (facts, None, None)
         }
     };
 
@@ -156,12 +159,9 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
         .iter()
         .map(|p| p.report())
         .collect();
-    let tag = match &decoded {
-        Some((e, d)) => kind_tag(
-            &crate::fault::access_from_instruction(session, e, &d.kind),
-            e.code,
-        ),
-        None => no_exception_tag(&inferences, live).into(),
+    let tag = match (&decoded, &access) {
+        (Some((e, _)), Some(access)) => kind_tag(access, e.code),
+        _ => no_exception_tag(&inferences, live).into(),
     };
     let signature = build_signature(&tag, &frames, config);
     // Without an exception there is no context to restore: what the threads wait on comes first.
@@ -210,13 +210,13 @@ pub fn analyze_with(session: &Session, config: &SignatureConfig) -> Report {
     }
 }
 
-/// The event of a general-protection fault whose instruction writes: its record says "read
-/// from 0xffffffffffffffff" whatever the access was, so the record's words would state a read
-/// that did not happen. `None` for any other event.
+/// The event of a general-protection fault whose instruction writes (`recorded` is the kind
+/// the record gives, `decided` the one the instruction gives): its record says "read from
+/// 0xffffffffffffffff" whatever the access was, so the record's words would state a read that
+/// did not happen. `None` for any other event.
 fn general_protection_write(
-    session: &Session,
-    event: &ntdbg_targets::ExceptionEvent,
-    kind: &crate::exception::ExceptionKind,
+    recorded: &crate::exception::ExceptionKind,
+    decided: &crate::exception::ExceptionKind,
 ) -> Option<String> {
     use crate::exception::{Access, ExceptionKind};
     let writes = |k: &ExceptionKind| {
@@ -228,8 +228,7 @@ fn general_protection_write(
             }
         )
     };
-    let decided = crate::fault::access_from_instruction(session, event, kind);
-    (writes(&decided) && !writes(kind)).then(|| {
+    (writes(decided) && !writes(recorded)).then(|| {
         "write that raised a general-protection fault (the record says read from \
          0xffffffffffffffff for any such fault; the faulting instruction writes)"
             .to_string()

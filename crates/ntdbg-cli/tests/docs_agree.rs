@@ -66,13 +66,9 @@ fn the_readme_usage_lists_every_subcommand() {
         .split("\n## ")
         .find(|s| s.starts_with("Usage"))
         .expect("a Usage section in README.md");
-    let missing: Vec<&str> = help
-        .lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|name| *name != "help" && !usage.contains(&format!("ntdbg {name}")))
+    let missing: Vec<String> = crate::help_examples::listed_subcommands(&help)
+        .into_iter()
+        .filter(|name| !usage.contains(&format!("ntdbg {name}")))
         .collect();
     assert!(
         missing.is_empty(),

@@ -56,7 +56,7 @@ fn ntdbg(dir: &Path, args: &[String], env: &[(&str, &str)]) -> Output {
 }
 
 /// The subcommands a help text lists (not `help` itself).
-fn listed_subcommands(help: &str) -> Vec<String> {
+pub(crate) fn listed_subcommands(help: &str) -> Vec<String> {
     help.lines()
         .skip_while(|l| !l.starts_with("Commands:"))
         .skip(1)

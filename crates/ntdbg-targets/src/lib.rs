@@ -39,8 +39,8 @@ pub use kernel_dump::KernelDump;
 pub use memory::{MemoryRegion, MemoryView, SharedOwner};
 pub use memory_streams::{CommitFacts, ProcessCommit, SystemCommit};
 pub use model::{
-    Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts, TargetKind, ThreadInfo,
-    PROCESSOR_ARCHITECTURE_ARM,
+    memory_flags, memory_info_at, Arch, Bugcheck, ExceptionEvent, MemoryInfo, SystemFacts,
+    TargetKind, ThreadInfo, PROCESSOR_ARCHITECTURE_ARM,
 };
 pub use process_facts::{HandleInfo, ThreadTimes, UnloadedModule};
 pub use user_dump::UserDump;

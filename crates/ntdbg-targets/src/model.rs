@@ -198,9 +198,59 @@ pub struct MemoryInfo {
     pub kind: u32,
 }
 
+/// The Windows values of [`MemoryInfo`]'s `state`, `kind` and `protect` fields.
+pub mod memory_flags {
+    /// `MEM_COMMIT`.
+    pub const MEM_COMMIT: u32 = 0x1000;
+    /// `MEM_RESERVE`.
+    pub const MEM_RESERVE: u32 = 0x2000;
+    /// `MEM_FREE`.
+    pub const MEM_FREE: u32 = 0x1_0000;
+    /// `MEM_IMAGE`.
+    pub const MEM_IMAGE: u32 = 0x100_0000;
+    /// `MEM_MAPPED`.
+    pub const MEM_MAPPED: u32 = 0x4_0000;
+    /// `MEM_PRIVATE`.
+    pub const MEM_PRIVATE: u32 = 0x2_0000;
+    /// `PAGE_NOACCESS`.
+    pub const PAGE_NOACCESS: u32 = 0x01;
+    /// `PAGE_GUARD`.
+    pub const PAGE_GUARD: u32 = 0x100;
+    /// The protection bits proper (without `PAGE_GUARD`, `PAGE_NOCACHE`, `PAGE_WRITECOMBINE`).
+    pub const PAGE_PROTECTION: u32 = 0xff;
+    /// `PAGE_EXECUTE`, `PAGE_EXECUTE_READ`, `PAGE_EXECUTE_READWRITE`, `PAGE_EXECUTE_WRITECOPY`.
+    pub const PAGE_EXECUTE_ANY: u32 = 0xf0;
+    /// The protections that can be read: `PAGE_READONLY`, `PAGE_READWRITE`,
+    /// `PAGE_WRITECOPY` and the three executable ones that read.
+    pub const PAGE_READABLE: u32 = 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
+}
+
 impl MemoryInfo {
     /// One past the last address (saturating).
     pub fn end(&self) -> u64 {
         self.base.saturating_add(self.size)
     }
+
+    /// Whether the region is committed memory (`MEM_COMMIT`).
+    pub fn is_committed(&self) -> bool {
+        self.state == memory_flags::MEM_COMMIT
+    }
+
+    /// Whether the process could execute the region: committed, with an executable protection.
+    pub fn is_executable(&self) -> bool {
+        use memory_flags::{PAGE_EXECUTE_ANY, PAGE_PROTECTION};
+        self.is_committed() && self.protect & PAGE_PROTECTION & PAGE_EXECUTE_ANY != 0
+    }
+
+    /// Whether the process could read the region: committed, with a readable protection.
+    pub fn is_readable(&self) -> bool {
+        self.is_committed() && self.protect & memory_flags::PAGE_READABLE != 0
+    }
+}
+
+/// The region of `regions` (sorted by base, as [`crate::Target::memory_info`] gives them) that
+/// holds `addr`.
+pub fn memory_info_at(regions: &[MemoryInfo], addr: u64) -> Option<&MemoryInfo> {
+    let at = regions.partition_point(|r| r.base <= addr);
+    regions.get(at.checked_sub(1)?).filter(|r| addr < r.end())
 }

@@ -7,12 +7,9 @@ use ntdbg_gdbremote::GdbClient;
 
 use crate::model::MemoryInfo;
 
-const MEM_COMMIT: u32 = 0x1000;
-const MEM_RESERVE: u32 = 0x2000;
-const MEM_FREE: u32 = 0x1_0000;
-const MEM_IMAGE: u32 = 0x100_0000;
-const MEM_MAPPED: u32 = 0x4_0000;
-const MEM_PRIVATE: u32 = 0x2_0000;
+use crate::model::memory_flags::{
+    MEM_COMMIT, MEM_FREE, MEM_IMAGE, MEM_MAPPED, MEM_PRIVATE, MEM_RESERVE,
+};
 /// Most bytes of `/proc/PID/maps` read.
 const MAX_MAPS: usize = 4 << 20;
 

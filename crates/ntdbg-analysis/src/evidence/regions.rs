@@ -5,19 +5,11 @@
 //! written.
 
 use ntdbg_engine::Session;
-use ntdbg_targets::{CommitFacts, MemoryInfo};
-
-/// `MEM_COMMIT`, `MEM_RESERVE`, `MEM_FREE`.
-const MEM_COMMIT: u32 = 0x1000;
-const MEM_RESERVE: u32 = 0x2000;
-const MEM_FREE: u32 = 0x1_0000;
-/// `MEM_IMAGE`, `MEM_MAPPED`, `MEM_PRIVATE`.
-const MEM_IMAGE: u32 = 0x100_0000;
-const MEM_MAPPED: u32 = 0x4_0000;
-const MEM_PRIVATE: u32 = 0x2_0000;
-/// `PAGE_NOACCESS`, `PAGE_GUARD`.
-const PAGE_NOACCESS: u32 = 0x01;
-const PAGE_GUARD: u32 = 0x100;
+use ntdbg_targets::memory_flags::{
+    MEM_COMMIT, MEM_FREE, MEM_IMAGE, MEM_MAPPED, MEM_PRIVATE, MEM_RESERVE, PAGE_GUARD,
+    PAGE_NOACCESS, PAGE_PROTECTION,
+};
+use ntdbg_targets::{memory_info_at, CommitFacts, MemoryInfo};
 /// The x86/x64 page size.
 pub(crate) const PAGE: u64 = 0x1000;
 /// Free commit below which the system counts as out of commit (see `commit_exhaustion`).
@@ -78,15 +70,12 @@ impl Region {
 
 /// The MemoryInfoList region holding `address`.
 pub(crate) fn region_at(session: &Session, address: u64) -> Option<Region> {
-    let info = session.target().memory_info()?;
-    let r = info
-        .iter()
-        .find(|r| r.base <= address && address < r.end())?;
+    let r = memory_info_at(session.target().memory_info()?, address)?;
     let state = match r.state {
         MEM_FREE => RegionState::Free,
         MEM_RESERVE => RegionState::Reserved,
         MEM_COMMIT if r.protect & PAGE_GUARD != 0 => RegionState::Guard,
-        MEM_COMMIT if r.protect & 0xff == PAGE_NOACCESS => RegionState::NoAccess,
+        MEM_COMMIT if r.protect & PAGE_PROTECTION == PAGE_NOACCESS => RegionState::NoAccess,
         MEM_COMMIT => RegionState::Committed,
         _ => return None,
     };

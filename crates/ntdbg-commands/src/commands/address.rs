@@ -10,6 +10,9 @@ use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::memory::MemorySource;
 use ntdbg_engine::{module_name, Session};
 use ntdbg_formats::pe::{PeInfo, PeLayout, SectionHeader};
+use ntdbg_targets::memory_flags::{
+    MEM_COMMIT, MEM_FREE, MEM_IMAGE, MEM_MAPPED, MEM_PRIVATE, MEM_RESERVE,
+};
 use ntdbg_targets::{Arch, MemoryInfo};
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
@@ -26,12 +29,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     address,
 )];
 
-const MEM_COMMIT: u32 = 0x1000;
-const MEM_RESERVE: u32 = 0x2000;
-const MEM_FREE: u32 = 0x1_0000;
-const MEM_PRIVATE: u32 = 0x2_0000;
-const MEM_MAPPED: u32 = 0x4_0000;
-const MEM_IMAGE: u32 = 0x100_0000;
 /// Most heaps read from the PEB's list (a corrupt count must not make us read forever).
 const MAX_HEAPS: u64 = 256;
 
@@ -282,9 +279,8 @@ impl Known {
         let peb = session.peb_address();
         let heaps = peb.map_or_else(Vec::new, |peb| read_heaps(session, peb));
         let allocation_of = |a: u64| {
-            let list = target.memory_info()?;
-            let i = list.partition_point(|r| r.base <= a).checked_sub(1)?;
-            let r = list.get(i).filter(|r| a < r.end() && r.state != MEM_FREE)?;
+            let r = ntdbg_targets::memory_info_at(target.memory_info()?, a)
+                .filter(|r| r.state != MEM_FREE)?;
             Some(r.allocation_base)
         };
         let stack_allocations = stacks

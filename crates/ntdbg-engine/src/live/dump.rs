@@ -26,9 +26,6 @@ const STACK_FALLBACK: u64 = 256 * 1024;
 const AROUND_PC: u64 = 128;
 /// The largest dump ntdbg writes (minidump offsets are 32-bit for stacks and records).
 const MAX_MEMORY: u64 = 3 << 30;
-/// `MEM_COMMIT`, and the `PAGE_*` protections that can be read.
-const MEM_COMMIT: u32 = 0x1000;
-const READABLE: u32 = 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80;
 /// `IMAGE_DIRECTORY_ENTRY_DEBUG` and `IMAGE_DEBUG_TYPE_CODEVIEW`.
 const DEBUG_DIRECTORY: usize = 6;
 const DEBUG_TYPE_CODEVIEW: u32 = 2;
@@ -142,7 +139,7 @@ impl Session {
         if full {
             let committed = target.memory_info().map(|map| {
                 map.iter()
-                    .filter(|r| r.state == MEM_COMMIT && r.protect & READABLE != 0)
+                    .filter(|r| r.is_readable())
                     .map(|r| (r.base, r.end()))
                     .collect::<Vec<_>>()
             });
