@@ -66,7 +66,12 @@ fn read_imports(session: &Session, base: u64) -> HashMap<u32, String> {
     };
     let pointer = session.arch().pointer_size();
     for d in 0..MAX_DLLS {
-        let Some(descriptor) = read(dir.rva + (d * DESCRIPTOR_SIZE) as u32, DESCRIPTOR_SIZE) else {
+        // RVAs come from the image: a damaged one must end the walk, not overflow.
+        let Some(descriptor) = dir
+            .rva
+            .checked_add((d * DESCRIPTOR_SIZE) as u32)
+            .and_then(|at| read(at, DESCRIPTOR_SIZE))
+        else {
             break;
         };
         let field = |at: usize| u32::from_le_bytes(descriptor[at..at + 4].try_into().unwrap());
@@ -85,7 +90,11 @@ fn read_imports(session: &Session, base: u64) -> HashMap<u32, String> {
             continue;
         };
         for i in 0..MAX_THUNKS {
-            let Some(thunk) = read(thunks_rva + (i * pointer) as u32, pointer) else {
+            let offset = (i * pointer) as u32;
+            let Some(thunk) = thunks_rva
+                .checked_add(offset)
+                .and_then(|at| read(at, pointer))
+            else {
                 break;
             };
             let mut value = [0u8; 8];
@@ -106,7 +115,10 @@ fn read_imports(session: &Session, base: u64) -> HashMap<u32, String> {
                     None => continue,
                 }
             };
-            out.insert(slots_rva + (i * pointer) as u32, format!("{dll}!{name}"));
+            let Some(slot) = slots_rva.checked_add(offset) else {
+                break;
+            };
+            out.insert(slot, format!("{dll}!{name}"));
         }
     }
     out
