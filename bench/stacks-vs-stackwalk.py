@@ -20,7 +20,12 @@ usage:
 - `--save` writes ntdbg's frames to FILE; `--before` compares with such a file: frames added,
   removed, and found_by / trust changes.
 - "msw trusted, not ntdbg": minidump-stackwalk frames found by context, CFI or frame pointer
-  (not scanning) whose address ntdbg's stack of that thread lacks.
+  (not scanning) on an unbroken chain of such frames from the context, whose address ntdbg's
+  stack of that thread lacks. A CFI or frame-pointer step taken from a scanned frame is only as
+  good as the scan; "msw cfi/fp anywhere" counts those too. "of which not code": those at an
+  address the dump's memory info list shows free, reserved or not executable (refuted frames).
+- Deep stacks (ntdbg's `k` stops at 1,024 frames unless given a count) are walked whole with
+  `k 0n262144`, as minidump-stackwalk walks them.
 """
 import argparse
 import collections
@@ -53,6 +58,16 @@ for name in ["minidump2", "minidump_32bit_crash_addr", "ascii_read_av", "ascii_w
              "null_read_av", "null_write_av", "read_av_non_null", "stack_exhaustion",
              "tiny-exe-fastfail", "tiny-exe-with-cet-xsave"]:
     STORED[f"{BP}/{name}.dmp"] = (f"breakpad-{name}", f"{BP}/symbols")
+
+# A frame count past any stack's depth: `k` then walks to the end (ntdbg's default walk stops
+# at 1,024 frames; minidump-stackwalk's never does).
+DEEP = "0n262144"
+# Frames `k` shows without a count.
+DEFAULT_K = 256
+# The walk from the exception context, in both tools, whichever thread each names for it: a
+# dump may name the thread that wrote it, while the context's stack pointer lies in another
+# thread's stack (ntdbg walks it there, minidump-stackwalk on the named thread).
+EXCEPTION = "exception"
 
 # Deliberately malformed: rejected by every tool.
 MALFORMED = {"rust-minidump/testdata/invalid-range.dmp", "rust-minidump/testdata/invalid-record-count.dmp"}
@@ -108,13 +123,18 @@ def ntdbg_threads(ntdbg, rel, path):
     threads = {}
     for r in run_ntdbg(ntdbg, path, symbols, "~*k"):
         for s in ((r.get("result") or {}).get("stacks") or []):
-            threads[s["thread_id"]] = frames_of(s)
-    results = run_ntdbg(ntdbg, path, symbols, ".ecxr; k")
+            # `run --json` gives thread ids as hex strings ("0x24"), minidump-stackwalk numbers.
+            tid = str(int(s["thread_id"], 16))
+            threads[tid] = frames_of(s)
+            if len(threads[tid]) >= DEFAULT_K:
+                # A deep stack (a stack overflow): walk it whole, as minidump-stackwalk does.
+                deep = run_ntdbg(ntdbg, path, symbols, f"~~[{s['thread_id']}]s; k {DEEP}")
+                if len(deep) == 2 and (deep[1].get("result") or {}).get("kind") == "stack":
+                    threads[tid] = frames_of(deep[1]["result"])
+    results = run_ntdbg(ntdbg, path, symbols, f".ecxr; k {DEEP}")
     if len(results) == 2 and results[1].get("result") and results[1]["result"].get("kind") == "stack":
-        s = results[1]["result"]
-        threads[s["thread_id"]] = frames_of(s)
-    # `run --json` gives thread ids as hex strings ("0x24"), minidump-stackwalk as numbers.
-    return {str(int(k, 16) if isinstance(k, str) else k): v for k, v in threads.items()}
+        threads[EXCEPTION] = frames_of(results[1]["result"])
+    return threads
 
 
 def stored_run(rel):
@@ -153,16 +173,22 @@ def msw_threads(rel, path, work, fresh=False):
     for t in lists + ([crashing] if crashing.get("frames") else []):
         if not t.get("frames"):
             continue  # not walked (the thread that wrote the dump)
+        # The crashing thread is walked from the exception context, in its list entry too.
+        key = EXCEPTION if crashing.get("frames") and t["thread_id"] == crashing.get("thread_id") else str(t["thread_id"])
         frames = []
+        chain = True  # no scanned frame above this one
         for f in t.get("frames") or []:
             off = int(f["offset"], 16)
+            method = f.get("trust", "")
+            chain = chain and method in ("context", "cfi", "frame_pointer")
             frames.append({
                 "address": off if f["frame"] == 0 else off + back,
-                "found_by": f.get("trust", ""),
-                "trusted": f.get("trust", "") in ("context", "cfi", "frame_pointer"),
+                "found_by": method,
+                "trusted": chain,
+                "method_trusted": method in ("context", "cfi", "frame_pointer"),
                 "where": (f.get("module") or "?") + ("!" + f["function"] if f.get("function") else ""),
             })
-        threads[str(t["thread_id"])] = frames
+        threads[key] = frames
     return threads, source
 
 
@@ -179,11 +205,29 @@ def compare(a, b):
     return prefix, both, len(a) - both, len(b) - both
 
 
-def trusted_missing(ours, theirs):
-    """minidump-stackwalk's trusted frames (context, CFI, frame pointer) whose address is not
-    in our stack."""
+def trusted_missing(ours, theirs, key="trusted"):
+    """minidump-stackwalk's trusted frames whose address is not in our stack. `trusted`: found
+    by context, CFI or frame pointer on an unbroken chain of such frames from the context (a
+    CFI step taken from a scanned frame is only as good as the scan); `method_trusted`: found by
+    one of those methods, wherever it lies."""
     have = {f["address"] for f in ours}
-    return [f for f in theirs if f["trusted"] and f["address"] not in have]
+    return [f for f in theirs if f[key] and f["address"] not in have]
+
+
+def not_code(ntdbg, path, addresses):
+    """The addresses among `addresses` that the dump's memory info list shows are not code
+    (free, reserved, or committed without execute access): a frame there is refuted."""
+    if not addresses:
+        return set()
+    commands = "; ".join(f"!address {a:#x}" for a in addresses)
+    refuted = set()
+    for address, r in zip(addresses, run_ntdbg(ntdbg, path, None, commands)):
+        regions = (r.get("result") or {}).get("regions") or []
+        if regions and regions[0].get("source") == "memory_info":
+            region = regions[0]
+            if region.get("state") != "MEM_COMMIT" or "EXECUTE" not in (region.get("protect") or ""):
+                refuted.add(address)
+    return refuted
 
 
 def main():
@@ -201,9 +245,9 @@ def main():
     trust = collections.Counter()
     with tempfile.TemporaryDirectory() as work:
         print("| dump | threads | ntdbg frames | msw frames | same prefix | in both | only ntdbg | only msw "
-              "| msw trusted, not ntdbg |"
+              "| msw trusted, not ntdbg | of which not code | msw cfi/fp anywhere, not ntdbg |"
               + (" before frames | added | removed | found_by changed |" if before else ""))
-        print("|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if before else ""))
+        print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if before else ""))
         every = [(rel, path, False) for rel, path in dumps(work)]
         for extra in args.extra:
             every += [(os.path.join(os.path.basename(os.path.normpath(extra)), rel), path, True)
@@ -228,6 +272,9 @@ def main():
                     row["only_msw"] += only_b
                     missing = trusted_missing(frames, theirs[tid])
                     row["msw_trusted_missing"] += len(missing)
+                    refuted = not_code(args.ntdbg, path, [f["address"] for f in missing if f["where"] == "?"])
+                    row["msw_not_code"] += sum(1 for f in missing if f["address"] in refuted)
+                    row["msw_method_missing"] += len(trusted_missing(frames, theirs[tid], "method_trusted"))
                     if args.details and missing:
                         print(f"  {rel} thread {tid}: msw trusted, not ntdbg: {[(hex(f['address']), f['found_by'], f['where']) for f in missing]}")
                     if args.details and (only_a or only_b):
@@ -247,13 +294,15 @@ def main():
             totals.update(row)
             msw = "–" if theirs is None else f"{row['msw']} ({source})"
             line = (f"| {rel} | {row['threads']} | {row['ntdbg']} | {msw} | {row['prefix']} | {row['both']} "
-                    f"| {row['only_ntdbg']} | {row['only_msw']} | {row['msw_trusted_missing']} |")
+                    f"| {row['only_ntdbg']} | {row['only_msw']} | {row['msw_trusted_missing']} "
+                    f"| {row['msw_not_code']} | {row['msw_method_missing']} |")
             if before is not None:
                 line += f" {row['before']} | {row['added']} | {row['removed']} | {row['changed']} |"
             print(line)
     t = totals
     line = (f"| **total** | {t['threads']} | {t['ntdbg']} | {t['msw']} | {t['prefix']} | {t['both']} "
-            f"| {t['only_ntdbg']} | {t['only_msw']} | {t['msw_trusted_missing']} |")
+            f"| {t['only_ntdbg']} | {t['only_msw']} | {t['msw_trusted_missing']} | {t['msw_not_code']} "
+            f"| {t['msw_method_missing']} |")
     if before is not None:
         line += f" {t['before']} | {t['added']} | {t['removed']} | {t['changed']} |"
     print(line)

@@ -123,3 +123,49 @@ fn scopeip_follows_the_selected_frame() {
     assert_eq!(named, caller);
     assert!(!named.starts_with("ERROR"), "{named}");
 }
+
+/// A stack overflow is deeper than the default walk: `k` with a count past it walks on to
+/// where the recursion began (`main`, the C runtime's start), and a count the walk stops
+/// short of says how to go further.
+#[test]
+fn frame_count_walks_past_the_default_limit() {
+    let mut s = ntdbg_testutil::open_sample("crashy-x64-stack.dmp");
+    run(&mut s, ".ecxr");
+    let default = s.stack().expect("the exception thread's stack");
+    assert_eq!(default.frames.len(), ntdbg_engine::stack::MAX_FRAMES);
+    assert!(
+        default
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("a frame count walks further")),
+        "{:?}",
+        default.note
+    );
+    let deep = run(&mut s, "kn 0n100000");
+    let rows = deep
+        .lines()
+        .filter(|l| l.contains("crashy!recurse"))
+        .count();
+    assert!(
+        rows > ntdbg_engine::stack::MAX_FRAMES,
+        "{rows} recursion rows"
+    );
+    let tail: Vec<&str> = deep.lines().rev().take(12).collect();
+    assert!(
+        tail.iter().any(|l| l.contains("crashy!main"))
+            && tail.iter().any(|l| l.contains("mainCRTStartup")),
+        "{tail:#?}"
+    );
+    assert!(
+        !deep.contains("stopped after"),
+        "{}",
+        &deep[deep.len() - 400..]
+    );
+    let short = run(&mut s, "k 0x500");
+    assert!(short.lines().count() > 0x500);
+    let last = short.lines().last().unwrap();
+    assert!(
+        !last.contains(" 00000000`00000000 "),
+        "the last row shown has its return address: {last}"
+    );
+}

@@ -284,15 +284,22 @@ impl Session {
 
     /// The call stack of the current thread in the current scope.
     pub fn stack(&self) -> Result<Stack, EngineError> {
+        self.stack_to(stack::MAX_FRAMES)
+    }
+
+    /// The call stack of the current thread in the current scope, walked to at most `limit`
+    /// frames (see [`stack::walk_to`]): `k` with a count past [`stack::MAX_FRAMES`].
+    pub fn stack_to(&self, limit: usize) -> Result<Stack, EngineError> {
         let thread = self
             .current_thread()
             .ok_or_else(|| EngineError::NoSuchThread(self.current_thread.to_string()))?;
         let context = self.context().ok_or(EngineError::NoContext(thread.id))?;
-        Ok(stack::walk(
+        Ok(stack::walk_to(
             self.target.as_ref(),
             &self.symbols,
             thread.id,
             &context,
+            limit,
         ))
     }
 

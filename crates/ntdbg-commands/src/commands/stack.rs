@@ -11,7 +11,9 @@ use ntdbg_engine::Session;
 const DEFAULT_FRAMES: u64 = 256;
 
 const K_DETAILS: &str =
-    "A number after the command limits the frames (`kn 10`). `kb`/`kv` add the \
+    "A number after the command limits the frames (`kn 10`; 256 without one). The walk stops \
+after 1,024 frames unless the number asks for more: on a stack overflow `kn 0n100000` walks to \
+where the recursion began (up to 262,144 frames). `kb`/`kv` add the \
 first stack words above the return address (\"Args to Child\"); `kp` shows each function's \
 parameters with their types and values from the PDB (`int n = 0n5`; `<value unavailable>` where \
 the parameter's location is not valid at the frame's instruction or its register was not \
@@ -86,8 +88,10 @@ fn k(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Comma
         })?,
     };
     session.preload_current_stack_symbols();
-    let mut stack = session.stack()?;
-    stack.truncate(usize::try_from(count).unwrap_or(usize::MAX));
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    // One frame past the count, so that the last row shown has its return address.
+    let mut stack = session.stack_to(count.saturating_add(1))?;
+    stack.truncate(count);
     let text = render_stack(session, &stack, style);
     Ok(CommandOutput::with(text, TypedResult::Stack(stack)))
 }

@@ -34,8 +34,14 @@ use ntdbg_symbols::{strip_parameters, SymbolStore};
 use ntdbg_targets::Target;
 use serde::Serialize;
 
-/// Upper bound on frames in one walk (WinDbg's own default display is far smaller).
+/// Upper bound on frames in one walk unless a caller asks for more (WinDbg's own default
+/// display is far smaller).
 pub const MAX_FRAMES: usize = 1024;
+
+/// The most frames a walk goes to when asked for more than [`MAX_FRAMES`] (`k 0n100000` on a
+/// stack overflow, to see where the recursion began). The walk climbs the stack, so a stack of
+/// a MiB holds at most this many 4-byte return addresses.
+pub const DEEPEST_WALK: usize = 1 << 18;
 
 /// How a frame was found, from most to least trustworthy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -282,13 +288,27 @@ struct Physical {
     trust: Trust,
 }
 
-/// Walks the stack that `context` starts, on a thread whose stack memory the target holds.
+/// Walks the stack that `context` starts, on a thread whose stack memory the target holds, to
+/// at most [`MAX_FRAMES`] physical frames.
 pub fn walk(
     target: &dyn Target,
     symbols: &SymbolStore,
     thread_id: u32,
     context: &MinidumpContext,
 ) -> Stack {
+    walk_to(target, symbols, thread_id, context, MAX_FRAMES)
+}
+
+/// Walks as [`walk`] does, to at most `limit` physical frames (at least [`MAX_FRAMES`], at most
+/// [`DEEPEST_WALK`]).
+pub fn walk_to(
+    target: &dyn Target,
+    symbols: &SymbolStore,
+    thread_id: u32,
+    context: &MinidumpContext,
+    limit: usize,
+) -> Stack {
+    let limit = limit.clamp(MAX_FRAMES, DEEPEST_WALK);
     let arch = target.arch();
     let sp = context.get_stack_pointer();
     let stack = target.stack_region_at(sp).and_then(|r| {
@@ -316,7 +336,7 @@ pub fn walk(
                 memo: Default::default(),
                 chained_records: Vec::new(),
             };
-            let walked = walker.run(regs::Regs::from_context(layout, context));
+            let walked = walker.run(regs::Regs::from_context(layout, context), limit);
             walker_notes = walker.notes;
             walked
                 .into_iter()
@@ -394,10 +414,15 @@ pub fn walk(
             });
         }
     }
-    if physical_frames >= MAX_FRAMES {
+    if physical_frames >= limit {
+        let more = if limit < DEEPEST_WALK {
+            " (a frame count walks further: k 0n100000)"
+        } else {
+            ""
+        };
         notes.push(StackNote {
             frame: Some(frames.len()),
-            text: format!("stopped after {MAX_FRAMES} frames"),
+            text: format!("stopped after {limit} frames{more}"),
         });
     }
     Stack::new(thread_id, frames, notes)

@@ -26,7 +26,7 @@ use super::frame_symbols::{FrameSymbols, SymbolMemo};
 use super::leaf_code::{returns_through_stack_top, BYTES_BEFORE};
 use super::memory::StackMemory;
 use super::regs::{strip_pac, Layout, Regs};
-use super::{FoundBy, Trust, MAX_FRAMES};
+use super::{FoundBy, Trust};
 use crate::disasm::Bitness;
 use crate::provider::load_module_symbols;
 
@@ -130,11 +130,10 @@ pub(crate) struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Walks from `context` (frame 0) to the outermost frame found, at most
-    /// [`MAX_FRAMES`].
-    pub(crate) fn run(&mut self, context: Regs) -> Vec<Walked> {
+    /// Walks from `context` (frame 0) to the outermost frame found, at most `limit` frames.
+    pub(crate) fn run(&mut self, context: Regs, limit: usize) -> Vec<Walked> {
         let mut frames = vec![self.symbolized(context, 0, FoundBy::Context, Trust::Context)];
-        while frames.len() < MAX_FRAMES {
+        while frames.len() < limit {
             match self.caller(&frames) {
                 Some(next) => frames.push(next),
                 None => break,
