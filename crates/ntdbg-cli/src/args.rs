@@ -71,7 +71,7 @@ pub enum Command {
     },
     /// Run WinDbg commands on a dump (or a live target with --attach) and print their output.
     #[command(
-        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json\n  ntdbg run crash.dmp --keep-going -c \"dps @rsp L40; kn; lm\""
+        after_help = "Examples:\n  ntdbg run crash.dmp -c \".lastevent; .ecxr; r; kn; lm\"\n  ntdbg run crash.dmp -c \"~*k\" --json\n  ntdbg run crash.dmp --keep-going -c \"dps @rsp L40; kn; lm\"\n  ntdbg run crash.dmp --timeout 30 -c \"s -a 0 L?0x7fffffffffff password\""
     )]
     Run {
         #[command(flatten)]
@@ -92,6 +92,11 @@ pub enum Command {
         /// command reads); the exit status is still 1 when any failed.
         #[arg(long)]
         keep_going: bool,
+        /// Stop the command still running after this many seconds (a long `s` search of a
+        /// large dump, a `g` on a live target) and report it timed out; the later commands
+        /// are not run, the exit status is 1.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        timeout: Option<u64>,
     },
     /// Serve the MCP tools to an AI agent: stdio by default, logs on stderr.
     #[command(after_help = MCP_EXAMPLES)]

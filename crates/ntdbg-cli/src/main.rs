@@ -16,6 +16,7 @@ mod skipped;
 mod stackwalk;
 mod store_cli;
 mod symbolize;
+mod time_limit;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -124,6 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             offline,
             keep_going,
+            timeout,
         } => {
             let mut session = target.open(symbols.as_deref(), offline)?;
             let on_error = if keep_going {
@@ -131,7 +133,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             } else {
                 ntdbg_commands::OnError::Stop
             };
-            let status = run_commands(&mut session, &commands, on_error, json);
+            let limit = timeout.map(std::time::Duration::from_secs);
+            let status = run_commands(&mut session, &commands, on_error, json, limit);
             detach(&session);
             status
         }
@@ -428,17 +431,25 @@ fn run_commands(
     commands: &str,
     on_error: ntdbg_commands::OnError,
     json: bool,
+    limit: Option<std::time::Duration>,
 ) -> anyhow::Result<ExitCode> {
     let indicator = progress::Indicator::install(session.symbols());
+    let watchdog =
+        limit.map(|limit| time_limit::Watchdog::start(session.interrupt().clone(), limit));
     let results = ntdbg_commands::run_batch_with(session, commands, on_error);
     drop(indicator);
-    let results = results?;
+    let mut results = results?;
+    if let Some(watchdog) = watchdog {
+        watchdog.finish(&mut results);
+    }
     // Buffered: one write per block, not one per line (stdout is line-buffered); flushed
     // before anything goes to stderr so the two stay in order.
     let mut out = std::io::BufWriter::with_capacity(OUTPUT_BUFFER, std::io::stdout().lock());
     let mut failed = false;
     if json {
-        failed = results.iter().any(|r| r.status == Status::Failed);
+        failed = results
+            .iter()
+            .any(|r| matches!(r.status, Status::Failed | Status::TimedOut));
         run_json::write(&mut out, &results)?;
     } else {
         for r in &results {
@@ -465,7 +476,11 @@ fn run_commands(
                 Status::NotExecuted => {}
                 Status::TimedOut => {
                     out.flush()?;
-                    eprintln!("timed out: {}", r.command);
+                    if r.output.is_empty() {
+                        eprintln!("timed out: {}", r.command);
+                    } else {
+                        eprintln!("timed out: {}: {}", r.command, r.output);
+                    }
                     failed = true;
                 }
             }

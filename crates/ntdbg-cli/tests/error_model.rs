@@ -208,3 +208,61 @@ fn list_and_triage_agree_on_a_truncated_file() {
         "triage does not say what list says of cut.dmp ({said}): {triage}"
     );
 }
+
+/// `run --timeout` stops a long memory search as a cancelled MCP call stops: the command still
+/// running is reported timed out with how to finish it, the later ones are not run, and the
+/// exit status says it failed. (Forty searches of the largest corpus dump take well over the
+/// one-second limit in any build: each reads every captured byte.)
+#[test]
+fn a_run_past_its_timeout_stops_the_running_command() {
+    ntdbg_testutil::require_testdata!();
+    let dump = ntdbg_testutil::testdata(
+        "mozilla-minidump-stackwalk-pgo/pgo_data/minidumps/windows-aarch64.dmp",
+    );
+    let search = "s -a 0 L?7fffffffffffffff \"no such text anywhere\"";
+    let batch = vec![search; 40].join("; ");
+    let o = ntdbg(&[
+        "run",
+        &dump.display().to_string(),
+        "--timeout",
+        "1",
+        "--json",
+        "-c",
+        &batch,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let results: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON results");
+    let statuses: Vec<&str> = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    let stopped = statuses
+        .iter()
+        .position(|s| *s == "timed_out")
+        .unwrap_or_else(|| panic!("no command timed out: {statuses:?}"));
+    assert!(
+        statuses[..stopped].iter().all(|s| *s == "succeeded"),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses[stopped + 1..].iter().all(|s| *s == "not_executed"),
+        "{statuses:?}"
+    );
+    let error = &results[stopped]["error"];
+    assert_eq!(error["code"], "timed_out", "{error}");
+    assert!(
+        error["message"].as_str().unwrap().contains("--timeout"),
+        "{error}"
+    );
+    let o = ntdbg(&[
+        "run",
+        &dump.display().to_string(),
+        "--timeout",
+        "0",
+        "-c",
+        "k",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "a zero limit is refused: {o:?}");
+}
