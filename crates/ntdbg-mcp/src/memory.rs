@@ -2,7 +2,9 @@
 //!
 //! glibc's allocator keeps freed heap pages for reuse and raises its mmap threshold after large
 //! frees, so a long-running server that closed a hundred sessions would otherwise keep their
-//! peak resident size for good. After a session is dropped the heap is trimmed once. On Windows
+//! peak resident size for good. After a session is dropped the heap is trimmed once, and so it
+//! is after a long tool call (`~*k` over 100,000 threads freed 440 MB that the server kept until
+//! the session closed). On Windows
 //! Rust's allocator is the process heap, which is compacted instead (free blocks coalesced, large
 //! free ranges decommitted); elsewhere the allocator's own policy applies.
 
@@ -11,6 +13,11 @@ use crate::error::ToolError;
 use crate::sessions::DETACH_TIMEOUT;
 use crate::state::State;
 use ntdbg_engine::live::Leave;
+use std::time::{Duration, Instant};
+
+/// A tool call that ran this long may have freed much memory: the heap is trimmed after it.
+/// Shorter calls free little, and trimming after each would cost them page faults later.
+const LONG_CALL: Duration = Duration::from_millis(250);
 
 /// What closing a session did.
 pub(crate) struct Closed {
@@ -48,6 +55,14 @@ pub(crate) fn close_session(
     drop(slot);
     release_freed_memory();
     Ok(Closed { id, detach })
+}
+
+/// After a tool call that began at `started`: if it ran long, returns the memory its work
+/// freed to the OS, off the async runtime's threads.
+pub(crate) fn trim_after_call(started: Instant) {
+    if started.elapsed() >= LONG_CALL {
+        tokio::task::spawn_blocking(release_freed_memory);
+    }
 }
 
 /// Returns free heap pages to the OS where the allocator supports it (glibc on Linux, the

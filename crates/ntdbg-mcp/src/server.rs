@@ -378,8 +378,10 @@ impl ServerHandler for NtdbgServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
         let context = ToolCallContext::new(self, request, context);
-        let response = client.scope(self.tool_router.call(context)).await?;
-        Ok(structure_argument_errors(response))
+        let started = std::time::Instant::now();
+        let response = client.scope(self.tool_router.call(context)).await;
+        crate::memory::trim_after_call(started);
+        Ok(structure_argument_errors(response?))
     }
 }
 

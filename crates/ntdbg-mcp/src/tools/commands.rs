@@ -41,10 +41,12 @@ pub const MAX_TIMEOUT_MS: u64 = 600_000;
 const RESPONSE_BUDGET: usize = 64 * 1024;
 /// The smallest preview of an output.
 const MIN_PREVIEW: usize = 2 * 1024;
-/// The most JSON one command's typed result may take in a `format: "json"` answer. Past it
-/// the result is left out with a note in `output`: a `~*k` over 25,000 threads made 180 MB of
-/// JSON, which as a `serde_json::Value` and its rendered copies took the server to 2 GB.
-const TYPED_RESULT_BUDGET: usize = 8 << 20;
+/// The most JSON the typed results of one `format: "json"` answer may take together. Past it
+/// a command's result is left out with a note in `output`. MCP clients refuse larger messages
+/// (the official Python SDK reads at most 1 MiB per server-sent event, so `~*k` on a
+/// 100-thread dump failed over HTTP), and a `~*k` over 25,000 threads made 180 MB of JSON,
+/// which as a `serde_json::Value` and its rendered copies took the server to 2 GB.
+const TYPED_RESPONSE_BUDGET: usize = 768 << 10;
 /// Extra time a batch on a live target gets beyond `timeout_ms`: each resume waits up to
 /// `timeout_ms` for the stop, then the session reads the stopped target.
 const LIVE_GRACE: Duration = Duration::from_secs(3);
@@ -320,9 +322,13 @@ fn write_output_file(path: &Path, text: &str) -> OutputFileReport {
     }
 }
 
-/// `typed` as JSON when that takes at most `budget` bytes (measured by writing it to a counter
-/// that stops at the budget, so an oversized result is never built twice), else `None`.
-fn typed_within<T: serde::Serialize>(typed: &T, budget: usize) -> Option<serde_json::Value> {
+/// `typed` as JSON, with its size, when that takes at most `budget` bytes (measured by writing
+/// it to a counter that stops at the budget, so an oversized result is never built twice),
+/// else `None`.
+fn typed_within<T: serde::Serialize>(
+    typed: &T,
+    budget: usize,
+) -> Option<(serde_json::Value, usize)> {
     struct Counter {
         written: usize,
         budget: usize,
@@ -341,7 +347,7 @@ fn typed_within<T: serde::Serialize>(typed: &T, budget: usize) -> Option<serde_j
     }
     let mut counter = Counter { written: 0, budget };
     serde_json::to_writer(&mut counter, typed).ok()?;
-    serde_json::to_value(typed).ok()
+    Some((serde_json::to_value(typed).ok()?, counter.written))
 }
 
 /// Collects per-command results: caches full outputs, cuts previews, renders the text.
@@ -356,6 +362,8 @@ struct BatchBuilder<'a> {
     text: String,
     full_text: String,
     budget: usize,
+    /// What is left of [`TYPED_RESPONSE_BUDGET`].
+    typed_budget: usize,
 }
 
 impl<'a> BatchBuilder<'a> {
@@ -370,6 +378,7 @@ impl<'a> BatchBuilder<'a> {
             text: String::new(),
             full_text: String::new(),
             budget: RESPONSE_BUDGET,
+            typed_budget: TYPED_RESPONSE_BUDGET,
         }
     }
 
@@ -412,16 +421,21 @@ impl<'a> BatchBuilder<'a> {
         let (mut preview, truncated) = text::preview(&entry.text, limit, &entry.command_id);
         let result = match (self.format, typed) {
             (OutputFormat::Json, Some(t)) => {
-                let result = typed_within(&t, TYPED_RESULT_BUDGET);
-                if result.is_none() {
-                    let _ = writeln!(
-                        preview,
-                        "[typed result left out: its JSON passes {} MiB; run the command on \
-                         fewer threads or items, read_output has the whole text]",
-                        TYPED_RESULT_BUDGET >> 20
-                    );
+                let result = typed_within(&t, self.typed_budget);
+                match &result {
+                    Some((_, size)) => self.typed_budget -= size,
+                    None => {
+                        let _ = writeln!(
+                            preview,
+                            "[typed result left out: with this answer's others its JSON passes \
+                             the {} KiB an answer carries (MCP clients refuse larger messages); \
+                             run the command on fewer threads or items, or alone; read_output \
+                             has the whole text]",
+                            TYPED_RESPONSE_BUDGET >> 10
+                        );
+                    }
                 }
-                result
+                result.map(|(value, _)| value)
             }
             _ => None,
         };
