@@ -66,8 +66,7 @@ fn itanium_name(raw: &str) -> Option<String> {
         return None;
     }
     let options = cpp_demangle::DemangleOptions::new().no_params();
-    std::panic::catch_unwind(|| cpp_demangle::Symbol::new(raw).ok()?.demangle(&options).ok())
-        .ok()
+    crate::panic_guard::contain(|| cpp_demangle::Symbol::new(raw).ok()?.demangle(&options).ok())
         .flatten()
         .filter(|s| !s.is_empty())
 }
@@ -109,8 +108,7 @@ pub(crate) fn function_signature(raw: &str) -> Option<String> {
 
 /// Runs the demangler, containing any panic it might have on odd input.
 fn demangle(raw: &str, flags: DemangleFlags) -> Option<String> {
-    std::panic::catch_unwind(|| msvc_demangler::demangle(raw, flags).ok())
-        .ok()
+    crate::panic_guard::contain(|| msvc_demangler::demangle(raw, flags).ok())
         .flatten()
         .filter(|s| !s.is_empty())
 }

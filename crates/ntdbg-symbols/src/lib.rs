@@ -50,6 +50,7 @@ mod jit_names;
 mod load;
 mod locate;
 mod module;
+mod panic_guard;
 mod path;
 mod pdb_address;
 mod pdb_lazy;

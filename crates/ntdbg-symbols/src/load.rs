@@ -9,7 +9,6 @@
 //! image's own folder is searched for the PDB and `.sym` too, and (only when the store allows
 //! it) the PDB path the CodeView record names.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,6 +28,7 @@ use crate::index::{
 };
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
+use crate::panic_guard::{contain, guarded};
 use crate::pdb_lazy::LazyPdb;
 use crate::pdb_sym;
 use crate::unwind::PeUnwinder;
@@ -92,20 +92,6 @@ impl Identity {
 fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-/// Runs a reader that might panic on damaged input; a panic becomes an error.
-pub(crate) fn guarded<T>(
-    path: &Path,
-    what: &'static str,
-    f: impl FnOnce() -> Result<T, SymbolError>,
-) -> Result<T, SymbolError> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        Err(SymbolError::Panicked {
-            path: path.to_path_buf(),
-            what,
-        })
-    })
 }
 
 pub(crate) fn io(path: &Path, source: std::io::Error) -> SymbolError {
@@ -290,13 +276,13 @@ fn export_symbols(
         }
         Some(_) => {}
     }
-    let exports = match catch_unwind(AssertUnwindSafe(|| img.exports())) {
-        Ok(Ok(e)) => e,
-        Ok(Err(e)) => {
+    let exports = match contain(|| img.exports()) {
+        Some(Ok(e)) => e,
+        Some(Err(e)) => {
             tried.push(format!("{source}: export table not readable: {e}"));
             return None;
         }
-        Err(_) => {
+        None => {
             tried.push(format!("{source}: export reader crashed on damaged input"));
             return None;
         }
@@ -458,11 +444,9 @@ fn image_from_memory(
     tried: &mut Vec<String>,
 ) -> Option<MappedImage> {
     let what = format!("{} image in dump memory", ident.code_name);
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        MappedImage::from_memory(read_image, ident.base, ident.size_of_image)
-    }));
+    let result = contain(|| MappedImage::from_memory(read_image, ident.base, ident.size_of_image));
     match result {
-        Ok(Ok(Some(img))) => {
+        Some(Ok(Some(img))) => {
             let read = img.bytes_read();
             if read == u64::from(ident.size_of_image) {
                 tried.push(format!("{what}: complete"));
@@ -474,15 +458,15 @@ fn image_from_memory(
             }
             Some(img)
         }
-        Ok(Ok(None)) => {
+        Some(Ok(None)) => {
             tried.push(format!("{what}: not present"));
             None
         }
-        Ok(Err(e)) => {
+        Some(Err(e)) => {
             tried.push(format!("{what}: not a readable PE image: {e}"));
             None
         }
-        Err(_) => {
+        None => {
             tried.push(format!("{what}: reader crashed on damaged input"));
             None
         }

@@ -24,6 +24,7 @@ use pdb_addr2line::pdb::{
 use pdb_addr2line::{ContextPdbData, ModuleProvider, TypeFormatter};
 
 use crate::demangle;
+use crate::panic_guard::contain;
 use crate::pdb_address::{dbi_debug_streams, fpo_stream, Addresses};
 
 /// Deepest inline nesting followed (hostile files must not overflow the stack).
@@ -528,14 +529,15 @@ impl<'a> ModuleLines<'a> {
     /// Reads `info`'s line program and inlinee table (either may be missing or damaged: the
     /// procedures then have no lines or no inline sites).
     pub(crate) fn read(info: &'a ModuleInfo<'_>) -> Self {
-        let program = info.line_program().ok();
-        let inlinees = match info.inlinees() {
+        let program = contain(|| info.line_program().ok()).flatten();
+        let inlinees = contain(|| match info.inlinees() {
             Ok(iter) => iter
                 .map(|i| Ok((i.index(), i)))
                 .collect()
                 .unwrap_or_default(),
             Err(_) => BTreeMap::new(),
-        };
+        })
+        .unwrap_or_default();
         ModuleLines { program, inlinees }
     }
 }
@@ -791,19 +793,26 @@ fn clip_lines(
 }
 
 /// The line records of the code at `offset` (a procedure or separated block), as RVA ranges.
+/// A line block that `pdb2` cannot read (it panics on some damaged C13 blocks) costs this
+/// code its lines, not the module its symbols.
 fn code_lines(
     ctx: &mut Converter<'_, '_>,
     program: &LineProgram<'_>,
     offset: PdbInternalSectionOffset,
     len: u32,
 ) -> Vec<RvaLine> {
-    let mut raw = Vec::new();
-    let mut iter = program.lines_for_symbol(offset);
-    while let Ok(Some(line)) = iter.next() {
-        if line.offset.section == offset.section {
-            raw.push(line);
+    let Some(mut raw) = contain(|| {
+        let mut raw = Vec::new();
+        let mut iter = program.lines_for_symbol(offset);
+        while let Ok(Some(line)) = iter.next() {
+            if line.offset.section == offset.section {
+                raw.push(line);
+            }
         }
-    }
+        raw
+    }) else {
+        return Vec::new();
+    };
     raw.sort_by_key(|l| l.offset.offset);
     let end = offset.offset.saturating_add(len);
     let mut out = Vec::with_capacity(raw.len());
@@ -825,13 +834,16 @@ fn code_lines(
 }
 
 fn file_id(ctx: &mut Converter<'_, '_>, program: &LineProgram<'_>, index: pdb::FileIndex) -> u32 {
-    let name = ctx.strings.and_then(|strings| {
+    let strings = ctx.strings;
+    let name = contain(|| {
+        let strings = strings?;
         let info = program.get_file_info(index).ok()?;
         info.name
             .to_string_lossy(strings)
             .ok()
             .map(|n| n.into_owned())
-    });
+    })
+    .flatten();
     match name {
         Some(n) => ctx.files.id(&n),
         None => 0,

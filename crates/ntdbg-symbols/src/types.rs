@@ -358,6 +358,41 @@ fn convert(data: &TypeData<'_>) -> Ty {
     }
 }
 
+/// The type records of `file` (at most [`MAX_TYPES`]), how many of them are records rather than
+/// primitives, the pointer size and the global variables.
+fn read_types(
+    file: std::fs::File,
+) -> Result<(HashMap<u32, Ty>, usize, u8, globals::Globals), pdb::Error> {
+    let mut pdb = PDB::open(file)?;
+    let pointer_size = match pdb.debug_information()?.machine_type()? {
+        pdb::MachineType::Amd64 | pdb::MachineType::Arm64 | pdb::MachineType::Ia64 => 8,
+        _ => 4,
+    };
+    let info = pdb.type_information()?;
+    let mut types = HashMap::new();
+    let mut iter = info.iter();
+    while let Some(item) = iter.next()? {
+        if types.len() >= MAX_TYPES {
+            break;
+        }
+        // A record that does not parse is skipped, not fatal.
+        if let Ok(data) = item.parse() {
+            types.insert(item.index().0, convert(&data));
+        }
+    }
+    // Primitive indices (below 0x1000) are not records: describe every one (casts
+    // and arithmetic name primitives the records never refer to).
+    let records = types.len();
+    let finder = info.finder();
+    for index in 0..0x800u32 {
+        if let Ok(data) = finder.find(TypeIndex(index)).and_then(|t| t.parse()) {
+            types.insert(index, convert(&data));
+        }
+    }
+    let globals = globals::read(&mut pdb);
+    Ok((types, records, pointer_size, globals))
+}
+
 impl TypeDb {
     /// Reads the type stream of the PDB at `path`.
     pub fn open(path: &Path) -> Result<TypeDb, SymbolError> {
@@ -369,45 +404,10 @@ impl TypeDb {
             path: path.to_path_buf(),
             source: e.into(),
         };
-        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut pdb = PDB::open(file)?;
-            let pointer_size = match pdb.debug_information()?.machine_type()? {
-                pdb::MachineType::Amd64 | pdb::MachineType::Arm64 | pdb::MachineType::Ia64 => 8,
-                _ => 4,
-            };
-            let info = pdb.type_information()?;
-            let mut types = HashMap::new();
-            let mut iter = info.iter();
-            while let Some(item) = iter.next()? {
-                if types.len() >= MAX_TYPES {
-                    break;
-                }
-                // A record that does not parse is skipped, not fatal.
-                if let Ok(data) = item.parse() {
-                    types.insert(item.index().0, convert(&data));
-                }
-            }
-            // Primitive indices (below 0x1000) are not records: describe every one (casts
-            // and arithmetic name primitives the records never refer to).
-            let records = types.len();
-            let finder = info.finder();
-            for index in 0..0x800u32 {
-                if let Ok(data) = finder.find(TypeIndex(index)).and_then(|t| t.parse()) {
-                    types.insert(index, convert(&data));
-                }
-            }
-            let globals = globals::read(&mut pdb);
-            Ok::<_, pdb::Error>((types, records, pointer_size, globals))
-        }));
-        let (types, records, pointer_size, globals) = match read {
-            Ok(r) => r.map_err(pdb_err)?,
-            Err(_) => {
-                return Err(SymbolError::Panicked {
-                    path: path.to_path_buf(),
-                    what: "PDB type reader",
-                })
-            }
-        };
+        let read = crate::panic_guard::guarded(path, "PDB type reader", || {
+            read_types(file).map_err(pdb_err)
+        });
+        let (types, records, pointer_size, globals) = read?;
         let mut by_name: HashMap<String, u32> = HashMap::new();
         let mut names = Vec::new();
         let mut indices: Vec<&u32> = types.keys().collect();

@@ -18,7 +18,6 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::ops::Range;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -361,14 +360,14 @@ impl PeUnwinder {
             let KeptUnwinder {
                 unwinder, cache, ..
             } = &mut kept;
-            catch_unwind(AssertUnwindSafe(|| {
+            crate::panic_guard::contain(|| {
                 unwinder.unwind_frame(address, &mut regs, cache, &mut read)
-            }))
+            })
         };
         if !first {
             Self::keep(kept);
         }
-        let ra = result.ok()?.ok()??;
+        let ra = result?.ok()??;
         walker.set_cfa(regs.sp())?;
         walker.set_ra(ra)?;
         for (i, (name, reg)) in X64_NONVOLATILE.iter().enumerate() {

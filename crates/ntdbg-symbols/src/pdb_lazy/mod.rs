@@ -26,7 +26,8 @@ use pdb_addr2line::pdb::{ModuleInfo, PDB};
 use pdb_addr2line::ContextPdbData;
 
 use crate::index::SymbolsAt;
-use crate::load::{check_identity, convert_pdb, guarded};
+use crate::load::{check_identity, convert_pdb};
+use crate::panic_guard::guarded;
 use crate::pdb_sym::{module_procedures, Converter, ModuleLines, Prepared, ProcedureEntry};
 use crate::SymbolError;
 

@@ -31,17 +31,10 @@ pub(super) fn read_table(path: &Path) -> Result<VariableTable, SymbolError> {
         path: path.to_path_buf(),
         source: e.into(),
     };
-    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut pdb = PDB::open(file)?;
-        read_pdb(&mut pdb)
-    }));
-    match read {
-        Ok(result) => result.map_err(pdb_err),
-        Err(_) => Err(SymbolError::Panicked {
-            path: path.to_path_buf(),
-            what: "PDB variable reader",
-        }),
-    }
+    crate::panic_guard::guarded(path, "PDB variable reader", || {
+        let mut pdb = PDB::open(file).map_err(pdb_err)?;
+        read_pdb(&mut pdb).map_err(pdb_err)
+    })
 }
 
 fn read_pdb<'s, S: Source<'s> + 's>(pdb: &mut PDB<'s, S>) -> Result<VariableTable, pdb::Error> {
