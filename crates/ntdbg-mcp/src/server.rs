@@ -18,7 +18,7 @@ use crate::progress::CallInterrupt;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
-use crate::tasks::{self, Start};
+use crate::tasks::{self, Admit, StatusSink};
 use crate::tool_sets::ToolSet;
 use crate::tools;
 use ntdbg_analysis::triage::TriageResult;
@@ -381,17 +381,25 @@ impl ServerHandler for NtdbgServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
         if tasks::eligible(&request.name, &context) && self.tool_router.has_route(&request.name) {
-            let (server, owner) = (self.clone(), client.clone());
-            let (call, call_context) = (request.clone(), context.clone());
-            let start = self.state.tasks.start(&client, &request.name, move |task| {
-                tasks::run(task, call_context, move |context| async move {
-                    owner.scope(server.answer(call, context)).await
-                })
-            });
-            match start {
-                Start::Task(created) => return Ok(CallToolResponse::Task(created)),
-                Start::Refused(error) => return Ok(error.into()),
-                Start::Direct => {}
+            match self.state.tasks.admit(&client) {
+                Admit::Task => {
+                    let (server, owner, name) =
+                        (self.clone(), client.clone(), request.name.clone());
+                    let request_ct = context.ct.clone();
+                    let answer = move |stop, sink| {
+                        let mut context = context;
+                        context.ct = stop;
+                        context.extensions.insert::<StatusSink>(sink);
+                        async move { owner.scope(server.answer(request, context)).await }
+                    };
+                    return self
+                        .state
+                        .tasks
+                        .call(&client, &name, request_ct, answer)
+                        .await;
+                }
+                Admit::Refused(error) => return Ok(error.into()),
+                Admit::Direct => {}
             }
         }
         client.scope(self.answer(request, context)).await
