@@ -171,7 +171,12 @@ async def test_a_task_of_one_client_is_unknown_to_another(tasks_http: HttpServer
 
 
 async def test_older_clients_get_plain_results_and_progress(legacy: Target, copies: Path) -> None:
-    async with legacy.connect([TasksExtension()]) as client:
+    """Even when a 2025-11-25 client declares the extension (an SDK client would fail on a task
+    handle it never claimed), a long call is answered with its result."""
+    async with legacy.connect([advertise(TASKS)]) as client:
+        sid = ok(await call(client, "open_dump", path=str(BIG_DUMP)))["session_id"]
+        batch = ok(await call(client, "run_command", session_id=sid, command=SEARCHES))
+        assert [r["status"] for r in batch["results"]] == ["succeeded"] * 4, batch
         progress = Progress()
         result = await client.call_tool(
             "triage_dumps", {"directory": str(copies), "format": "json"}, progress_callback=progress
