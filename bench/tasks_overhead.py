@@ -57,44 +57,48 @@ async def eager(client: Client, tool: str, arguments: dict) -> bool:
     return True
 
 
-async def median_ms(calls: int, once) -> float:
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        await once()
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
-
-
-async def measure(calls: int, extensions: list, path: Path, run) -> float:
-    """Median ms of `run(client, session_id)` on a fresh server (each stdio client starts its
-    own, so each kind of call has the server's 32 kept tasks to itself)."""
-    params = StdioServerParameters(command=str(binary()), args=ARGS, cwd=str(ROOT))
-    async with Client(params, mode="2026-07-28", extensions=extensions) as client:
-        sid = (await client.call_tool("open_dump", {"path": str(path)})).structured_content["session_id"]
-        return await median_ms(calls, lambda: run(client, sid))
-
-
 async def main(calls: int) -> None:
+    """Each kind of client has its own server (each stdio client starts its own, so each has
+    the server's 32 kept tasks to itself); their calls alternate, so load on the machine falls
+    on all alike."""
+    params = StdioServerParameters(command=str(binary()), args=ARGS, cwd=str(ROOT))
     work = {"run_command k": (SAMPLE, "k"), "one s search": (BIG_DUMP, SEARCH)}
     print(f"{binary()}, {calls} calls each, median ms")
     for label, (path, command) in work.items():
-        tasks_made = []
+        async with (
+            Client(params, mode="2026-07-28") as plain,
+            Client(params, mode="2026-07-28", extensions=[TasksExtension()]) as eager_client,
+            Client(params, mode="2026-07-28", extensions=[TasksExtension()]) as polite_client,
+        ):
+            sids = {}
+            for client in (plain, eager_client, polite_client):
+                opened = await client.call_tool("open_dump", {"path": str(path)})
+                sids[id(client)] = opened.structured_content["session_id"]
 
-        async def direct(client: Client, sid: str) -> None:
-            assert not (await client.call_tool("run_command", {"session_id": sid, "command": command})).is_error
+            def arguments(client: Client) -> dict:
+                return {"session_id": sids[id(client)], "command": command}
 
-        async def fast(client: Client, sid: str) -> None:
-            tasks_made.append(await eager(client, "run_command", {"session_id": sid, "command": command}))
+            async def direct(client: Client) -> None:
+                # For polite_client, the SDK's claim (tasks_ext) waits pollIntervalMs between reads.
+                assert not (await client.call_tool("run_command", arguments(client))).is_error
 
-        base = await measure(calls, [], path, direct)
-        quick = await measure(calls, [TasksExtension()], path, fast)
-        # The SDK's claim (tasks_ext) waits pollIntervalMs between reads.
-        polite = await measure(calls, [TasksExtension()], path, direct)
-        print(
-            f"{label:14} plain {base:7.1f}  with tasks: eager {quick:7.1f} ({quick / base:.2f}x)"
-            f"  polite {polite:7.1f} ({polite / base:.2f}x)  became tasks: {sum(tasks_made)}/{calls}"
-        )
+            tasks_made = []
+
+            async def fast(client: Client) -> None:
+                tasks_made.append(await eager(client, "run_command", arguments(client)))
+
+            times: dict[str, list[float]] = {"plain": [], "eager": [], "polite": []}
+            runs = (("plain", direct, plain), ("eager", fast, eager_client), ("polite", direct, polite_client))
+            for _ in range(calls):
+                for name, run, client in runs:
+                    start = time.perf_counter()
+                    await run(client)
+                    times[name].append((time.perf_counter() - start) * 1000)
+            base, quick, polite = (statistics.median(times[k]) for k in ("plain", "eager", "polite"))
+            print(
+                f"{label:14} plain {base:7.1f}  with tasks: eager {quick:7.1f} ({quick / base:.2f}x)"
+                f"  polite {polite:7.1f} ({polite / base:.2f}x)  became tasks: {sum(tasks_made)}/{calls}"
+            )
 
 
 if __name__ == "__main__":

@@ -73,13 +73,11 @@ async def cancel_task(client: Client, task_id: str) -> None:
     await client.session.send_request(CancelTask(params=TaskParams(task_id=task_id)), Ack)
 
 
-async def follow(client: Client, task: TaskState, seen: list[TaskState] | None = None) -> TaskState:
-    """Polls the task at its `pollIntervalMs` until it ends; each state read goes to `seen`."""
+async def follow(client: Client, task: TaskState) -> TaskState:
+    """Polls the task at its `pollIntervalMs` until it ends."""
     while task.status not in TERMINAL:
         await anyio.sleep((task.poll_interval_ms or 200) / 1000)
         task = await get_task(client, task.task_id)
-        if seen is not None:
-            seen.append(task)
     return task
 
 

@@ -29,7 +29,7 @@ from mcp.client.extension import advertise
 from conftest import SAMPLE, HttpServer, Target, mcp_args, start_http, transports
 from helpers import call, ok
 from tasks_ext import TASKS, CreatedTask, TasksExtension, TaskState, cancel_task, follow, get_task, result_of
-from test_progress_cancel import BIG_DUMP, PROMPT, SEARCH, SHARED, Progress
+from test_progress_cancel import BIG_DUMP, SEARCH, SHARED, Progress
 
 pytestmark = pytest.mark.anyio
 
