@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import anyio
 from mcp import Client
+from mcp.client.session import ClientSession
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp_types import CallToolResult, Request, RequestParams, Result
 
@@ -73,12 +74,17 @@ async def cancel_task(client: Client, task_id: str) -> None:
     await client.session.send_request(CancelTask(params=TaskParams(task_id=task_id)), Ack)
 
 
-async def follow(client: Client, task: TaskState) -> TaskState:
-    """Polls the task at its `pollIntervalMs` until it ends."""
+async def _poll(session: ClientSession, task: TaskState) -> TaskState:
+    """Reads the task every `pollIntervalMs` until it ends."""
     while task.status not in TERMINAL:
         await anyio.sleep((task.poll_interval_ms or 200) / 1000)
-        task = await get_task(client, task.task_id)
+        task = await session.send_request(GetTask(params=TaskParams(task_id=task.task_id)), TaskState)
     return task
+
+
+async def follow(client: Client, task: TaskState) -> TaskState:
+    """Polls the task at its `pollIntervalMs` until it ends."""
+    return await _poll(client.session, task)
 
 
 def result_of(task: TaskState) -> CallToolResult:
@@ -88,11 +94,7 @@ def result_of(task: TaskState) -> CallToolResult:
 
 
 async def _resolve(created: CreatedTask, ctx: ClaimContext) -> CallToolResult:
-    task: TaskState = created
-    while task.status not in TERMINAL:
-        await anyio.sleep((task.poll_interval_ms or 200) / 1000)
-        task = await ctx.session.send_request(GetTask(params=TaskParams(task_id=task.task_id)), TaskState)
-    return result_of(task)
+    return result_of(await _poll(ctx.session, created))
 
 
 class TasksExtension(ClientExtension):
