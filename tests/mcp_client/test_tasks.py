@@ -139,6 +139,9 @@ async def test_a_cancelled_task_stops_and_frees_its_session(modern: Target) -> N
         created = await start(client, "run_command", session_id=sid, command="; ".join([SEARCH] * 8))
         working = await until(client, created, lambda t: "searching" in (t.status_message or ""))
         assert working.status == "working", working
+        # The task holds the session: another command waits its timeout_ms, then is told so.
+        busy = await call(client, "run_command", session_id=sid, command="k", timeout_ms=100)
+        assert busy.is_error and busy.structured_content["code"] == "session_busy", busy
         await cancel_task(client, created.task_id)
         with anyio.fail_after(30):
             ended = await follow(client, working)
