@@ -40,6 +40,7 @@ mod sessions;
 mod state;
 mod stdio;
 mod symbol_policy;
+mod tasks;
 mod text;
 mod tool_sets;
 mod tools;

@@ -18,6 +18,7 @@ use crate::progress::CallInterrupt;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
+use crate::tasks::{self, Admit, StatusSink};
 use crate::tool_sets::ToolSet;
 use crate::tools;
 use ntdbg_analysis::triage::TriageResult;
@@ -27,7 +28,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
@@ -358,6 +360,7 @@ impl ServerHandler for NtdbgServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_prompts()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(
@@ -377,9 +380,75 @@ impl ServerHandler for NtdbgServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
+        if tasks::eligible(&request.name, &context) && self.tool_router.has_route(&request.name) {
+            match self.state.tasks.admit(&client) {
+                Admit::Task => {
+                    let (server, owner, name) =
+                        (self.clone(), client.clone(), request.name.clone());
+                    let request_ct = context.ct.clone();
+                    let answer = move |stop, sink| {
+                        let mut context = context;
+                        context.ct = stop;
+                        context.extensions.insert::<StatusSink>(sink);
+                        async move { owner.scope(server.answer(request, context)).await }
+                    };
+                    return self
+                        .state
+                        .tasks
+                        .call(&client, &name, request_ct, answer)
+                        .await;
+                }
+                Admit::Refused(error) => return Ok(error.into()),
+                Admit::Direct => {}
+            }
+        }
+        client.scope(self.answer(request, context)).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self
+            .state
+            .tasks
+            .get(&ClientId::of(&context), &request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state
+            .tasks
+            .update(&ClientId::of(&context), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state
+            .tasks
+            .cancel(&ClientId::of(&context), &request.task_id)
+    }
+}
+
+impl NtdbgServer {
+    /// Runs one tool call and answers it: directly, or as the body of a task
+    /// ([`crate::tasks::run`]).
+    async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let context = ToolCallContext::new(self, request, context);
         let started = std::time::Instant::now();
-        let response = client.scope(self.tool_router.call(context)).await;
+        let response = self.tool_router.call(context).await;
         crate::memory::trim_after_call(started);
         Ok(structure_argument_errors(response?))
     }
