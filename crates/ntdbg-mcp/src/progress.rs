@@ -41,7 +41,8 @@ impl CallInterrupt {
             Some(token) => {
                 let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
                 let peer = context.peer.clone();
-                tasks.push(tokio::spawn(forward(peer, token, rx)).abort_handle());
+                let redactor = crate::redact::Redactor::current();
+                tasks.push(tokio::spawn(forward(peer, token, rx, redactor)).abort_handle());
                 let throttle = Mutex::new(Throttle::default());
                 Interrupt::with_progress(move |p| {
                     let mut throttle = throttle.lock().unwrap_or_else(PoisonError::into_inner);
@@ -88,10 +89,15 @@ async fn forward(
     peer: rmcp::Peer<RoleServer>,
     token: ProgressToken,
     mut updates: tokio::sync::mpsc::UnboundedReceiver<Update>,
+    redactor: Option<std::sync::Arc<crate::redact::Redactor>>,
 ) {
     while let Some(update) = updates.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), update.progress)
-            .with_message(update.message);
+        let message = match &redactor {
+            Some(r) => r.redact_text(&update.message, &mut Default::default()),
+            None => update.message,
+        };
+        let mut param =
+            ProgressNotificationParam::new(token.clone(), update.progress).with_message(message);
         param.total = update.total;
         if peer.notify_progress(param).await.is_err() {
             return;

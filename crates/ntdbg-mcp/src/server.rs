@@ -15,6 +15,8 @@ use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::profiles::{self, ImplicitSession, Profile, StartupTarget};
 use crate::progress::CallInterrupt;
+use crate::redact::transcript::{Entry, Transcript};
+use crate::redact::Redactor;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
@@ -57,6 +59,10 @@ pub struct NtdbgServer {
     /// Whether clients may open live targets (see [`NtdbgServer::live_targets_allowed`]).
     live_targets: bool,
     implicit: Arc<ImplicitSession>,
+    /// `--redact`: what every result passes through before it leaves.
+    redactor: Option<Arc<Redactor>>,
+    /// `--transcript`: where every call and its result are recorded.
+    transcript: Option<Arc<Transcript>>,
     tool_router: ToolRouter<NtdbgServer>,
     prompt_router: PromptRouter<NtdbgServer>,
 }
@@ -75,9 +81,24 @@ impl NtdbgServer {
             tool_set: None,
             live_targets: true,
             implicit: Arc::default(),
+            redactor: None,
+            transcript: None,
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
         }
+    }
+
+    /// Hides personal data in every result, error, progress message and the instructions
+    /// (`ntdbg mcp --redact`; see [`crate::redact`]).
+    pub fn with_redaction(mut self, redactor: Option<Redactor>) -> NtdbgServer {
+        self.redactor = redactor.map(Arc::new);
+        self
+    }
+
+    /// Records every call and its result, as sent, in `transcript` (`ntdbg mcp --transcript`).
+    pub fn with_transcript(mut self, transcript: Option<Transcript>) -> NtdbgServer {
+        self.transcript = transcript.map(Arc::new);
+        self
     }
 
     /// Serves `profile`'s tools and prompts instead of ntdbg's own (see [`Profile`]).
@@ -359,16 +380,20 @@ impl ServerHandler for NtdbgServer {
             .enable_tools()
             .enable_prompts()
             .build();
+        let mut instructions = format!(
+            "{} Files are limited to: {}.",
+            profiles::workflow(self.profile).unwrap_or(WORKFLOW),
+            self.state.allowed.describe().join(", ")
+        );
+        if let Some(redactor) = &self.redactor {
+            instructions = redactor.redact_text(&instructions, &mut Default::default());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("ntdbg", env!("CARGO_PKG_VERSION"))
                     .with_title("ntdbg: Windows crash-dump debugger"),
             )
-            .with_instructions(format!(
-                "{} Files are limited to: {}.",
-                profiles::workflow(self.profile).unwrap_or(WORKFLOW),
-                self.state.allowed.describe().join(", ")
-            ))
+            .with_instructions(instructions)
     }
 
     async fn call_tool(
@@ -377,9 +402,65 @@ impl ServerHandler for NtdbgServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
+        let started = std::time::Instant::now();
+        let tool = request.name.to_string();
+        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
         let context = ToolCallContext::new(self, request, context);
-        let response = client.scope(self.tool_router.call(context)).await?;
-        Ok(structure_argument_errors(response))
+        let call = client.scope(self.tool_router.call(context));
+        let outcome = Redactor::scope(self.redactor.clone(), call)
+            .await
+            .map(structure_argument_errors);
+        self.leave(tool, arguments, outcome, started)
+    }
+}
+
+impl NtdbgServer {
+    /// The one way out of a tool call: redaction (`--redact`), then the transcript
+    /// (`--transcript`), then the client.
+    fn leave(
+        &self,
+        tool: String,
+        mut arguments: serde_json::Value,
+        mut outcome: Result<CallToolResponse, ErrorData>,
+        started: std::time::Instant,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut counts = crate::redact::rules::Counts::default();
+        if let Some(redactor) = &self.redactor {
+            redactor.learn(&self.state.sessions.list(&ClientId::Server));
+            match &mut outcome {
+                Ok(response) => counts = redactor.redact_response(response),
+                Err(error) => {
+                    error.message = redactor.redact_text(&error.message, &mut counts).into();
+                    if let Some(data) = &mut error.data {
+                        redactor.redact_value(data, &mut counts);
+                    }
+                }
+            }
+            redactor.redact_value(&mut arguments, &mut Default::default());
+        }
+        if let Some(transcript) = &self.transcript {
+            let unserializable = |e: serde_json::Error| serde_json::Value::String(e.to_string());
+            transcript.record(Entry {
+                tool: &tool,
+                arguments,
+                outcome: match &outcome {
+                    Ok(CallToolResponse::Complete(result)) => {
+                        Ok(serde_json::to_value(result).unwrap_or_else(unserializable))
+                    }
+                    Ok(CallToolResponse::Task(task)) => {
+                        Ok(serde_json::to_value(task).unwrap_or_else(unserializable))
+                    }
+                    Ok(CallToolResponse::InputRequired(input)) => {
+                        Ok(serde_json::to_value(input).unwrap_or_else(unserializable))
+                    }
+                    Ok(_) => Ok(serde_json::Value::Null),
+                    Err(error) => Err(serde_json::to_value(error).unwrap_or_else(unserializable)),
+                },
+                redacted: counts.to_json(),
+                elapsed: started.elapsed(),
+            });
+        }
+        outcome
     }
 }
 
