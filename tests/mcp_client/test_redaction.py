@@ -20,7 +20,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from conftest import TESTDATA, HttpServer, Target, mcp_args, start_http
+from conftest import MODES, TESTDATA, HttpServer, Target, mcp_args, start_http
 
 pytestmark = pytest.mark.anyio
 
@@ -38,8 +38,9 @@ PLANTED = [
     "plans.docx",  # hidden by the rules file of these tests, not by a built-in rule
 ]
 
-# The child's environment block (personal.c's planted_environment), copied onto its stack at
-# the address in rdx: one `du` per string shows them all.
+# The child's environment block as Wine gave it (personal.c's planted_environment, with
+# SystemRoot moved to the end among Wine's own), copied onto its stack at the address in rdx:
+# one `du` per string shows them all.
 ENVIRONMENT = [
     "COMPUTERNAME=ZQ-LAPTOP-7731",
     "CONTACT_EMAIL=zoe.quistberg@example.org",
@@ -47,7 +48,6 @@ ENVIRONMENT = [
     "LICENSE_SERVER6=2001:db8:85a3::8a2e:370:7334",
     "PATH=C:\\windows\\system32;C:\\windows",
     "SERVICE_API_TOKEN=Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a",
-    "SystemRoot=C:\\windows",
     "USERDOMAIN=ZQ-LAPTOP-7731",
     "USERNAME=zquistberg",
     "USERPROFILE=C:\\Users\\zquistberg",
@@ -99,7 +99,7 @@ async def ntdbg(client: Client) -> list[Answer]:
     opened = await answer(client, "open_dump", {"path": str(DUMP)})
     session = json.loads(opened.structured)["session_id"]
     answers = [opened, await answer(client, "analyze_crash", {"session_id": session, "format": "json"})]
-    batch = {"session_id": session, "commands": "\n".join(COMMANDS), "format": "json", "on_error": "continue"}
+    batch = {"session_id": session, "command": "\n".join(COMMANDS), "format": "json", "on_error": "continue"}
     answers.append(await answer(client, "run_command", batch))
     answers.append(await answer(client, "list_sessions", {}))
     answers.append(await answer(client, "close_session", {"session_id": session}))
@@ -136,7 +136,7 @@ async def chensiling(client: Client) -> list[Answer]:
         await answer(client, "windbg_context", {}),
         await answer(client, "windbg_analyze", {"scope": "crash"}),
         await answer(client, "windbg_backtrace", {}),
-        await answer(client, "windbg_modules", {}),
+        await answer(client, "windbg_module", {"module": "personal"}),
         await answer(client, "windbg_read_memory", {"address": "@rcx", "size": "0x40", "format": "q"}),
     ]
     for command in COMMANDS:
@@ -154,8 +154,11 @@ PROFILES: dict[str, tuple[list[str], Investigation]] = {
 }
 
 
-async def investigate(transport: str, scratch: Path, profile: str, privacy: list[str]) -> list[Answer]:
-    """Runs `profile`'s investigation on a fresh server started with `privacy` options."""
+async def investigate(
+    transport: str, mode: str, scratch: Path, profile: str, privacy: list[str]
+) -> list[Answer]:
+    """Runs `profile`'s investigation on a fresh server started with `privacy` options, over
+    `transport` in protocol `mode`."""
     extra, run = PROFILES[profile]
     args = [*mcp_args(scratch), *extra, *privacy]
     if profile == "chensiling":
@@ -164,7 +167,7 @@ async def investigate(transport: str, scratch: Path, profile: str, privacy: list
     if transport == "http":
         http = start_http(args if profile == "chensiling" else [*args, "--http", "127.0.0.1:0"])
     try:
-        async with Target(transport, "legacy", scratch, http, args).connect() as client:
+        async with Target(transport, mode, scratch, http, args).connect() as client:
             return await run(client)
     finally:
         if http is not None:
@@ -177,21 +180,22 @@ def found(answers: list[Answer], needle: str) -> list[str]:
 
 
 @pytest.mark.parametrize("profile", list(PROFILES))
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_planted_personal_data_never_reaches_the_client(
-    transport: str, profile: str, scratch: Path, tmp_path: Path
+    transport: str, mode: str, profile: str, scratch: Path, tmp_path: Path
 ) -> None:
     rules = tmp_path / "rules.txt"
     rules.write_text("# the planted document's name\n(?i)plans\\.docx\n")
     transcript = tmp_path / "calls.jsonl"
 
-    plain = await investigate(transport, scratch, profile, [])
+    plain = await investigate(transport, mode, scratch, profile, [])
     everything = "\n".join(a.everything for a in plain)
     missing = [p for p in PLANTED if p.lower() not in everything.lower()]
     assert not missing, f"the unredacted {profile} investigation never showed {missing}: the test proves nothing"
 
     privacy = ["--redact", "--redact-rules", str(rules), "--transcript", str(transcript)]
-    redacted = await investigate(transport, scratch, profile, privacy)
+    redacted = await investigate(transport, mode, scratch, profile, privacy)
     assert len(redacted) == len(plain)
     for planted in PLANTED:
         assert not found(redacted, planted), f"{planted!r} reached the client"

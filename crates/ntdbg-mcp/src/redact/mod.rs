@@ -141,7 +141,15 @@ impl Redactor {
             Value::Object(map) => {
                 let entries = std::mem::take(map);
                 for (key, mut item) in entries {
-                    self.redact_value(&mut item, counts);
+                    match &mut item {
+                        // A version field's `1.2.13.0` is no IP address.
+                        Value::String(s) if key.to_ascii_lowercase().contains("version") => {
+                            let labelled = format!("version {s}");
+                            let redacted = self.redact_text(&labelled, counts);
+                            *s = redacted.strip_prefix("version ").unwrap_or(&redacted).to_string();
+                        }
+                        _ => self.redact_value(&mut item, counts),
+                    }
                     map.insert(self.redact_text(&key, counts), item);
                 }
             }

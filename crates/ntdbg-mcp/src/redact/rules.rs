@@ -230,8 +230,8 @@ pub static BUILT_IN: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         // Hex of 40 digits or more: a key or a hash, never an address (16 digits at most).
         Rule::new(r"\b[0-9A-Fa-f]{40,}\b", Category::Secret),
         // Base64-like runs of 32 characters or more; `is_token` keeps those that mix cases
-        // and digits.
-        Rule::new(r"(?:^|[^A-Za-z0-9+/_-])(?P<v>[A-Za-z0-9+/_-]{32,}={0,2})", Category::Secret)
+        // and digits. `/` ends a run: it separates the folders of a path.
+        Rule::new(r"(?:^|[^A-Za-z0-9+/_-])(?P<v>[A-Za-z0-9+_-]{32,}={0,2})", Category::Secret)
             .checked(Check::TokenShape),
     ];
     rules.push(Rule {

@@ -29,6 +29,8 @@ fn addresses_symbols_hex_numbers_and_registers_never_change() {
     // Long identifiers without digits, all-hex runs, paths of the system.
     unchanged("_RTL_CRITICAL_SECTION_DEBUG ThisIsAVeryLongFunctionNameOfTheProgram C:\\windows\\system32\\ntdll.dll /usr/lib/wine/ntdll.so");
     unchanged("C:\\Users\\Public\\Documents\\x.dll C:\\Users\\Default\\y.dll");
+    // A symbol store's path: folder names around a debug id are no token.
+    unchanged("/work/sym/personal.pdb/13158019C58A423E4C4C44205044422E1/personal.pdb: not found");
 }
 
 #[test]
@@ -92,6 +94,7 @@ fn names_read_from_a_dump_are_hidden_wherever_they_appear() {
 fn typed_results_are_redacted_string_by_string() {
     let redactor = Redactor::new(Vec::new());
     let mut value = json!({
+        "version": "1.2.13.0",
         "path": "C:\\Users\\zquistberg\\a.dmp",
         "address": 5368714519u64,
         "frames": [{"symbol": "personal!main+0x1a", "text": "mail a.b@example.org"}],
@@ -101,6 +104,7 @@ fn typed_results_are_redacted_string_by_string() {
     assert_eq!(
         value,
         json!({
+            "version": "1.2.13.0",
             "path": "C:\\Users\\<user>\\a.dmp",
             "address": 5368714519u64,
             "frames": [{"symbol": "personal!main+0x1a", "text": "mail <email>"}],
