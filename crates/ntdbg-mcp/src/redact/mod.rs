@@ -22,7 +22,7 @@ use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, MetaObject};
 use rules::{Category, Counts, Rule, BUILT_IN};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 tokio::task_local! {
     static CURRENT: Option<Arc<Redactor>>;
@@ -34,6 +34,8 @@ pub struct Redactor {
     /// `--redact-rules`' patterns (the built-in rules always apply).
     custom: Vec<Rule>,
     learned: Mutex<Learned>,
+    /// Every rule now in force; replaced as a whole when names are learned.
+    compiled: RwLock<Arc<Compiled>>,
 }
 
 /// Names read from targets so far.
@@ -42,17 +44,46 @@ struct Learned {
     names: Vec<(String, Category)>,
     /// Sessions (dumps) already read; live targets are read again on each call.
     read: HashSet<String>,
-    /// One rule per category over `names`.
+}
+
+/// The rules in force: one per category over the learned names, the built-in ones, the
+/// custom ones, and all of them in one set that tells in one pass whether any matches.
+#[derive(Debug)]
+struct Compiled {
     rules: Vec<Rule>,
+    any: Option<regex::RegexSet>,
+}
+
+impl Compiled {
+    fn new(names: &[(String, Category)], custom: &[Rule]) -> Compiled {
+        let mut rules: Vec<Rule> = [Category::User, Category::Host]
+            .into_iter()
+            .filter_map(|c| Rule::names(names, c))
+            .collect();
+        rules.extend(BUILT_IN.iter().cloned());
+        rules.extend(custom.iter().cloned());
+        let any = regex::RegexSet::new(rules.iter().map(|r| r.regex().as_str())).ok();
+        Compiled { rules, any }
+    }
+
+    /// `text` rewritten, or `None` when no rule matches it.
+    fn redact(&self, text: &str, counts: &mut Counts) -> Option<String> {
+        if self.any.as_ref().is_some_and(|any| !any.is_match(text)) {
+            return None;
+        }
+        rules::redact_str(text, &self.rules, counts)
+    }
 }
 
 impl Redactor {
     /// The built-in rules plus `custom` ones (a `--redact-rules` file, see
     /// [`rules::load_rules_file`]).
     pub fn new(custom: Vec<Rule>) -> Redactor {
+        let compiled = RwLock::new(Arc::new(Compiled::new(&[], &custom)));
         Redactor {
             custom,
             learned: Mutex::default(),
+            compiled,
         }
     }
 
@@ -107,11 +138,17 @@ impl Redactor {
             learned
                 .names
                 .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
-            learned.rules = [Category::User, Category::Host]
-                .into_iter()
-                .filter_map(|c| Rule::names(&learned.names, c))
-                .collect();
+            let compiled = Arc::new(Compiled::new(&learned.names, &self.custom));
+            *self.compiled.write().unwrap_or_else(PoisonError::into_inner) = compiled;
         }
+    }
+
+    /// The rules in force now.
+    fn compiled(&self) -> Arc<Compiled> {
+        self.compiled
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn learned(&self) -> std::sync::MutexGuard<'_, Learned> {
@@ -120,41 +157,14 @@ impl Redactor {
 
     /// `text` with everything the rules find replaced (counted in `counts`).
     pub fn redact_text(&self, text: &str, counts: &mut Counts) -> String {
-        let learned = self.learned();
-        let rules = learned
-            .rules
-            .iter()
-            .chain(BUILT_IN.iter())
-            .chain(self.custom.iter());
-        rules::redact_str(text, rules, counts).unwrap_or_else(|| text.to_string())
+        self.compiled()
+            .redact(text, counts)
+            .unwrap_or_else(|| text.to_string())
     }
 
     /// Rewrites every string (and object key) in `value`; numbers, booleans stay.
     pub fn redact_value(&self, value: &mut Value, counts: &mut Counts) {
-        match value {
-            Value::String(s) => *s = self.redact_text(s, counts),
-            Value::Array(items) => {
-                for item in items {
-                    self.redact_value(item, counts);
-                }
-            }
-            Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (key, mut item) in entries {
-                    match &mut item {
-                        // A version field's `1.2.13.0` is no IP address.
-                        Value::String(s) if key.to_ascii_lowercase().contains("version") => {
-                            let labelled = format!("version {s}");
-                            let redacted = self.redact_text(&labelled, counts);
-                            *s = redacted.strip_prefix("version ").unwrap_or(&redacted).to_string();
-                        }
-                        _ => self.redact_value(&mut item, counts),
-                    }
-                    map.insert(self.redact_text(&key, counts), item);
-                }
-            }
-            Value::Null | Value::Bool(_) | Value::Number(_) => {}
-        }
+        redact_value(&self.compiled(), value, counts);
     }
 
     /// Redacts a tool's answer in place and returns what was replaced. A task or a request
@@ -168,22 +178,62 @@ impl Redactor {
 
     /// Redacts a result's text blocks and typed result, then adds the trailer.
     fn redact_result(&self, result: &mut CallToolResult) -> Counts {
+        let compiled = self.compiled();
         let mut counts = Counts::default();
         for block in &mut result.content {
-            if let Some(text) = block.as_text() {
-                let redacted = self.redact_text(&text.text, &mut counts);
-                if redacted != text.text {
-                    *block = ContentBlock::text(redacted);
-                }
+            if let Some(redacted) = block
+                .as_text()
+                .and_then(|text| compiled.redact(&text.text, &mut counts))
+            {
+                *block = ContentBlock::text(redacted);
             }
         }
         if let Some(value) = &mut result.structured_content {
-            self.redact_value(value, &mut counts);
+            redact_value(&compiled, value, &mut counts);
         }
         if counts.total() > 0 {
             add_trailer(result, &counts);
         }
         counts
+    }
+}
+
+/// Rewrites every string (and object key) in `value` by `compiled`'s rules.
+fn redact_value(compiled: &Compiled, value: &mut Value, counts: &mut Counts) {
+    let redact = |text: &str, counts: &mut Counts| {
+        compiled
+            .redact(text, counts)
+            .unwrap_or_else(|| text.to_string())
+    };
+    match value {
+        Value::String(s) => {
+            if let Some(redacted) = compiled.redact(s, counts) {
+                *s = redacted;
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                redact_value(compiled, item, counts);
+            }
+        }
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (key, mut item) in entries {
+                match &mut item {
+                    // A version field's `1.2.13.0` is no IP address.
+                    Value::String(s) if key.to_ascii_lowercase().contains("version") => {
+                        let labelled = redact(&format!("version {s}"), counts);
+                        *s = labelled
+                            .strip_prefix("version ")
+                            .unwrap_or(&labelled)
+                            .to_string();
+                    }
+                    _ => redact_value(compiled, &mut item, counts),
+                }
+                map.insert(redact(&key, counts), item);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
     }
 }
 

@@ -124,6 +124,11 @@ impl Rule {
         }
     }
 
+    /// The rule's pattern.
+    pub fn regex(&self) -> &Regex {
+        &self.regex
+    }
+
     fn checked(mut self, check: Check) -> Rule {
         self.check = check;
         self
