@@ -155,7 +155,10 @@ mod tests {
             "\0WINEUSERNAME=root\0USERNAME=zquistberg\0COMPUTERNAME=ZQ-LAPTOP-7731\0LOGONSERVER=\\\\SRV-DC01\0USERPROFILE=C:\\Users\\Zoe Q\0",
             &mut found,
         );
-        profile_names(r"C:\Users\Public\x.dll C:\Users\alice\AppData\a.dll", &mut found);
+        profile_names(
+            r"C:\Users\Public\x.dll C:\Users\alice\AppData\a.dll",
+            &mut found,
+        );
         found.retain(|(n, _)| usable(n));
         found.sort();
         assert_eq!(

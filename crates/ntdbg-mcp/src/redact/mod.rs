@@ -139,7 +139,10 @@ impl Redactor {
                 .names
                 .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.cmp(b)));
             let compiled = Arc::new(Compiled::new(&learned.names, &self.custom));
-            *self.compiled.write().unwrap_or_else(PoisonError::into_inner) = compiled;
+            *self
+                .compiled
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = compiled;
         }
     }
 

@@ -186,9 +186,7 @@ pub static PROFILE_PATH: LazyLock<Regex> = LazyLock::new(|| {
 /// The user name of a profile path's match, unless it is a shared profile.
 pub fn profile_name(matched: &str) -> Option<&str> {
     let name = matched.trim_end_matches(['\\', '/']);
-    let shared = SHARED_PROFILES
-        .iter()
-        .any(|s| s.eq_ignore_ascii_case(name));
+    let shared = SHARED_PROFILES.iter().any(|s| s.eq_ignore_ascii_case(name));
     (!shared && !name.is_empty()).then_some(name)
 }
 

@@ -22,12 +22,16 @@ fn unchanged(text: &str) {
 #[test]
 fn addresses_symbols_hex_numbers_and_registers_never_change() {
     unchanged("00000001`40001517 c60001          mov     byte ptr [rax],1");
-    unchanged("crashy!main+0x1a\npersonal!crash_holding+0x4 [C:\\crashgen\\personal\\personal.c @ 47]");
+    unchanged(
+        "crashy!main+0x1a\npersonal!crash_holding+0x4 [C:\\crashgen\\personal\\personal.c @ 47]",
+    );
     unchanged("rax=0000000000000000 rbx=000000000011f3e0 rcx=000000000011f3e0\nrip=0000000140001517 rsp=000000000011f3a8 rbp=0000000000000000");
     unchanged("0x7ffe12345678 0xFFFFFFFFFFFFFFFF 0n1234 deadbeef cafebabe12345678");
     unchanged("00000000`0011f3e0  00000001`40001517 personal!main+0x40");
     // A PDB id (33 hex digits), a GUID, a timestamp, a version, C++ names.
-    unchanged("crashy.pdb FC4F8CB117DE47F04C4C44205044422E1 {8CB117DE-47F0-4C4C-4420-5044422E1A2B}");
+    unchanged(
+        "crashy.pdb FC4F8CB117DE47F04C4C44205044422E1 {8CB117DE-47F0-4C4C-4420-5044422E1A2B}",
+    );
     unchanged("Timestamp: Sun Dec  6 06:58:00 2026 (12:34:56) File version: 10.0.0.1");
     unchanged("std::vector<int>::push_back ntdll!RtlUserThreadStart+0x21 Foo::Bar::baz");
     // Long identifiers without digits, all-hex runs, paths of the system.
@@ -59,10 +63,7 @@ fn environment_strings_emails_and_ips() {
         "\"USERNAME=<user>\" \"COMPUTERNAME=<host>\" LOGONSERVER=\\\\<host> WINEUSERNAME=root"
     );
     let (out, counts) = redact("mail zoe.quistberg@example.org from 192.0.2.147 or [2001:db8:85a3::8a2e:370:7334], fe80::1:2 and ::1");
-    assert_eq!(
-        out,
-        "mail <email> from <ip> or [<ip>], <ip> and ::1"
-    );
+    assert_eq!(out, "mail <email> from <ip> or [<ip>], <ip> and ::1");
     assert_eq!(counts.describe(), "email 1, ip 3");
     // Versions and dotted runs are not addresses.
     unchanged("version 1.2.3.4, 1.2.3.4.5, 10.0.18362.1");
@@ -71,12 +72,20 @@ fn environment_strings_emails_and_ips() {
 #[test]
 fn secrets_by_key_shape_and_length() {
     let (out, _) = redact("password=Tr0ub4dor-3-planted SERVICE_API_TOKEN=Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a api_key: \"0123456789abcdef\"");
-    assert_eq!(out, "password=<secret> SERVICE_API_TOKEN=<secret> api_key: \"<secret>\"");
-    let (out, _) = redact("Authorization: Bearer abcdefghijklmnop1234 then Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a alone");
+    assert_eq!(
+        out,
+        "password=<secret> SERVICE_API_TOKEN=<secret> api_key: \"<secret>\""
+    );
+    let (out, _) = redact(
+        "Authorization: Bearer abcdefghijklmnop1234 then Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a alone",
+    );
     assert_eq!(out, "Authorization: Bearer <secret> then <secret> alone");
     let key = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
     assert_eq!(redact(&format!("sha {key}")).0, "sha <secret>");
-    assert_eq!(redact("ghp_abcdefghijklmnopqrstuvwxyz0123456789").0, "<secret>");
+    assert_eq!(
+        redact("ghp_abcdefghijklmnopqrstuvwxyz0123456789").0,
+        "<secret>"
+    );
 }
 
 #[test]
@@ -91,7 +100,10 @@ fn names_read_from_a_dump_are_hidden_wherever_they_appear() {
         "ticket on ZQ-LAPTOP-7731 by ZQuistberg; zquistbergs stays; personal!main+0x1a",
         &mut counts,
     );
-    assert_eq!(out, "ticket on <host> by <user>; zquistbergs stays; personal!main+0x1a");
+    assert_eq!(
+        out,
+        "ticket on <host> by <user>; zquistbergs stays; personal!main+0x1a"
+    );
 }
 
 #[test]
