@@ -403,14 +403,20 @@ impl ServerHandler for NtdbgServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
         let started = std::time::Instant::now();
-        let tool = request.name.to_string();
-        let arguments = serde_json::Value::Object(request.arguments.clone().unwrap_or_default());
+        // The tool and its arguments, for the transcript.
+        let recorded = self.transcript.is_some().then(|| {
+            let arguments = request.arguments.clone().unwrap_or_default();
+            (
+                request.name.to_string(),
+                serde_json::Value::Object(arguments),
+            )
+        });
         let context = ToolCallContext::new(self, request, context);
         let call = client.scope(self.tool_router.call(context));
         let outcome = Redactor::scope(self.redactor.clone(), call)
             .await
             .map(structure_argument_errors);
-        self.leave(tool, arguments, outcome, started)
+        self.leave(recorded, outcome, started)
     }
 }
 
@@ -419,8 +425,7 @@ impl NtdbgServer {
     /// (`--transcript`), then the client.
     fn leave(
         &self,
-        tool: String,
-        mut arguments: serde_json::Value,
+        recorded: Option<(String, serde_json::Value)>,
         mut outcome: Result<CallToolResponse, ErrorData>,
         started: std::time::Instant,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -436,9 +441,11 @@ impl NtdbgServer {
                     }
                 }
             }
-            redactor.redact_value(&mut arguments, &mut Default::default());
         }
-        if let Some(transcript) = &self.transcript {
+        if let (Some(transcript), Some((tool, mut arguments))) = (&self.transcript, recorded) {
+            if let Some(redactor) = &self.redactor {
+                redactor.redact_value(&mut arguments, &mut Default::default());
+            }
             let unserializable = |e: serde_json::Error| serde_json::Value::String(e.to_string());
             transcript.record(Entry {
                 tool: &tool,
