@@ -112,6 +112,11 @@ enum Check {
     TokenShape,
     /// An IPv4 address not introduced as a version.
     NotVersion,
+    /// An IPv6 address with a digit (`bad::cafe` is a C++ name).
+    HasDigit,
+    /// A value that looks like a secret: a digit, a symbol or mixed case (`token: each` in a
+    /// sentence is none).
+    SecretLike,
 }
 
 impl Rule {
@@ -223,7 +228,8 @@ pub static BUILT_IN: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         Rule::new(
             r"(?i)(?:^|[^\w:.])(?P<v>(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}|(?:[0-9a-f]{1,4}:){1,6}(?::[0-9a-f]{1,4}){1,6}|(?:[0-9a-f]{1,4}:){2,6}:|::(?:[0-9a-f]{1,4}:){1,5}[0-9a-f]{1,4})(?:$|[^\w:])",
             Category::Ip,
-        ),
+        )
+        .checked(Check::HasDigit),
         Rule::new(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9\-._~+/]{16,}=*)", Category::Secret),
         // Tokens with a known shape: GitHub, OpenAI-style, Slack, AWS, Google, JWT.
         Rule::new(
@@ -237,15 +243,18 @@ pub static BUILT_IN: LazyLock<Vec<Rule>> = LazyLock::new(|| {
         Rule::new(r"(?:^|[^A-Za-z0-9+/_-])(?P<v>[A-Za-z0-9+_-]{32,}={0,2})", Category::Secret)
             .checked(Check::TokenShape),
     ];
-    rules.push(Rule {
-        regex: Regex::new(&format!(
-            r#"(?i)\b{secret_keys}\s*[=:]\s*["']?(?P<v>[^\s"',;]+)"#
-        ))
-        .expect("the secret assignment pattern compiles"),
-        category: Category::Secret,
-        overrides_protection: true,
-        check: Check::Nothing,
-    });
+    // `key=value`: any value; `key: value`: one that looks like a secret.
+    for (separator, check) in [("=", Check::Nothing), (":", Check::SecretLike)] {
+        rules.push(Rule {
+            regex: Regex::new(&format!(
+                r#"(?i)\b{secret_keys}\s*{separator}\s*["']?(?P<v>[^\s"',;]+)"#
+            ))
+            .expect("the secret assignment pattern compiles"),
+            category: Category::Secret,
+            overrides_protection: true,
+            check,
+        });
+    }
     rules
 });
 
@@ -267,6 +276,15 @@ fn is_token(text: &str) -> bool {
         && body.bytes().any(|b| b.is_ascii_lowercase())
         && digits >= 2
         && !body.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether a value named after `key:` looks like a secret: a digit, a symbol, or mixed case.
+fn is_secret_like(value: &str) -> bool {
+    value
+        .bytes()
+        .any(|b| b.is_ascii_digit() || b.is_ascii_punctuation())
+        || (value.bytes().any(|b| b.is_ascii_uppercase())
+            && value.bytes().any(|b| b.is_ascii_lowercase()))
 }
 
 /// Whether an IPv4 match is a version number (the word `version` just before it).
@@ -318,6 +336,8 @@ pub fn redact_str<'a>(
                 },
                 Check::TokenShape => is_token(matched),
                 Check::NotVersion => !is_version(text, start),
+                Check::HasDigit => matched.bytes().any(|b| b.is_ascii_digit()),
+                Check::SecretLike => is_secret_like(matched),
             };
             if !passes {
                 continue;

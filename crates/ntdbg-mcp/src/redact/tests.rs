@@ -33,7 +33,11 @@ fn addresses_symbols_hex_numbers_and_registers_never_change() {
         "crashy.pdb FC4F8CB117DE47F04C4C44205044422E1 {8CB117DE-47F0-4C4C-4420-5044422E1A2B}",
     );
     unchanged("Timestamp: Sun Dec  6 06:58:00 2026 (12:34:56) File version: 10.0.0.1");
-    unchanged("std::vector<int>::push_back ntdll!RtlUserThreadStart+0x21 Foo::Bar::baz");
+    unchanged(
+        "std::vector<int>::push_back ntdll!RtlUserThreadStart+0x21 Foo::Bar::baz dt bad::cafe",
+    );
+    // Words after `token:` in a sentence are no secret.
+    unchanged("sessions are not listed without a bearer token: each is reachable by its id");
     // Long identifiers without digits, all-hex runs, paths of the system.
     unchanged("_RTL_CRITICAL_SECTION_DEBUG ThisIsAVeryLongFunctionNameOfTheProgram C:\\windows\\system32\\ntdll.dll /usr/lib/wine/ntdll.so");
     unchanged("C:\\Users\\Public\\Documents\\x.dll C:\\Users\\Default\\y.dll");
@@ -71,10 +75,10 @@ fn environment_strings_emails_and_ips() {
 
 #[test]
 fn secrets_by_key_shape_and_length() {
-    let (out, _) = redact("password=Tr0ub4dor-3-planted SERVICE_API_TOKEN=Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a api_key: \"0123456789abcdef\"");
+    let (out, _) = redact("password=Tr0ub4dor-3-planted SERVICE_API_TOKEN=Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a api_key: \"0123456789abcdef\" password: hunter2 pwd=x");
     assert_eq!(
         out,
-        "password=<secret> SERVICE_API_TOKEN=<secret> api_key: \"<secret>\""
+        "password=<secret> SERVICE_API_TOKEN=<secret> api_key: \"<secret>\" password: <secret> pwd=<secret>"
     );
     let (out, _) = redact(
         "Authorization: Bearer abcdefghijklmnop1234 then Zq7XkP2mW9vR4tY8uB3nC6hJ1sD5fG0a alone",
