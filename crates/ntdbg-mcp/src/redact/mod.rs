@@ -1,14 +1,14 @@
 //! `ntdbg mcp --redact`: personal data hidden before output reaches a client.
 //!
 //! Every tool result of every profile leaves the server through one place, the server's
-//! `call_tool`; there [`Redactor::redact_response`] rewrites each text block and every string
+//! `call_tool`; there `Redactor::redact_response` rewrites each text block and every string
 //! of the typed result (`structuredContent`), and appends a trailer line counting what it
 //! replaced (`[redacted 4: user 2, email 1, ip 1]`, also in `_meta` as `ntdbg/redacted`). Tool
 //! errors, progress messages and the server's instructions pass through it too.
 //!
 //! What is hidden: the built-in rules of [`rules`] (profile paths, `USERNAME=`-style
 //! environment strings, e-mail and IP addresses, secrets), the patterns of a `--redact-rules`
-//! file, and the user and machine names [`harvest`] reads from each open dump, wherever they
+//! file, and the user and machine names `harvest` reads from each open dump, wherever they
 //! appear. Addresses, symbols, hex numbers and register values never change.
 
 mod harvest;
@@ -88,12 +88,12 @@ impl Redactor {
     }
 
     /// The redactor of the tool call running now (set by [`Redactor::scope`]).
-    pub fn current() -> Option<Arc<Redactor>> {
+    pub(crate) fn current() -> Option<Arc<Redactor>> {
         CURRENT.try_with(Clone::clone).ok().flatten()
     }
 
     /// Runs `work` with `redactor` as [`Redactor::current`].
-    pub async fn scope<F: std::future::Future>(
+    pub(crate) async fn scope<F: std::future::Future>(
         redactor: Option<Arc<Redactor>>,
         work: F,
     ) -> F::Output {
@@ -172,7 +172,7 @@ impl Redactor {
 
     /// Redacts a tool's answer in place and returns what was replaced. A task or a request
     /// for input carries no tool output and is left alone.
-    pub fn redact_response(&self, response: &mut CallToolResponse) -> Counts {
+    pub(crate) fn redact_response(&self, response: &mut CallToolResponse) -> Counts {
         match response {
             CallToolResponse::Complete(result) => self.redact_result(result),
             _ => Counts::default(),
