@@ -55,10 +55,31 @@ pub fn module_names(session: &Session) -> Vec<(String, Category)> {
     found
 }
 
-/// Whether a name can be hidden everywhere without touching numbers: long enough, and not a
-/// hex number itself (a user called `beef` would otherwise hide a part of `dw` output).
+/// Account names that name no person and are common words: hidden everywhere, they would
+/// turn `user dump` into `<user> dump`.
+const GENERIC_ACCOUNTS: &[&str] = &[
+    "admin",
+    "administrator",
+    "guest",
+    "root",
+    "system",
+    "test",
+    "user",
+    "localservice",
+    "networkservice",
+    "defaultuser0",
+    "wdagutilityaccount",
+];
+
+/// Whether a name can be hidden everywhere without touching numbers or common words: long
+/// enough, not a hex number itself (a user called `beef` would otherwise hide a part of `dw`
+/// output), not a generic account.
 fn usable(name: &str) -> bool {
-    name.chars().count() >= MIN_NAME_LEN && !name.chars().all(|c| c.is_ascii_hexdigit())
+    name.chars().count() >= MIN_NAME_LEN
+        && !name.chars().all(|c| c.is_ascii_hexdigit())
+        && !GENERIC_ACCOUNTS
+            .iter()
+            .any(|g| g.eq_ignore_ascii_case(name))
 }
 
 /// The user names of profile paths in `text`.
@@ -171,6 +192,6 @@ mod tests {
                 ("zquistberg".to_string(), Category::User),
             ]
         );
-        assert!(!usable("beef") && !usable("al") && usable("bob"));
+        assert!(!usable("beef") && !usable("al") && !usable("Administrator") && usable("bob"));
     }
 }
