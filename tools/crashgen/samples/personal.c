@@ -73,9 +73,11 @@ static void mode_planted(void)
     wchar_t self[MAX_PATH];
     wchar_t command_line[2 * MAX_PATH];
     char dump_path[MAX_PATH];
-    STARTUPINFOW startup = {sizeof startup};
+    STARTUPINFOW startup;
     PROCESS_INFORMATION child;
     DWORD exit_code = 3;
+    ZeroMemory(&startup, sizeof startup);
+    startup.cb = sizeof startup;
     if (!GetModuleFileNameW(NULL, self, MAX_PATH) ||
         !GetFullPathNameA(crashgen_dump_path, MAX_PATH, dump_path, NULL)) {
         fprintf(stderr, "personal: cannot resolve paths (error %lu)\n", GetLastError());
