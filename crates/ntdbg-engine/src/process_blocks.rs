@@ -241,7 +241,9 @@ impl Session {
     fn unicode_string(&self, at: u64) -> Option<String> {
         let len = usize::try_from(self.data_uint(at, 2)?).ok()?;
         let buffer = self.data_pointer(at.checked_add(self.user_layout().unicode_buffer)?)?;
-        let bytes = self.target().read_exact(buffer, len.min(MAX_STRING_BYTES))?;
+        let bytes = self
+            .target()
+            .read_exact(buffer, len.min(MAX_STRING_BYTES))?;
         let units: Vec<u16> = bytes
             .chunks_exact(2)
             .map(|c| u16::from_le_bytes([c[0], c[1]]))

@@ -33,6 +33,7 @@ mod paths;
 mod profiles;
 mod progress;
 mod prompts;
+pub mod redact;
 mod rendered;
 mod schema;
 mod server;

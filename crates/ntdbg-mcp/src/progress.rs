@@ -42,13 +42,20 @@ impl CallInterrupt {
     /// in the task's status message instead of sending notifications.
     pub fn of(context: &RequestContext<RoleServer>) -> CallInterrupt {
         let mut tasks = Vec::new();
+        let redactor = crate::redact::Redactor::current();
         let interrupt = if let Some(sink) = context.extensions.get::<StatusSink>() {
             let sink = sink.clone();
-            throttled(move |u| sink.report(u.progress, u.total, &u.message))
+            throttled(move |u| {
+                sink.report(
+                    u.progress,
+                    u.total,
+                    &redacted(redactor.as_deref(), u.message),
+                )
+            })
         } else if let Some(token) = context.meta.get_progress_token() {
             let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
             let peer = context.peer.clone();
-            tasks.push(tokio::spawn(forward(peer, token, rx)).abort_handle());
+            tasks.push(tokio::spawn(forward(peer, token, rx, redactor)).abort_handle());
             throttled(move |u| {
                 let _ = tx.send(u);
             })
@@ -86,10 +93,11 @@ async fn forward(
     peer: rmcp::Peer<RoleServer>,
     token: ProgressToken,
     mut updates: tokio::sync::mpsc::UnboundedReceiver<Update>,
+    redactor: Option<std::sync::Arc<crate::redact::Redactor>>,
 ) {
     while let Some(update) = updates.recv().await {
         let mut param = ProgressNotificationParam::new(token.clone(), update.progress as f64)
-            .with_message(update.message);
+            .with_message(redacted(redactor.as_deref(), update.message));
         param.total = update.total.map(|t| t as f64);
         if peer.notify_progress(param).await.is_err() {
             return;
@@ -185,5 +193,13 @@ mod tests {
             "7 + 0 is not past 7"
         );
         assert_eq!(throttle.admit(2, Some(4), at(2)), Some((9, None)));
+    }
+}
+
+/// A progress message as the client may see it (`--redact`).
+fn redacted(redactor: Option<&crate::redact::Redactor>, message: String) -> String {
+    match redactor {
+        Some(r) => r.redact_text(&message, &mut Default::default()),
+        None => message,
     }
 }
