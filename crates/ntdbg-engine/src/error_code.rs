@@ -203,6 +203,8 @@ error_codes! {
     UnknownSession = "unknown_session",
     /// Another call holds the session.
     SessionBusy = "session_busy",
+    /// A client already has as many MCP tasks working as the server allows.
+    TooManyTasks = "too_many_tasks",
     /// Tool arguments that do not match the schema.
     InvalidArguments = "invalid_arguments",
     /// A tool argument out of range (the windbg-mcp profile's key).

@@ -121,7 +121,7 @@ impl Tasks {
         let working = owned.manager.running_task_count();
         if working >= MAX_WORKING {
             let error = ToolError::new(
-                ErrorCode::from_name("too_many_tasks"),
+                ErrorCode::TooManyTasks,
                 format!("{working} tasks of this client are working (at most {MAX_WORKING})"),
             )
             .with_hint("wait for one to finish (tasks/get) or cancel one (tasks/cancel)");
