@@ -224,3 +224,70 @@ async def test_outside_paths_answer_alike_whether_or_not_they_exist(fence: Path)
             assert e["message"] == f"{path} is outside the allowed directories", (what, e)
             e = err(await call(client, "list_dumps", directory=str(path)))
             assert e["code"] == "path_not_allowed", (what, e)
+
+
+def closed_loopback_port() -> int:
+    """A loopback port nothing listens on: bound, then released (the test's own)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def refusal(client: Client, target: str) -> dict:
+    answer = await call(client, "attach", target=target, timeout_seconds=2)
+    e = err(answer)
+    assert e["code"] == "attach_refused", e
+    return e
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.anyio
+async def test_attach_is_scoped_and_refused_and_unreachable_targets_answer_alike(
+    scratch: Path, transport: str
+) -> None:
+    """By default only this machine's stubs may be attached; a refused target and a closed
+    port get the same answer, so a client cannot probe what listens where (issue 35)."""
+    port = closed_loopback_port()
+    args = [*mcp_args(scratch)]
+    server = start_http([*args, "--http", "127.0.0.1:0"]) if transport == "http" else None
+    try:
+        client_cm = Client(server.url) if server else Client(stdio_params(args, scratch))
+        async with client_cm as client:
+            elsewhere = await refusal(client, "gdb:10.255.255.1:1234")
+            closed = await refusal(client, f"gdb:127.0.0.1:{port}")
+            assert elsewhere["message"].replace("gdb:10.255.255.1:1234", "T") == closed["message"].replace(
+                f"gdb:127.0.0.1:{port}", "T"
+            ), (elsewhere, closed)
+            assert elsewhere.get("hint") == closed.get("hint")
+    finally:
+        if server:
+            server.stop()
+
+
+@pytest.mark.anyio
+async def test_allow_attach_none_serves_no_live_target(scratch: Path) -> None:
+    args = [*mcp_args(scratch), "--allow-attach", "none"]
+    async with Client(stdio_params(args, scratch)) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert "attach" not in names and "open_dump" in names, names
+
+
+@pytest.mark.anyio
+async def test_allow_attach_patterns_replace_the_default(scratch: Path) -> None:
+    port = closed_loopback_port()
+    args = [*mcp_args(scratch), "--allow-attach", f"gdb:127.0.0.1:{port}"]
+    async with Client(stdio_params(args, scratch)) as client:
+        # Allowed, but nothing answers: the same refusal. Another loopback port is not allowed.
+        await refusal(client, f"gdb:127.0.0.1:{port}")
+        await refusal(client, f"gdb:127.0.0.1:{port + 1 if port < 65535 else port - 1}")
+
+
+@pytest.mark.parametrize("pattern", ["ssh:host", "gdb:host", "none,local"])
+def test_a_bad_allow_attach_pattern_stops_the_server(scratch: Path, pattern: str) -> None:
+    extra = [a for p in pattern.split(",") for a in ("--allow-attach", p)]
+    done = subprocess.run(
+        [*ntdbg_command(), *mcp_args(scratch), *extra], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 2 and "--allow-attach" in done.stderr, done

@@ -197,7 +197,7 @@ async def test_error_cases(target: Target) -> None:
         e = err(await call(client, "read_output", command_id="c424242-0000"))
         assert e["code"] == "unknown_output"
         e = err(await call(client, "attach", target="gdb:127.0.0.1:1", timeout_seconds=2))
-        assert e["code"] == "connect_failed" and "127.0.0.1:1" in e["message"]
+        assert e["code"] == "attach_refused" and "127.0.0.1:1" in e["message"]
 
 
 async def test_output_file(target: Target) -> None:

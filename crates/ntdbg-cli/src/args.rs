@@ -151,6 +151,12 @@ pub enum Command {
         /// Live sessions refuse run control, breakpoints and writes.
         #[arg(long)]
         read_only: bool,
+        /// Which live targets clients may attach (repeatable): local (GDB stubs on loopback
+        /// addresses), gdb:HOST:PORT (HOST or PORT may be *), pid and exe (Windows processes),
+        /// or none. Default: local, pid and exe, except with --unsafe-http, where none. A
+        /// refused target and one that does not answer get the same error.
+        #[arg(long = "allow-attach", value_name = "PATTERN")]
+        allow_attach: Vec<String>,
         /// Close sessions no tool has used for this many seconds, freeing their memory
         /// (0: never).
         #[arg(long, value_name = "SECS", default_value_t = ntdbg_mcp::DEFAULT_IDLE_TIMEOUT.as_secs())]

@@ -145,6 +145,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             token_env,
             offline,
             read_only,
+            allow_attach,
             idle_timeout,
             symbol_servers,
             symbol_memory,
@@ -179,9 +180,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 },
             };
+            let attach_policy = match ntdbg_mcp::AttachPolicy::parse(&allow_attach, unsafe_http) {
+                Ok(policy) => policy,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             let options = McpOptions {
                 offline,
                 read_only,
+                attach_policy,
                 idle_timeout,
                 symbol_servers,
                 symbol_memory: mib(symbol_memory),
@@ -276,6 +285,8 @@ fn mib(n: u64) -> u64 {
 struct McpOptions {
     offline: bool,
     read_only: bool,
+    /// `--allow-attach`: the live targets clients may attach.
+    attach_policy: ntdbg_mcp::AttachPolicy,
     /// Seconds a session may stay unused before it is closed (0: never).
     idle_timeout: u64,
     /// HTTP symbol servers clients may name, besides Microsoft's and `_NT_SYMBOL_PATH`'s.
@@ -373,6 +384,7 @@ fn mcp(
     let mut server = ntdbg_mcp::NtdbgServer::new(allowed)
         .offline(options.offline)
         .read_only(options.read_only)
+        .with_attach_policy(options.attach_policy)
         .idle_timeout(idle_timeout)
         .symbol_servers(options.symbol_servers)
         .symbol_memory(options.symbol_memory)

@@ -161,6 +161,9 @@ error_codes! {
     Timeout = "timeout",
     /// Connecting to a GDB stub failed.
     ConnectFailed = "connect_failed",
+    /// An MCP `attach` the server's `--allow-attach` refuses, or whose stub did not answer (one
+    /// answer for both, so that a client cannot probe what listens where).
+    AttachRefused = "attach_refused",
     /// Reading or writing the GDB connection failed.
     Io = "io",
     /// The GDB stub disconnected; also a profile's session after shutdown.

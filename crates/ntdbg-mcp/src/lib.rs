@@ -19,6 +19,7 @@
 //! ```
 
 mod admission;
+mod attach_policy;
 mod cache;
 mod client;
 mod dto;
@@ -46,6 +47,7 @@ mod text;
 mod tool_sets;
 mod tools;
 
+pub use attach_policy::AttachPolicy;
 pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
 pub use listener::HttpLimits;

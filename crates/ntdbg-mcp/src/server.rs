@@ -4,6 +4,7 @@
 //! connection's handler sees the same sessions and output cache. The `#[tool]` methods are
 //! thin; the work lives in [`crate::tools`].
 
+use crate::attach_policy::AttachPolicy;
 use crate::client::ClientId;
 use crate::dto::{
     AnalyzeCrashParams, AttachParams, AttachResult, CloseSessionParams, CloseSessionResult,
@@ -58,8 +59,6 @@ pub struct NtdbgServer {
     profile: Profile,
     /// The tool set chosen (`--tools`); `None`: by whether live targets are allowed.
     tool_set: Option<ToolSet>,
-    /// Whether clients may open live targets (see [`NtdbgServer::live_targets_allowed`]).
-    live_targets: bool,
     implicit: Arc<ImplicitSession>,
     /// `--redact`: what every result passes through before it leaves.
     redactor: Option<Arc<Redactor>>,
@@ -81,7 +80,6 @@ impl NtdbgServer {
             state: Arc::new(State::new(allowed)),
             profile: Profile::Ntdbg,
             tool_set: None,
-            live_targets: true,
             implicit: Arc::default(),
             redactor: None,
             transcript: None,
@@ -118,19 +116,17 @@ impl NtdbgServer {
         self
     }
 
-    /// Whether clients may open live targets; without a chosen tool set, the live tools are
-    /// listed only when they may.
-    pub fn allow_live_targets(mut self, allowed: bool) -> NtdbgServer {
-        self.live_targets = allowed;
-        self.route();
-        self
+    /// The live targets clients may attach (`ntdbg mcp --allow-attach`); without a chosen tool
+    /// set, the live tools are listed only when some may be.
+    pub fn with_attach_policy(self, policy: AttachPolicy) -> NtdbgServer {
+        let mut server = self.configure(|state| state.attach = policy);
+        server.route();
+        server
     }
 
-    /// Whether clients may open live targets. A stand-in for the switch that will decide it
-    /// (`--allow-attach`, issue 36's protocol half): until then the builder's setting, by
-    /// default yes, as before.
+    /// Whether clients may open any live target.
     pub fn live_targets_allowed(&self) -> bool {
-        self.live_targets
+        self.state.attach.allows_any()
     }
 
     /// The tool set served: the one chosen, else by whether live targets are allowed.

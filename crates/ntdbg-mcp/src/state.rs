@@ -27,6 +27,8 @@ pub struct State {
     pub symbol_servers: SymbolServers,
     /// Whether live sessions refuse run control, breakpoints and writes (`--read-only`).
     pub read_only: bool,
+    /// The live targets clients may attach (`--allow-attach`).
+    pub attach: crate::attach_policy::AttachPolicy,
     /// Sessions unused this long are closed (`None`: never).
     pub idle_timeout: Option<std::time::Duration>,
     /// The crash database `query_crashes` answers from (`ntdbg mcp --db`).
@@ -47,6 +49,7 @@ impl State {
             offline: false,
             symbol_servers: SymbolServers::default(),
             read_only: false,
+            attach: crate::attach_policy::AttachPolicy::default(),
             idle_timeout: Some(DEFAULT_IDLE_TIMEOUT),
             crash_store: None,
             shared_symbols: Arc::new(ntdbg_symbols::SharedSymbols::new(

@@ -287,11 +287,11 @@ mod tests {
 
     #[test]
     fn without_a_chosen_set_live_tools_are_listed_only_where_live_targets_are_allowed() {
-        let closed = server().allow_live_targets(false);
+        let closed = server().with_attach_policy(crate::AttachPolicy::none());
         assert_eq!(closed.tool_set(), crate::ToolSet::Dumps);
         assert!(!names_in(closed).contains(&"attach".to_string()));
         let chosen = server()
-            .allow_live_targets(false)
+            .with_attach_policy(crate::AttachPolicy::none())
             .with_tools(Some(crate::ToolSet::All));
         assert!(names_in(chosen).contains(&"attach".to_string()));
         assert!(names_in(server()).contains(&"attach".to_string()));

@@ -50,14 +50,25 @@ pub async fn attach(
     if let Some(s) = &symbols {
         crate::tools::dumps::check_symbol_path(s, state)?;
     }
+    if is_target_kind(&target) && !state.attach.allows(&target) {
+        tracing::info!(target = %target, "attach refused: not allowed by --allow-attach ({})", state.attach);
+        return Err(attach_refused(&target));
+    }
     let offline = state.offline;
     let t = target.clone();
     let (session, stop, trailer, threads) = blocking("attaching", move || {
         let session = Session::attach(&t, symbols.as_deref(), &opts).map_err(|e| {
-            ToolError::from(e).with_hint(
-                "give gdb:HOST:PORT of a running stub (gdbserver, winedbg --gdb, QEMU -s), or on \
-                 Windows pid:N or exe:PATH ARGS; raise timeout_seconds for a slow one",
-            )
+            if is_network_target(&t) {
+                // Unreachable or not a stub: said as a refusal is, so that the answer tells
+                // nothing about what listens where; the log has the cause.
+                tracing::info!(target = %t, "attach failed: {e}");
+                attach_refused(&t)
+            } else {
+                ToolError::from(e).with_hint(
+                    "give pid:N of a running process or exe:PATH ARGS; raise timeout_seconds \
+                     for a slow start",
+                )
+            }
         })?;
         if offline {
             session.symbols().set_offline(true);
@@ -98,6 +109,39 @@ pub async fn attach(
     }
     text.push_str(&result.trailer);
     Ok(Rendered::new(result, text))
+}
+
+/// Whether `target` names a kind of target ntdbg attaches (`gdb:`, `pid:`, `exe:`); another
+/// is answered `unsupported_target` by the engine, which says nothing about the network.
+fn is_target_kind(target: &str) -> bool {
+    target.split_once(':').is_some_and(|(kind, _)| {
+        ["gdb", "pid", "exe"]
+            .iter()
+            .any(|k| kind.eq_ignore_ascii_case(k))
+    })
+}
+
+/// Whether `target` is reached over the network (a GDB stub), whose failures say nothing more
+/// than a refusal does.
+fn is_network_target(target: &str) -> bool {
+    target
+        .split_once(':')
+        .is_some_and(|(kind, _)| kind.eq_ignore_ascii_case("gdb"))
+}
+
+/// The one answer to an attach the policy refuses or whose stub does not answer.
+fn attach_refused(target: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::AttachRefused,
+        format!(
+            "cannot attach to {target}: no stub that this server may attach answered there"
+        ),
+    )
+    .with_hint(
+        "start the stub first (gdbserver, winedbg --gdb, QEMU -s) and give gdb:HOST:PORT of a \
+         target the server allows (ntdbg mcp --allow-attach; by default stubs on this machine's \
+         loopback addresses, and on Windows pid:N and exe:PATH); the server's log says which it was",
+    )
 }
 
 /// Stops a running live target; returns at once when it is already stopped.

@@ -247,7 +247,8 @@ async fn bad_arguments_are_tool_errors() {
 #[tokio::test]
 async fn live_tools_give_clear_errors_without_a_live_target() {
     let client = connect(Version::Handshake).await;
-    // Nothing listens on the port: a clear connection error, quickly.
+    // Nothing listens on the port: the answer a refused target gets (nothing said about what
+    // listens where), quickly.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -259,7 +260,7 @@ async fn live_tools_give_clear_errors_without_a_live_target() {
         json!({ "target": format!("gdb:127.0.0.1:{port}"), "timeout_seconds": 1 }),
     )
     .await;
-    assert_eq!(err(&r)["code"], "connect_failed", "{r:?}");
+    assert_eq!(err(&r)["code"], "attach_refused", "{r:?}");
     let r = call(&client, "attach", json!({ "target": "tcp:nowhere" })).await;
     assert_eq!(err(&r)["code"], "unsupported_target");
     // A symbol folder outside the allowed directories is refused before connecting, as for
