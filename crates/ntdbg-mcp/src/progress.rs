@@ -157,6 +157,14 @@ impl Throttle {
     }
 }
 
+/// A progress message as the client may see it (`--redact`).
+fn redacted(redactor: Option<&crate::redact::Redactor>, message: String) -> String {
+    match redactor {
+        Some(r) => r.redact_text(&message, &mut Default::default()),
+        None => message,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,13 +201,5 @@ mod tests {
             "7 + 0 is not past 7"
         );
         assert_eq!(throttle.admit(2, Some(4), at(2)), Some((9, None)));
-    }
-}
-
-/// A progress message as the client may see it (`--redact`).
-fn redacted(redactor: Option<&crate::redact::Redactor>, message: String) -> String {
-    match redactor {
-        Some(r) => r.redact_text(&message, &mut Default::default()),
-        None => message,
     }
 }
