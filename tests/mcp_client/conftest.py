@@ -16,7 +16,7 @@ import shlex
 import signal
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
 REPO = Path(__file__).resolve().parents[2]
@@ -166,14 +167,16 @@ class Target:
         return self.transport == "http" and self.mode != "legacy"
 
     @asynccontextmanager
-    async def connect(self) -> AsyncIterator[Client]:
+    async def connect(self, extensions: Sequence[ClientExtension] = ()) -> AsyncIterator[Client]:
+        """A client of the server, with these SDK client extensions (e.g. tasks_ext's)."""
+        chosen = list(extensions) or None
         if self.transport == "stdio":
             args = self.args if self.args is not None else mcp_args(self.scratch)
-            async with Client(stdio_params(args, REPO), mode=self.mode) as client:
+            async with Client(stdio_params(args, REPO), mode=self.mode, extensions=chosen) as client:
                 yield client
         else:
             assert self.http is not None
-            async with Client(self.http.url, mode=self.mode) as client:
+            async with Client(self.http.url, mode=self.mode, extensions=chosen) as client:
                 yield client
 
 

@@ -19,8 +19,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from conftest import MODES, REPO, mcp_args, start_http
+from conftest import MODES, REPO, mcp_args, start_http, stdio_params
 from helpers import call, ok, ran, text
+from tasks_ext import CreatedTask, TasksExtension, cancel_task, follow, get_task
 
 pytestmark = pytest.mark.anyio
 
@@ -298,4 +299,41 @@ async def test_a_cancelled_g_frees_the_session_within_a_second(program, scratch:
             ok(await call(client, "close_session", session_id=sid))
     finally:
         server.stop()
+        stub.stop()
+
+
+async def test_a_g_task_is_cancelled_and_frees_the_session_within_a_second(program, scratch: Path) -> None:
+    """The same `g`, as a task of a 2026-07-28 client over stdio (tasks_ext): while it waits the
+    task is `working` and the session busy; `tasks/cancel` stops the wait, the task reports
+    `cancelled` once the session is free, and the session's next call answers at once."""
+    exe, _symbols = program
+    stub = GdbServer(exe)
+    try:
+        params = stdio_params(mcp_args(scratch), REPO)
+        async with Client(params, mode="2026-07-28", extensions=[TasksExtension()]) as client:
+            sid = ok(await call(client, "attach", target=f"gdb:127.0.0.1:{stub.port}"))["session_id"]
+            created = await client.session.call_tool(
+                "run_command", {"session_id": sid, "command": "g", "timeout_ms": 60000}, allow_claimed=True
+            )
+            assert isinstance(created, CreatedTask), created
+            # The `g` is under way once the session reports the target running.
+            with anyio.fail_after(30):
+                while True:
+                    sessions = ok(await call(client, "list_sessions"))["sessions"]
+                    if any(s["run_state"] == "running" for s in sessions):
+                        break
+                    await anyio.sleep(0.01)
+            assert (await get_task(client, created.task_id)).status == "working"
+            await cancel_task(client, created.task_id)
+            with anyio.fail_after(30):
+                ended = await follow(client, created)
+            assert ended.status == "cancelled", ended
+            start = time.monotonic()
+            after = await call(client, "run_command", session_id=sid, command="r rip", timeout_ms=100)
+            elapsed = time.monotonic() - start
+            assert not (after.is_error and "session_busy" in text(after)), text(after)
+            assert elapsed < FREED_WITHIN, f"the session was busy for {elapsed:.2f} s after the cancel"
+            assert ok(await call(client, "break_in", session_id=sid))["run_state"] == "halted"
+            ok(await call(client, "close_session", session_id=sid))
+    finally:
         stub.stop()

@@ -11,6 +11,8 @@ const MCP_EXAMPLES: &str = "Examples:
   NTDBG_TOKEN=... ntdbg mcp --http 0.0.0.0:8080 --unsafe-http --token-env NTDBG_TOKEN
   ntdbg mcp --profile mcp-windbg --allow-dir ./dumps
   ntdbg mcp --tools dumps --allow-dir ./dumps   (no live-target tools listed)
+  ntdbg mcp --redact --allow-dir ./dumps   (user and machine names, e-mail, IPs, secrets hidden)
+  ntdbg mcp --redact-rules ./redact.txt --transcript ./calls.jsonl --allow-dir ./dumps
   ntdbg mcp --profile windbg-mcp --dump ./dumps/crash.dmp
   ntdbg mcp --profile ntoseye --backend gdb --connect 127.0.0.1:1234
   ntdbg mcp --profile chensiling --dump ./dumps/crash.dmp   (HTTP on 127.0.0.1:8080, as Windbg-MCP)
@@ -165,6 +167,20 @@ pub enum Command {
         /// (least recently used dropped first; 0: share nothing).
         #[arg(long, value_name = "MIB", default_value_t = ntdbg_symbols::DEFAULT_SYMBOL_MEMORY >> 20)]
         symbol_memory: u64,
+        /// Hide personal data before results reach the client: user and machine names (from
+        /// profile paths, environment strings and the names the dump itself holds), e-mail
+        /// and IP addresses, passwords, tokens and keys. Addresses, symbols and hex numbers
+        /// never change; each result ends with a count of what was replaced.
+        #[arg(long)]
+        redact: bool,
+        /// More patterns to hide (implies --redact): one regular expression per line, `#`
+        /// comments; a group named `v` hides only that group.
+        #[arg(long, value_name = "FILE")]
+        redact_rules: Option<PathBuf>,
+        /// Append one JSON line per tool call (its arguments and the result as sent, redacted
+        /// under --redact) to FILE, created readable by its owner only.
+        #[arg(long, value_name = "FILE")]
+        transcript: Option<PathBuf>,
         #[command(flatten)]
         http_limits: HttpLimitArgs,
         #[command(flatten)]

@@ -155,6 +155,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             backend,
             connect,
             db,
+            redact,
+            redact_rules,
+            transcript,
             http_limits,
             chensiling,
         } => {
@@ -186,6 +189,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 tools: tools.map(Into::into),
                 startup,
                 db,
+                redact: redact || redact_rules.is_some(),
+                redact_rules,
+                transcript,
                 http_limits: http_limits.limits(),
             };
             mcp(
@@ -282,8 +288,42 @@ struct McpOptions {
     startup: Option<ntdbg_mcp::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
+    /// `--redact` (or `--redact-rules`): hide personal data in results.
+    redact: bool,
+    /// `--redact-rules`: more patterns to hide.
+    redact_rules: Option<std::path::PathBuf>,
+    /// `--transcript`: the JSONL file every call is recorded in.
+    transcript: Option<std::path::PathBuf>,
     /// `--http-max-connections`, `--http-header-timeout`, `--http-body-timeout`.
     http_limits: ntdbg_mcp::HttpLimits,
+}
+
+/// The redactor and transcript `ntdbg mcp`'s options ask for; a rules file that does not
+/// read or parse, or a transcript that cannot be opened, is a start-up error.
+fn privacy(
+    options: &McpOptions,
+) -> Result<
+    (
+        Option<ntdbg_mcp::redact::Redactor>,
+        Option<ntdbg_mcp::redact::transcript::Transcript>,
+    ),
+    String,
+> {
+    let redactor = match (&options.redact_rules, options.redact) {
+        (Some(path), _) => Some(ntdbg_mcp::redact::Redactor::new(
+            ntdbg_mcp::redact::rules::load_rules_file(path)?,
+        )),
+        (None, true) => Some(ntdbg_mcp::redact::Redactor::new(Vec::new())),
+        (None, false) => None,
+    };
+    let transcript = match &options.transcript {
+        Some(path) => Some(
+            ntdbg_mcp::redact::transcript::Transcript::open(path)
+                .map_err(|e| format!("cannot open the transcript {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    Ok((redactor, transcript))
 }
 
 /// `ntdbg mcp`: the MCP server. Bad security options are usage errors (exit 2).
@@ -295,6 +335,13 @@ fn mcp(
     options: McpOptions,
 ) -> anyhow::Result<ExitCode> {
     ntdbg_mcp::init_stderr_logging();
+    let (redactor, transcript) = match privacy(&options) {
+        Ok(privacy) => privacy,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let allowed = ntdbg_mcp::AllowedDirs::new(allow_dirs)?;
     let transport = match http {
         None => ntdbg_mcp::Transport::Stdio,
@@ -336,7 +383,10 @@ fn mcp(
     if let Some(db) = options.db {
         server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }
-    server = server.with_tools(options.tools);
+    server = server
+        .with_tools(options.tools)
+        .with_redaction(redactor)
+        .with_transcript(transcript);
     ntdbg_mcp::run(server, transport)?;
     Ok(ExitCode::SUCCESS)
 }

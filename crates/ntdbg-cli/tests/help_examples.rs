@@ -199,6 +199,9 @@ fn example_folder() -> PathBuf {
     // A build's output, as `symbols upload`'s example names it.
     copy("crashy.exe", "build/app.exe");
     copy("crashy.pdb", "build/app.pdb");
+    // `mcp --redact-rules`' patterns.
+    std::fs::write(dir.join("redact.txt"), "# code names\n(?i)project-falcon\n")
+        .expect("a rules file");
     dir
 }
 

@@ -49,6 +49,10 @@ pub enum TypedResult {
         /// One entry per selected thread, in the selector's order.
         threads: Vec<ThreadResult>,
     },
+    /// `!peb`: the process environment block and its process parameters.
+    Peb(Box<ntdbg_engine::process_blocks::Peb>),
+    /// `!teb`: the current thread's environment block.
+    Teb(Box<ntdbg_engine::process_blocks::Teb>),
     /// `r`: registers by name (`0x` hex strings).
     Registers {
         /// Name → value.

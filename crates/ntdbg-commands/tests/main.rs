@@ -20,6 +20,7 @@ mod locks_synthetic;
 mod many_threads;
 mod minidump_builder;
 mod policy;
+mod process_blocks;
 mod process_info;
 mod process_info_synthetic;
 mod sorted_json;

@@ -51,6 +51,15 @@ pub enum EngineError {
     /// The work was cancelled through the session's [`Interrupt`](crate::Interrupt).
     #[error("cancelled")]
     Cancelled(#[from] crate::Cancelled),
+    /// A process structure (`what`: "TEB", "PEB") whose memory the target does not hold, or
+    /// whose address is unknown (0).
+    #[error("{what} at {address:#x}: its memory is not available")]
+    MemoryUnavailable {
+        /// The structure.
+        what: &'static str,
+        /// Where it is (0: unknown).
+        address: u64,
+    },
     /// The dump file changed on disk (truncated, copied over, written) while the session had
     /// it open: nothing read from it since can be trusted.
     #[error("the dump {0}; nothing more is read from it in this session")]
@@ -77,6 +86,7 @@ impl EngineError {
             EngineError::NoFrameVariables { .. } => ErrorCode::NoFrameVariables,
             EngineError::Live { code, .. } => *code,
             EngineError::Cancelled(_) => ErrorCode::Cancelled,
+            EngineError::MemoryUnavailable { .. } => ErrorCode::MemoryUnavailable,
             EngineError::DumpChanged(_) => ErrorCode::DumpChanged,
             EngineError::SymbolsChanged(_) => ErrorCode::SymbolFileChanged,
         }

@@ -57,14 +57,4 @@ impl Session {
     pub fn evaluate(&self, text: &str) -> Result<u64, ExprError> {
         expr::evaluate(text, self)
     }
-
-    /// The process environment block address, read from the current thread's TEB.
-    pub fn peb_address(&self) -> Option<u64> {
-        let teb = self.current_thread()?.teb;
-        let (offset, size) = match self.arch() {
-            ntdbg_targets::Arch::X86 => (0x30, 4),
-            _ => (0x60, 8),
-        };
-        self.target().read_uint(teb.checked_add(offset)?, size)
-    }
 }

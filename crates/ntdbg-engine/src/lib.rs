@@ -34,6 +34,7 @@ pub mod module_info;
 pub mod ntstatus;
 pub mod place;
 mod prefetch;
+pub mod process_blocks;
 mod provider;
 pub mod registers;
 mod session;

@@ -14,9 +14,10 @@ fn sweep_interval(timeout: Duration) -> Duration {
     (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(60))
 }
 
-/// Closes every session idle for `timeout` or longer, with its cached outputs; returns the
-/// ids closed.
+/// Closes every session idle for `timeout` or longer, with its cached outputs, and forgets
+/// expired tasks; returns the session ids closed.
 pub(crate) fn sweep_once(state: &State, timeout: Duration) -> Vec<String> {
+    state.tasks.sweep();
     let mut closed = Vec::new();
     for slot in state.sessions.list(&ClientId::Server) {
         if slot.busy() {

@@ -6,8 +6,11 @@
 //! check; and when the request's `_meta` carries a `progressToken`, the engine's progress
 //! reports go out as `notifications/progress`, at most one per [`MIN_INTERVAL`], with
 //! `progress` strictly increasing. Dropping the [`CallInterrupt`] (the call returned) stops
-//! both, so no notification follows the response.
+//! both, so no notification follows the response. A call running as a task
+//! ([`crate::tasks`]) is cancelled by `tasks/cancel` through the same token, and its progress
+//! becomes the task's status message.
 
+use crate::tasks::StatusSink;
 use ntdbg_engine::Interrupt;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
@@ -26,36 +29,38 @@ pub struct CallInterrupt {
     tasks: Vec<AbortHandle>,
 }
 
-/// One progress notification waiting to be sent.
+/// One progress report the throttle let through.
 struct Update {
-    progress: f64,
-    total: Option<f64>,
+    progress: u64,
+    total: Option<u64>,
     message: String,
 }
 
 impl CallInterrupt {
     /// The token for the call `context` belongs to (must be called on the tokio runtime).
+    /// A call running as a task ([`StatusSink`] in the context's extensions) shows its progress
+    /// in the task's status message instead of sending notifications.
     pub fn of(context: &RequestContext<RoleServer>) -> CallInterrupt {
         let mut tasks = Vec::new();
-        let interrupt = match context.meta.get_progress_token() {
-            Some(token) => {
-                let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-                let peer = context.peer.clone();
-                tasks.push(tokio::spawn(forward(peer, token, rx)).abort_handle());
-                let throttle = Mutex::new(Throttle::default());
-                Interrupt::with_progress(move |p| {
-                    let mut throttle = throttle.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some((progress, total)) = throttle.admit(p.done, p.total, Instant::now())
-                    {
-                        let _ = tx.send(Update {
-                            progress: progress as f64,
-                            total: total.map(|t| t as f64),
-                            message: p.message.to_string(),
-                        });
-                    }
-                })
-            }
-            None => Interrupt::new(),
+        let redactor = crate::redact::Redactor::current();
+        let interrupt = if let Some(sink) = context.extensions.get::<StatusSink>() {
+            let sink = sink.clone();
+            throttled(move |u| {
+                sink.report(
+                    u.progress,
+                    u.total,
+                    &redacted(redactor.as_deref(), u.message),
+                )
+            })
+        } else if let Some(token) = context.meta.get_progress_token() {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let peer = context.peer.clone();
+            tasks.push(tokio::spawn(forward(peer, token, rx, redactor)).abort_handle());
+            throttled(move |u| {
+                let _ = tx.send(u);
+            })
+        } else {
+            Interrupt::new()
         };
         let ct = context.ct.clone();
         let engine = interrupt.clone();
@@ -88,15 +93,34 @@ async fn forward(
     peer: rmcp::Peer<RoleServer>,
     token: ProgressToken,
     mut updates: tokio::sync::mpsc::UnboundedReceiver<Update>,
+    redactor: Option<std::sync::Arc<crate::redact::Redactor>>,
 ) {
     while let Some(update) = updates.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), update.progress)
-            .with_message(update.message);
-        param.total = update.total;
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress as f64)
+            .with_message(redacted(redactor.as_deref(), update.message));
+        param.total = update.total.map(|t| t as f64);
         if peer.notify_progress(param).await.is_err() {
             return;
         }
     }
+}
+
+/// An engine token whose progress reports go, throttled, to `send`.
+fn throttled(send: impl Fn(Update) + Send + Sync + 'static) -> Interrupt {
+    let throttle = Mutex::new(Throttle::default());
+    Interrupt::with_progress(move |p| {
+        let admitted = throttle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .admit(p.done, p.total, Instant::now());
+        if let Some((progress, total)) = admitted {
+            send(Update {
+                progress,
+                total,
+                message: p.message.to_string(),
+            });
+        }
+    })
 }
 
 /// Turns the engine's reports into notifications: a report whose `done` is below the last
@@ -169,5 +193,13 @@ mod tests {
             "7 + 0 is not past 7"
         );
         assert_eq!(throttle.admit(2, Some(4), at(2)), Some((9, None)));
+    }
+}
+
+/// A progress message as the client may see it (`--redact`).
+fn redacted(redactor: Option<&crate::redact::Redactor>, message: String) -> String {
+    match redactor {
+        Some(r) => r.redact_text(&message, &mut Default::default()),
+        None => message,
     }
 }

@@ -15,9 +15,12 @@ use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::profiles::{self, ImplicitSession, Profile, StartupTarget};
 use crate::progress::CallInterrupt;
+use crate::redact::transcript::{Entry, Transcript};
+use crate::redact::Redactor;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
+use crate::tasks::{self, Admit, StatusSink};
 use crate::tool_sets::ToolSet;
 use crate::tools;
 use ntdbg_analysis::triage::TriageResult;
@@ -27,7 +30,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult,
+    Implementation, ServerCapabilities, ServerConfig, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{prompt_handler, tool, tool_handler, tool_router, ErrorData, RoleServer, ServerHandler};
@@ -57,6 +61,10 @@ pub struct NtdbgServer {
     /// Whether clients may open live targets (see [`NtdbgServer::live_targets_allowed`]).
     live_targets: bool,
     implicit: Arc<ImplicitSession>,
+    /// `--redact`: what every result passes through before it leaves.
+    redactor: Option<Arc<Redactor>>,
+    /// `--transcript`: where every call and its result are recorded.
+    transcript: Option<Arc<Transcript>>,
     tool_router: ToolRouter<NtdbgServer>,
     prompt_router: PromptRouter<NtdbgServer>,
 }
@@ -75,9 +83,24 @@ impl NtdbgServer {
             tool_set: None,
             live_targets: true,
             implicit: Arc::default(),
+            redactor: None,
+            transcript: None,
             tool_router: Self::tool_router(),
             prompt_router: Self::prompt_router(),
         }
+    }
+
+    /// Hides personal data in every result, error, progress message and the instructions
+    /// (`ntdbg mcp --redact`; see [`crate::redact`]).
+    pub fn with_redaction(mut self, redactor: Option<Redactor>) -> NtdbgServer {
+        self.redactor = redactor.map(Arc::new);
+        self
+    }
+
+    /// Records every call and its result, as sent, in `transcript` (`ntdbg mcp --transcript`).
+    pub fn with_transcript(mut self, transcript: Option<Transcript>) -> NtdbgServer {
+        self.transcript = transcript.map(Arc::new);
+        self
     }
 
     /// Serves `profile`'s tools and prompts instead of ntdbg's own (see [`Profile`]).
@@ -358,17 +381,22 @@ impl ServerHandler for NtdbgServer {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_prompts()
+            .enable_tasks()
             .build();
+        let mut instructions = format!(
+            "{} Files are limited to: {}.",
+            profiles::workflow(self.profile).unwrap_or(WORKFLOW),
+            self.state.allowed.describe().join(", ")
+        );
+        if let Some(redactor) = &self.redactor {
+            instructions = redactor.redact_text(&instructions, &mut Default::default());
+        }
         ServerConfig::new(capabilities)
             .with_server_info(
                 Implementation::new("ntdbg", env!("CARGO_PKG_VERSION"))
                     .with_title("ntdbg: Windows crash-dump debugger"),
             )
-            .with_instructions(format!(
-                "{} Files are limited to: {}.",
-                profiles::workflow(self.profile).unwrap_or(WORKFLOW),
-                self.state.allowed.describe().join(", ")
-            ))
+            .with_instructions(instructions)
     }
 
     async fn call_tool(
@@ -377,11 +405,138 @@ impl ServerHandler for NtdbgServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let client = ClientId::of(&context);
-        let context = ToolCallContext::new(self, request, context);
+        if tasks::eligible(&request.name, &context) && self.tool_router.has_route(&request.name) {
+            match self.state.tasks.admit(&client) {
+                Admit::Task => {
+                    let (server, owner, name) =
+                        (self.clone(), client.clone(), request.name.clone());
+                    let request_ct = context.ct.clone();
+                    let answer = move |stop, sink| {
+                        let mut context = context;
+                        context.ct = stop;
+                        context.extensions.insert::<StatusSink>(sink);
+                        async move { owner.scope(server.answer(request, context)).await }
+                    };
+                    return self
+                        .state
+                        .tasks
+                        .call(&client, &name, request_ct, answer)
+                        .await;
+                }
+                Admit::Refused(error) => return Ok(error.into()),
+                Admit::Direct => {}
+            }
+        }
+        client.scope(self.answer(request, context)).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let task = self
+            .state
+            .tasks
+            .get(&ClientId::of(&context), &request.task_id)?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state
+            .tasks
+            .update(&ClientId::of(&context), &request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.state
+            .tasks
+            .cancel(&ClientId::of(&context), &request.task_id)
+    }
+}
+
+impl NtdbgServer {
+    /// Runs one tool call and answers it: directly, or as the body of a task
+    /// ([`crate::tasks::run`]).
+    async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let started = std::time::Instant::now();
-        let response = client.scope(self.tool_router.call(context)).await;
+        // The tool and its arguments, for the transcript.
+        let recorded = self.transcript.is_some().then(|| {
+            let arguments = request.arguments.clone().unwrap_or_default();
+            (
+                request.name.to_string(),
+                serde_json::Value::Object(arguments),
+            )
+        });
+        let context = ToolCallContext::new(self, request, context);
+        let outcome = Redactor::scope(self.redactor.clone(), self.tool_router.call(context))
+            .await
+            .map(structure_argument_errors);
         crate::memory::trim_after_call(started);
-        Ok(structure_argument_errors(response?))
+        self.leave(recorded, outcome, started)
+    }
+}
+
+impl NtdbgServer {
+    /// The one way out of a tool call: redaction (`--redact`), then the transcript
+    /// (`--transcript`), then the client.
+    fn leave(
+        &self,
+        recorded: Option<(String, serde_json::Value)>,
+        mut outcome: Result<CallToolResponse, ErrorData>,
+        started: std::time::Instant,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let mut counts = crate::redact::rules::Counts::default();
+        if let Some(redactor) = &self.redactor {
+            redactor.learn(&self.state.sessions.list(&ClientId::Server));
+            match &mut outcome {
+                Ok(response) => counts = redactor.redact_response(response),
+                Err(error) => {
+                    error.message = redactor.redact_text(&error.message, &mut counts).into();
+                    if let Some(data) = &mut error.data {
+                        redactor.redact_value(data, &mut counts);
+                    }
+                }
+            }
+        }
+        if let (Some(transcript), Some((tool, mut arguments))) = (&self.transcript, recorded) {
+            if let Some(redactor) = &self.redactor {
+                redactor.redact_value(&mut arguments, &mut Default::default());
+            }
+            let unserializable = |e: serde_json::Error| serde_json::Value::String(e.to_string());
+            transcript.record(Entry {
+                tool: &tool,
+                arguments,
+                outcome: match &outcome {
+                    Ok(CallToolResponse::Complete(result)) => {
+                        Ok(serde_json::to_value(result).unwrap_or_else(unserializable))
+                    }
+                    Ok(CallToolResponse::Task(task)) => {
+                        Ok(serde_json::to_value(task).unwrap_or_else(unserializable))
+                    }
+                    Ok(CallToolResponse::InputRequired(input)) => {
+                        Ok(serde_json::to_value(input).unwrap_or_else(unserializable))
+                    }
+                    Ok(_) => Ok(serde_json::Value::Null),
+                    Err(error) => Err(serde_json::to_value(error).unwrap_or_else(unserializable)),
+                },
+                redacted: counts.to_json(),
+                elapsed: started.elapsed(),
+            });
+        }
+        outcome
     }
 }
 

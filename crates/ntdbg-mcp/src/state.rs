@@ -6,6 +6,7 @@ use crate::error::ToolError;
 use crate::paths::AllowedDirs;
 use crate::sessions::SessionRegistry;
 use crate::symbol_policy::SymbolServers;
+use crate::tasks::Tasks;
 use ntdbg_engine::ErrorCode;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -32,6 +33,8 @@ pub struct State {
     pub crash_store: Option<ntdbg_store::DbLocation>,
     /// Parsed symbols the dump sessions and `triage_dumps` share (`--symbol-memory`).
     pub shared_symbols: Arc<ntdbg_symbols::SharedSymbols>,
+    /// The tasks long tool calls run as (the Tasks extension of MCP 2026-07-28).
+    pub tasks: Tasks,
     outputs: Mutex<OutputCache>,
 }
 
@@ -49,6 +52,7 @@ impl State {
             shared_symbols: Arc::new(ntdbg_symbols::SharedSymbols::new(
                 ntdbg_symbols::DEFAULT_SYMBOL_MEMORY,
             )),
+            tasks: Tasks::default(),
             outputs: Mutex::new(OutputCache::new()),
         }
     }

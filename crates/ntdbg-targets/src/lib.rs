@@ -32,6 +32,7 @@ mod model;
 mod process_facts;
 mod stub_memory_map;
 mod user_dump;
+mod user_layout;
 
 pub use error::TargetError;
 pub use gdb_target::GdbTarget;
@@ -44,6 +45,7 @@ pub use model::{
 };
 pub use process_facts::{HandleInfo, ThreadTimes, UnloadedModule};
 pub use user_dump::UserDump;
+pub use user_layout::{LdrLayout, ParamsLayout, PebLayout, TebLayout, UserLayout};
 
 /// Opens a dump file of any kind this crate reads, chosen by its signature: `MDMP` gives a
 /// [`UserDump`], `PAGEDU64`/`PAGEDUMP` a [`KernelDump`].

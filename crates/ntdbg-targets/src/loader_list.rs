@@ -2,22 +2,20 @@
 //! debugger attached over the GDB remote protocol to `winedbg --gdb` must do: the stub does
 //! not list Windows modules).
 //!
-//! x64 layouts (Windows and Wine agree; see the public `PEB`, `PEB_LDR_DATA` and
-//! `LDR_DATA_TABLE_ENTRY` definitions, e.g. in Wine's `winternl.h` or ReactOS' `ldrtypes.h`):
-//! TEB+0x60 → PEB; PEB+0x18 → Ldr; Ldr+0x10 = InLoadOrderModuleList (a LIST_ENTRY head);
-//! each entry starts with its InLoadOrderLinks, DllBase at +0x30, SizeOfImage at +0x40,
-//! FullDllName (UNICODE_STRING) at +0x48, BaseDllName at +0x58. The image's own PE header
-//! gives the TimeDateStamp and CheckSum, so symbols are found as for a dump.
+//! The x64 layout of [`UserLayout`]: TEB → PEB → Ldr → InLoadOrderModuleList, a `LIST_ENTRY`
+//! head; each entry starts with its own links and holds DllBase, SizeOfImage and FullDllName.
+//! The image's own PE header gives the TimeDateStamp and CheckSum, so symbols are found as for
+//! a dump.
 
 use crate::memory::MemoryView;
+use crate::user_layout::UserLayout;
+use crate::Arch;
 use minidump::MinidumpModule;
 
-const TEB_PEB: u64 = 0x60;
-const PEB_LDR: u64 = 0x18;
-const LDR_IN_LOAD_ORDER: u64 = 0x10;
-const ENTRY_DLL_BASE: u64 = 0x30;
-const ENTRY_SIZE_OF_IMAGE: u64 = 0x40;
-const ENTRY_FULL_NAME: u64 = 0x48;
+/// The layout the live stubs' processes have (x64).
+fn layout() -> &'static UserLayout {
+    UserLayout::of(Arch::X64)
+}
 /// Most modules read (a corrupt list could loop without returning to its head).
 const MAX_MODULES: usize = 4096;
 /// Longest module path read, in bytes.
@@ -26,9 +24,10 @@ const MAX_NAME_BYTES: usize = 2 * 1024;
 /// The modules of the x64 process whose TEB is at `teb`; `None` when the loader list cannot
 /// be read.
 pub(crate) fn modules_from_teb(mem: &dyn MemoryView, teb: u64) -> Option<Vec<MinidumpModule>> {
-    let peb = mem.read_uint(teb.checked_add(TEB_PEB)?, 8)?;
-    let ldr = mem.read_uint(peb.checked_add(PEB_LDR)?, 8)?;
-    let head = ldr.checked_add(LDR_IN_LOAD_ORDER)?;
+    let l = layout();
+    let peb = mem.read_uint(teb.checked_add(l.teb.peb)?, 8)?;
+    let ldr = mem.read_uint(peb.checked_add(l.peb.ldr)?, 8)?;
+    let head = ldr.checked_add(l.ldr.in_load_order)?;
     let mut entry = mem.read_uint(head, 8)?;
     let mut modules = Vec::new();
     while entry != head && entry != 0 && modules.len() < MAX_MODULES {
@@ -41,12 +40,14 @@ pub(crate) fn modules_from_teb(mem: &dyn MemoryView, teb: u64) -> Option<Vec<Min
 }
 
 fn module_at(mem: &dyn MemoryView, entry: u64) -> Option<MinidumpModule> {
-    let base = mem.read_uint(entry + ENTRY_DLL_BASE, 8)?;
-    let size = u32::try_from(mem.read_uint(entry + ENTRY_SIZE_OF_IMAGE, 4)?).ok()?;
+    let l = &layout().ldr;
+    let base = mem.read_uint(entry.checked_add(l.entry_dll_base)?, 8)?;
+    let size = u32::try_from(mem.read_uint(entry.checked_add(l.entry_size_of_image)?, 4)?).ok()?;
     if base == 0 || size == 0 {
         return None;
     }
-    let name = unicode_string(mem, entry + ENTRY_FULL_NAME).unwrap_or_else(|| format!("{base:#x}"));
+    let name =
+        unicode_string(mem, entry + l.entry_full_name).unwrap_or_else(|| format!("{base:#x}"));
     let mut module = MinidumpModule::new(base, size, &name);
     if let Some((stamp, checksum)) = pe_stamp(mem, base) {
         module.raw.time_date_stamp = stamp;
@@ -55,10 +56,10 @@ fn module_at(mem: &dyn MemoryView, entry: u64) -> Option<MinidumpModule> {
     Some(module)
 }
 
-/// A UNICODE_STRING (Length, MaximumLength, Buffer at +8) and its text.
+/// A UNICODE_STRING (Length, MaximumLength, Buffer) and its text.
 fn unicode_string(mem: &dyn MemoryView, at: u64) -> Option<String> {
     let len = (mem.read_uint(at, 2)? as usize).min(MAX_NAME_BYTES);
-    let buffer = mem.read_uint(at + 8, 8)?;
+    let buffer = mem.read_uint(at.checked_add(layout().unicode_buffer)?, 8)?;
     let bytes = mem.read_exact(buffer, len)?;
     let units: Vec<u16> = bytes
         .chunks_exact(2)

@@ -13,7 +13,7 @@ use ntdbg_formats::pe::{PeInfo, PeLayout, SectionHeader};
 use ntdbg_targets::memory_flags::{
     MEM_COMMIT, MEM_FREE, MEM_IMAGE, MEM_MAPPED, MEM_PRIVATE, MEM_RESERVE,
 };
-use ntdbg_targets::{Arch, MemoryInfo};
+use ntdbg_targets::MemoryInfo;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["!address"],
@@ -28,9 +28,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
      0 (invalid) nowhere.",
     address,
 )];
-
-/// Most heaps read from the PEB's list (a corrupt count must not make us read forever).
-const MAX_HEAPS: u64 = 256;
 
 /// What a region is used for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,31 +250,22 @@ struct Known {
 impl Known {
     fn gather(session: &Session) -> Known {
         let target = session.target();
-        let ptr = session.arch().pointer_size();
-        let (base_off, limit_off) = if session.arch() == Arch::X86 {
-            (4, 8)
-        } else {
-            (8, 0x10)
-        };
         let mut stacks = Vec::new();
         let mut tebs = Vec::new();
         for (i, t) in target.threads().iter().enumerate() {
             if t.teb != 0 {
                 tebs.push((i, t.teb));
             }
-            let from_teb = (t.teb != 0)
-                .then(|| {
-                    let base = target.read_uint(t.teb + base_off, ptr)?;
-                    let limit = target.read_uint(t.teb + limit_off, ptr)?;
-                    (limit < base).then_some((limit, base))
-                })
-                .flatten();
+            let from_teb = session.teb(i).ok().and_then(|teb| {
+                let (base, limit) = (teb.stack_base?, teb.stack_limit?);
+                (limit < base).then_some((limit, base))
+            });
             if let Some((limit, base)) = from_teb.or(t.stack.map(|s| (s.base, s.end()))) {
                 stacks.push((i, limit, base));
             }
         }
         let peb = session.peb_address();
-        let heaps = peb.map_or_else(Vec::new, |peb| read_heaps(session, peb));
+        let heaps = session.peb().map(|p| p.heaps).unwrap_or_default();
         let allocation_of = |a: u64| {
             let r = ntdbg_targets::memory_info_at(target.memory_info()?, a)
                 .filter(|r| r.state != MEM_FREE)?;
@@ -358,28 +346,6 @@ impl Known {
     }
 }
 
-/// The PEB's `ProcessHeaps` array, when the dump holds it.
-fn read_heaps(session: &Session, peb: u64) -> Vec<u64> {
-    let target = session.target();
-    let ptr = session.arch().pointer_size();
-    let (count_off, list_off) = if session.arch() == Arch::X86 {
-        (0x88, 0x90)
-    } else {
-        (0xe8, 0xf0)
-    };
-    let Some(count) = target.read_uint(peb + count_off, 4) else {
-        return Vec::new();
-    };
-    let Some(list) = target.read_uint(peb + list_off, ptr) else {
-        return Vec::new();
-    };
-    (0..count.min(MAX_HEAPS))
-        .map_while(|i| target.read_uint(list + i * ptr as u64, ptr))
-        .collect()
-}
-
-/// A module's section table: from its loaded symbols' image, else (or when `load`) by
-/// reading the headers; `None` when neither is available.
 fn module_sections(session: &Session, base: u64, load: bool) -> Option<Vec<SectionHeader>> {
     if let Some(symbols) = session.symbols().loaded(base) {
         if let Some(info) = symbols.image_info() {

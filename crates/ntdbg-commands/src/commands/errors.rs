@@ -7,7 +7,6 @@ use crate::render::{addr, c_hex};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::error_text::{ntstatus_message, win32_message};
 use ntdbg_engine::Session;
-use ntdbg_targets::Arch;
 use serde::Serialize;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
@@ -110,14 +109,6 @@ pub struct FormatsRow {
     pub double: String,
 }
 
-/// TEB offsets of LastErrorValue and LastStatusValue for `arch`.
-fn teb_error_offsets(arch: Arch) -> (u64, u64) {
-    match arch {
-        Arch::X86 => (0x34, 0xbf4),
-        _ => (0x68, 0x1250),
-    }
-}
-
 fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let all = match inv.args.trim() {
         "" => false,
@@ -141,7 +132,6 @@ fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
             "The dump has no thread list",
         ));
     }
-    let (error_at, status_at) = teb_error_offsets(session.arch());
     let mut text = String::new();
     let mut rows = Vec::new();
     for index in threads {
@@ -149,17 +139,14 @@ fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, Com
             continue;
         };
         let teb = thread.teb;
-        let read = |off: u64| {
-            session
-                .target()
-                .read_uint(teb.wrapping_add(off), 4)
-                .map(|v| v as u32)
-        };
+        let block = session.teb(index).ok();
+        let code = |v: Option<u64>| v.and_then(|v| u32::try_from(v).ok());
         let row = LastErrorRow {
             thread: index,
             teb: format!("{teb:#x}"),
-            last_error: read(error_at).map(ErrorCodeRow::win32),
-            last_status: read(status_at).map(ErrorCodeRow::ntstatus),
+            last_error: code(block.as_ref().and_then(|b| b.last_error)).map(ErrorCodeRow::win32),
+            last_status: code(block.as_ref().and_then(|b| b.last_status))
+                .map(ErrorCodeRow::ntstatus),
         };
         if all {
             text.push_str(&format!("Last error for thread {index:x}:\n"));

@@ -1,12 +1,11 @@
 //! Process and system facts: `!peb`, `!teb`, `vertarget`, `.time`.
 
 use crate::error::{CommandError, ErrorCode};
-use crate::output::CommandOutput;
+use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, windbg_duration, windbg_time};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::text::UNREADABLE;
-use ntdbg_engine::Session;
-use ntdbg_targets::Arch;
+use ntdbg_engine::{EngineError, Session};
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -43,205 +42,127 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     .no_args(),
 ];
 
-/// Field offsets that differ between 32- and 64-bit processes.
-struct Layout {
-    ptr: u64,
-    peb_ldr: u64,
-    peb_params: u64,
-    peb_heap: u64,
-    peb_image_base: u64,
-    params_curdir: u64,
-    params_image: u64,
-    params_cmdline: u64,
-    teb_client_id: u64,
-    teb_peb: u64,
-    teb_last_error: u64,
-}
-
-fn layout(arch: Arch) -> Layout {
-    if arch == Arch::X86 {
-        Layout {
-            ptr: 4,
-            peb_ldr: 0xc,
-            peb_params: 0x10,
-            peb_heap: 0x18,
-            peb_image_base: 0x8,
-            params_curdir: 0x24,
-            params_image: 0x38,
-            params_cmdline: 0x40,
-            teb_client_id: 0x20,
-            teb_peb: 0x30,
-            teb_last_error: 0x34,
-        }
-    } else {
-        Layout {
-            ptr: 8,
-            peb_ldr: 0x18,
-            peb_params: 0x20,
-            peb_heap: 0x30,
-            peb_image_base: 0x10,
-            params_curdir: 0x38,
-            params_image: 0x60,
-            params_cmdline: 0x70,
-            teb_client_id: 0x40,
-            teb_peb: 0x60,
-            teb_last_error: 0x68,
-        }
-    }
-}
-
-fn read_ptr(session: &Session, at: u64) -> Option<u64> {
-    session
-        .target()
-        .read_uint(at, session.arch().pointer_size())
-}
-
-/// Reads a UNICODE_STRING structure at `at` and its text.
-fn unicode_string(session: &Session, at: u64) -> Option<String> {
-    let t = session.target();
-    let len = t.read_uint(at, 2)? as usize;
-    let buffer_at = if session.arch() == Arch::X86 {
-        at + 4
-    } else {
-        at + 8
-    };
-    let buffer = read_ptr(session, buffer_at)?;
-    let bytes = t.read_exact(buffer, len.min(0x8000))?;
-    let units: Vec<u16> = bytes
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
-    Some(String::from_utf16_lossy(&units))
-}
-
 fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let l = layout(session.arch());
-    let Some(peb) = session.peb_address() else {
-        return Err(CommandError::new(
+    let peb = session.peb().map_err(|e| match e {
+        EngineError::MemoryUnavailable { what: "TEB", .. } => CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
                 "PEB address not available: the current thread's TEB is {}",
                 session.target().kind().missing_memory()
             ),
         )
-        .with_hint("minidumps written without MiniDumpWithProcessThreadData rarely hold the PEB"));
-    };
-    let t = session.target();
-    let Some(being_debugged) = t.read_uint(peb + 2, 1) else {
-        return Err(CommandError::new(
+        .with_hint("minidumps written without MiniDumpWithProcessThreadData rarely hold the PEB"),
+        EngineError::MemoryUnavailable { address, .. } => CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
                 "PEB at {}: its memory is {}",
-                addr(session, peb),
-                t.kind().missing_memory()
+                addr(session, address),
+                session.target().kind().missing_memory()
             ),
-        ));
-    };
-    let yes_no = |v: Option<u64>| match v {
-        Some(0) => "No".to_string(),
-        Some(_) => "Yes".to_string(),
+        ),
+        other => other.into(),
+    })?;
+    let yes_no = |v: Option<bool>| match v {
+        Some(false) => "No".to_string(),
+        Some(true) => "Yes".to_string(),
         None => UNREADABLE.to_string(),
     };
     let show = |v: Option<u64>| {
         v.map(|v| addr(session, v))
             .unwrap_or_else(|| UNREADABLE.into())
     };
-    let mut out = format!("PEB at {}\n", addr(session, peb));
+    let mut out = format!("PEB at {}\n", addr(session, peb.address));
     out.push_str(&format!(
         "    InheritedAddressSpace:    {}\n",
-        yes_no(t.read_uint(peb, 1))
+        yes_no(peb.inherited_address_space)
     ));
     out.push_str(&format!(
         "    ReadImageFileExecOptions: {}\n",
-        yes_no(t.read_uint(peb + 1, 1))
+        yes_no(peb.read_image_file_exec_options)
     ));
     out.push_str(&format!(
         "    BeingDebugged:            {}\n",
-        yes_no(Some(being_debugged))
+        yes_no(peb.being_debugged)
     ));
     out.push_str(&format!(
         "    ImageBaseAddress:         {}\n",
-        show(read_ptr(session, peb + l.peb_image_base))
+        show(peb.image_base)
     ));
     out.push_str(&format!(
         "    Ldr                       {}\n",
-        show(read_ptr(session, peb + l.peb_ldr))
+        show(peb.ldr)
     ));
     out.push_str(&format!(
         "    ProcessHeap:              {}\n",
-        show(read_ptr(session, peb + l.peb_heap))
+        show(peb.process_heap)
     ));
-    let params = read_ptr(session, peb + l.peb_params);
-    out.push_str(&format!("    ProcessParameters:        {}\n", show(params)));
-    if let Some(p) = params {
-        let text = |off: u64| {
-            unicode_string(session, p + off)
+    out.push_str(&format!(
+        "    ProcessParameters:        {}\n",
+        show(peb.process_parameters)
+    ));
+    if peb.process_parameters.is_some() {
+        let text = |s: &Option<String>| {
+            s.as_ref()
                 .map(|s| format!("'{s}'"))
                 .unwrap_or_else(|| format!("?? ({})", session.target().kind().missing_memory()))
         };
         out.push_str(&format!(
             "    CurrentDirectory:  {}\n",
-            text(l.params_curdir)
+            text(&peb.current_directory)
         ));
-        out.push_str(&format!("    ImageFile:    {}\n", text(l.params_image)));
-        out.push_str(&format!("    CommandLine:  {}\n", text(l.params_cmdline)));
+        out.push_str(&format!("    ImageFile:    {}\n", text(&peb.image_path)));
+        out.push_str(&format!("    CommandLine:  {}\n", text(&peb.command_line)));
     }
-    Ok(CommandOutput::text(out))
+    Ok(CommandOutput::with(out, TypedResult::Peb(Box::new(peb))))
 }
 
 fn teb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
-    let l = layout(session.arch());
-    let thread = session
-        .current_thread()
-        .ok_or_else(|| CommandError::new(ErrorCode::NoSuchThread, "no current thread"))?;
-    let teb = thread.teb;
-    if session.target().read_uint(teb, 1).is_none() {
-        return Err(CommandError::new(
+    let index = session.current_thread_index();
+    let teb = session.teb(index).map_err(|e| match e {
+        EngineError::MemoryUnavailable { address, .. } => CommandError::new(
             ErrorCode::MemoryUnavailable,
             format!(
                 "TEB at {}: its memory is {}",
-                addr(session, teb),
+                addr(session, address),
                 session.target().kind().missing_memory()
             ),
-        ));
-    }
-    let p = l.ptr;
-    let show = |at: u64| {
-        read_ptr(session, at)
-            .map(|v| addr(session, v))
+        ),
+        EngineError::NoSuchThread(_) => {
+            CommandError::new(ErrorCode::NoSuchThread, "no current thread")
+        }
+        other => other.into(),
+    })?;
+    let show = |v: Option<u64>| {
+        v.map(|v| addr(session, v))
             .unwrap_or_else(|| UNREADABLE.into())
     };
     let fields = [
-        ("ExceptionList:       ", 0),
-        ("StackBase:           ", p),
-        ("StackLimit:          ", 2 * p),
-        ("SubSystemTib:        ", 3 * p),
-        ("FiberData:           ", 4 * p),
-        ("ArbitraryUserPointer:", 5 * p),
-        ("Self:                ", 6 * p),
-        ("EnvironmentPointer:  ", 7 * p),
+        ("ExceptionList:       ", teb.exception_list),
+        ("StackBase:           ", teb.stack_base),
+        ("StackLimit:          ", teb.stack_limit),
+        ("SubSystemTib:        ", teb.sub_system_tib),
+        ("FiberData:           ", teb.fiber_data),
+        ("ArbitraryUserPointer:", teb.arbitrary_user_pointer),
+        ("Self:                ", teb.self_pointer),
+        ("EnvironmentPointer:  ", teb.environment_pointer),
     ];
-    let mut out = format!("TEB at {}\n", addr(session, teb));
-    for (name, off) in fields {
-        out.push_str(&format!("    {name} {}\n", show(teb + off)));
+    let mut out = format!("TEB at {}\n", addr(session, teb.address));
+    for (name, value) in fields {
+        out.push_str(&format!("    {name} {}\n", show(value)));
     }
     out.push_str(&format!(
         "    ClientId:             {} . {}\n",
-        show(teb + l.teb_client_id),
-        show(teb + l.teb_client_id + p)
+        show(teb.process_id),
+        show(teb.thread_id)
     ));
-    out.push_str(&format!(
-        "    PEB Address:          {}\n",
-        show(teb + l.teb_peb)
-    ));
-    let last_error = session.target().read_uint(teb + l.teb_last_error, 4);
+    out.push_str(&format!("    PEB Address:          {}\n", show(teb.peb)));
     out.push_str(&format!(
         "    LastErrorValue:       {}\n",
-        last_error
+        teb.last_error
             .map(|v| v.to_string())
             .unwrap_or_else(|| UNREADABLE.into())
     ));
-    Ok(CommandOutput::text(out))
+    Ok(CommandOutput::with(out, TypedResult::Teb(Box::new(teb))))
 }
 
 fn os_name(build: u32, major: &str) -> String {
