@@ -1,6 +1,8 @@
 //! The help, the man page, the README and the behaviour say the same: the README's Usage names
 //! every subcommand, its exit statuses and environment variables are the man page's (which the
-//! binary generates from one table), and the exit status is the one they give.
+//! binary generates from one table), and the exit status is the one they give. README's
+//! command table names every command of the table, and ARCHITECTURE.md's "How to add a
+//! command" names only files that exist.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -18,9 +20,15 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+fn repo_file(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
-    std::fs::read_to_string(&path).expect("README.md")
+    repo_file("README.md")
 }
 
 /// The term / definition pairs of a man page section, with roff's escapes undone.
@@ -119,4 +127,75 @@ fn memory_missing_from_the_dump_is_not_a_failed_command() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let o = ntdbg(&["run", "--no-such-option"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
+
+/// The text of a document's section from its heading (`## Title` or `### Title`) to the next
+/// heading of any level.
+fn section<'a>(text: &'a str, heading: &str) -> &'a str {
+    let start = text
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no section {heading:?}"))
+        + 1;
+    let body = &text[start + heading.len()..];
+    let end = body
+        .find("\n## ")
+        .into_iter()
+        .chain(body.find("\n### "))
+        .min()
+        .unwrap_or(body.len());
+    &body[..end]
+}
+
+/// The spans between backticks.
+fn code_spans(text: &str) -> impl Iterator<Item = &str> {
+    text.split('`').skip(1).step_by(2)
+}
+
+#[test]
+fn how_to_add_a_command_names_only_files_that_exist() {
+    // The list of files a new command touches is only useful while every one of them is
+    // where it says; a path with a placeholder (`<family>.rs`) must have its folder.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let architecture = repo_file("ARCHITECTURE.md");
+    let how_to = section(&architecture, "## How to add a command");
+    let paths: Vec<&str> = code_spans(how_to)
+        .filter(|s| !s.contains(' '))
+        .filter(|s| {
+            ["crates/", "tests/", "tools/", "bench/"]
+                .iter()
+                .any(|p| s.starts_with(p))
+                || s.ends_with(".md")
+        })
+        .map(|s| s.split('<').next().unwrap_or(s))
+        .collect();
+    assert!(
+        paths.len() >= 10,
+        "ARCHITECTURE.md's \"How to add a command\" names only {paths:?}"
+    );
+    let missing: Vec<&&str> = paths.iter().filter(|p| !root.join(p).exists()).collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's \"How to add a command\" names files that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn the_readme_command_table_names_every_command() {
+    // ARCHITECTURE.md's "How to add a command" has a new command added to README's table;
+    // this holds it there. A command counts as named when one of its names is a word of a
+    // code span (`db dw dd`, `sxe`/`sxd`, `!address [ADDR\|-summary]`).
+    let readme = readme();
+    let table = section(&readme, "### Commands");
+    let words: std::collections::BTreeSet<&str> = code_spans(table)
+        .flat_map(|span| span.split(|c: char| c.is_whitespace() || ",/[]()\\".contains(c)))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let missing: Vec<&str> = ntdbg_commands::table::all()
+        .filter(|spec| !spec.names.iter().any(|n| words.contains(n)))
+        .map(|spec| spec.names[0])
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's Commands table does not name: {missing:?}"
+    );
 }

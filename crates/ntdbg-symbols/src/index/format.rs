@@ -20,7 +20,8 @@
 pub(crate) const MAGIC: &[u8; 8] = b"NTDBGIX\0";
 /// The format version; any other is rebuilt.
 pub(crate) const VERSION: u32 = 2;
-/// The block length the writer uses (see BENCHMARKS.md, "h20g", for how it was chosen).
+/// The block length the writer uses (see BENCHMARKS.md, "Index block length", for how it was
+/// chosen).
 pub(crate) const BLOCK_LEN: u32 = 8 << 10;
 /// The block lengths a reader accepts: powers of two in this range.
 pub(crate) const BLOCK_LENS: std::ops::RangeInclusive<u32> = 512..=(16 << 20);
