@@ -72,6 +72,10 @@ pub struct Teb {
     #[serde(serialize_with = "hex_json::serialize")]
     #[schemars(with = "Option<Hex>")]
     pub last_status: Option<u64>,
+    /// `DeallocationStack`: the base of the stack's reservation.
+    #[serde(serialize_with = "hex_json::serialize")]
+    #[schemars(with = "Option<Hex>")]
+    pub deallocation_stack: Option<u64>,
 }
 
 /// The process environment block and its process parameters.
@@ -171,6 +175,7 @@ impl Session {
             peb: field(l.teb.peb),
             last_error: word(l.teb.last_error),
             last_status: word(l.teb.last_status),
+            deallocation_stack: field(l.teb.deallocation_stack),
         })
     }
 

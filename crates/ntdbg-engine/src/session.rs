@@ -324,16 +324,22 @@ impl Session {
 
     /// The call stack of the last event: the exception context on the event thread.
     pub fn event_stack(&self) -> Result<Stack, EngineError> {
+        self.event_stack_to(stack::MAX_FRAMES)
+    }
+
+    /// [`Session::event_stack`] walked to at most `limit` frames (see [`stack::walk_to`]).
+    pub fn event_stack_to(&self, limit: usize) -> Result<Stack, EngineError> {
         let event = self.target.event().ok_or(EngineError::NoExceptionContext)?;
         let context = event
             .context
             .clone()
             .ok_or(EngineError::NoExceptionContext)?;
-        Ok(stack::walk(
+        Ok(stack::walk_to(
             self.target.as_ref(),
             &self.symbols,
             event.thread_id,
             &context,
+            limit,
         ))
     }
 

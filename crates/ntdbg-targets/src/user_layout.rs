@@ -44,6 +44,8 @@ pub struct TebLayout {
     pub last_error: u64,
     /// `LastStatusValue` (32 bits).
     pub last_status: u64,
+    /// `DeallocationStack`: the base of the stack's reservation.
+    pub deallocation_stack: u64,
 }
 
 /// Fields of the PEB.
@@ -105,6 +107,7 @@ const BITS32: UserLayout = UserLayout {
         peb: 0x30,
         last_error: 0x34,
         last_status: 0xbf4,
+        deallocation_stack: 0xe0c,
     },
     peb: PebLayout {
         inherited_address_space: 0,
@@ -140,6 +143,7 @@ const BITS64: UserLayout = UserLayout {
         peb: 0x60,
         last_error: 0x68,
         last_status: 0x1250,
+        deallocation_stack: 0x1478,
     },
     peb: PebLayout {
         inherited_address_space: 0,

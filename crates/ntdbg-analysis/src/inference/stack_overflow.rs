@@ -1,9 +1,8 @@
 //! Stack overflow (0xC00000FD): the repeating cycle of frames (one function or several) and
 //! the size of the stack that ran out.
 
-use crate::fault::read_pointer;
 use crate::report::Inference;
-use ntdbg_engine::stack::Frame;
+use ntdbg_engine::stack::{Frame, DEEPEST_WALK, MAX_FRAMES};
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;
 
@@ -113,9 +112,28 @@ pub(super) fn stack_overflow(
     event: &ExceptionEvent,
     frames: &[Frame],
 ) -> Inference {
+    // A recursion that fills the walk's default length is walked to its end, so that the
+    // report says how deep it went and where it was entered.
+    let deep = (frames.len() >= MAX_FRAMES)
+        .then(|| session.event_stack_to(DEEPEST_WALK).ok())
+        .flatten()
+        .filter(|s| s.frames.len() > frames.len());
+    let frames = deep.as_ref().map_or(frames, |s| &s.frames[..]);
     let names = frame_names(frames);
     let cycle = find_cycle(&names);
     let reaches_end = |c: &Cycle| c.first + c.repeats * c.period >= frames.len();
+    // The first frame past the recursion that is not one of its functions (a partial last
+    // repetition belongs to it): the caller that entered it, when the walk got there.
+    let entry = cycle
+        .as_ref()
+        .and_then(|c| {
+            let members = &names[c.first..c.first + c.period];
+            names[(c.first + c.repeats * c.period).min(names.len())..]
+                .iter()
+                .find(|n| !members.contains(n))
+        })
+        .map(|caller| format!(", entered from {caller}"))
+        .unwrap_or_default();
     let text = match &cycle {
         Some(c) if c.period == 1 => {
             let last = c.first + c.repeats - 1;
@@ -125,7 +143,7 @@ pub(super) fn stack_overflow(
                 ""
             };
             format!(
-                "unbounded recursion: {} repeats {} times (frames {}-{last}){tail}",
+                "unbounded recursion: {} repeats {} times (frames {}-{last}){tail}{entry}",
                 names[c.first], c.repeats, c.first
             )
         }
@@ -142,7 +160,7 @@ pub(super) fn stack_overflow(
                 ""
             };
             format!(
-                "unbounded recursion through a cycle of {} functions ({} -> {}) repeated {} times (frames {}-{last}){tail}",
+                "unbounded recursion through a cycle of {} functions ({} -> {}) repeated {} times (frames {}-{last}){tail}{entry}",
                 c.period,
                 members.join(" -> "),
                 members[0],
@@ -233,13 +251,15 @@ fn stack_size(session: &Session, event: &ExceptionEvent, frames: &[Frame]) -> Op
             region.end()
         ));
     };
-    let ptr = session.arch().pointer_size();
-    if thread.teb != 0 {
-        let read = |off: u64| read_pointer(session, thread.teb.wrapping_add(off), ptr);
-        let deallocation = if ptr == 8 { 0x1478 } else { 0xE0C };
-        if let (Some(base), Some(limit)) = (read(ptr as u64), read(2 * ptr as u64)) {
+    let index = session
+        .target()
+        .threads()
+        .iter()
+        .position(|t| t.id == thread.id)?;
+    if let Ok(teb) = session.teb(index) {
+        if let (Some(base), Some(limit)) = (teb.stack_base, teb.stack_limit) {
             if limit < base && limit <= sp && sp <= base {
-                return Some(match read(deallocation).filter(|d| *d < limit) {
+                return Some(match teb.deallocation_stack.filter(|d| *d < limit) {
                     Some(reserved) => format!(
                         "the thread's stack reserves {} (TEB StackBase {base:#x} - DeallocationStack {reserved:#x}); {} in use at the overflow",
                         human(base - reserved),
