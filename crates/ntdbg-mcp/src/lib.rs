@@ -36,6 +36,7 @@ mod progress;
 mod prompts;
 pub mod redact;
 mod rendered;
+mod report_text;
 mod schema;
 mod server;
 mod sessions;

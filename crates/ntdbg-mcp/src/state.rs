@@ -88,3 +88,15 @@ pub fn internal_error(what: &str, join: &tokio::task::JoinError) -> ToolError {
     .with_hint("this is a bug in ntdbg: report it with the dump if you can")
     .unrecoverable()
 }
+
+/// How long a call waits for a session that another call is using.
+pub const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// The error for a session another call holds too long.
+pub fn busy(id: &str) -> ToolError {
+    ToolError::new(
+        ErrorCode::SessionBusy,
+        format!("session {id} is still running an earlier command"),
+    )
+    .with_hint("wait and retry, or use another session; close_session frees it")
+}

@@ -15,10 +15,10 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
+use crate::state::busy;
 use crate::state::{internal_error, State};
 use crate::symbol_policy;
 use crate::text::{self, PREVIEW_THRESHOLD};
-use crate::tools::sessions::busy;
 use ntdbg_commands::{Batch, CommandError, CommandResult, OnError, Policy, SymbolPathGate};
 use ntdbg_engine::{ErrorCode, Interrupt};
 use ntdbg_symbols::SymbolPath;

@@ -8,12 +8,13 @@ use crate::dto::{
 use crate::error::ToolError;
 use crate::listing;
 use crate::rendered::Rendered;
+use crate::report_text::{event_line, frame_text, how_found};
 use crate::sessions::DumpIdentity;
 use crate::state::{blocking, State};
+use crate::state::{busy, BUSY_WAIT};
 use crate::symbol_policy;
-use crate::tools::sessions::{busy, BUSY_WAIT};
 use ntdbg_analysis::triage::{self, FailedDump, TriageOptions, TriageResult};
-use ntdbg_analysis::{Inference, Report, StackEntry};
+use ntdbg_analysis::{Inference, Report};
 use ntdbg_engine::{module_name, Session};
 use ntdbg_engine::{ErrorCode, Interrupt};
 use ntdbg_targets::listing::{find_dump_files, WalkLimits};
@@ -305,46 +306,6 @@ fn thread_briefs(session: &Session) -> Vec<ThreadBrief> {
             event: event == Some(index),
         })
         .collect()
-}
-
-/// How a report frame was found, as the stack lines show it: `cfi`, or `scan, unverified`
-/// when the guess could not be checked (it may be wrong).
-pub fn how_found(f: &StackEntry) -> String {
-    if f.trust == "unverified" {
-        format!("{}, unverified", f.found_by)
-    } else {
-        f.found_by.clone()
-    }
-}
-
-/// `module!function+offset [source]` for a report frame.
-pub fn frame_text(f: &StackEntry) -> String {
-    let mut s = match (&f.module, &f.function) {
-        (Some(m), Some(func)) => format!("{m}!{func}"),
-        (Some(m), None) => m.clone(),
-        (None, _) => f.address.clone(),
-    };
-    if let Some(off) = &f.offset {
-        let _ = write!(s, "+{off}");
-    }
-    if let Some(src) = &f.source {
-        let _ = write!(s, " [{src}]");
-    }
-    s
-}
-
-/// The one-line event description.
-pub fn event_line(report: &Report) -> String {
-    let e = &report.event;
-    match (&e.name, &e.code) {
-        (Some(name), Some(code)) => format!(
-            "{name} ({code}) at {} on thread {}: {}",
-            e.address.as_deref().unwrap_or("?"),
-            e.thread_id.as_deref().unwrap_or("?"),
-            e.description
-        ),
-        _ => e.description.clone(),
-    }
 }
 
 /// The most characters of `open_dump`'s text answer, lists asked for with `include_stack`,

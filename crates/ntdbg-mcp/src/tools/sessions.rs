@@ -7,17 +7,14 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::rendered::Rendered;
+use crate::report_text::{event_line, frame_text, how_found};
 use crate::state::{blocking, State};
-use crate::tools::dumps::{event_line, frame_text, how_found};
+use crate::state::{busy, BUSY_WAIT};
 use ntdbg_analysis::Report;
 use ntdbg_engine::live::Leave;
 use ntdbg_engine::{ErrorCode, Interrupt};
 use std::fmt::Write;
 use std::sync::Arc;
-use std::time::Duration;
-
-/// How long a call waits for a session that another call is using.
-pub const BUSY_WAIT: Duration = Duration::from_secs(120);
 
 /// Frames shown in the text of `analyze_crash` (`kb` and the typed report have all).
 const TEXT_FRAMES: usize = 12;
@@ -53,15 +50,6 @@ pub async fn analyze_crash_with(
     .await?;
     let text = render_report(&slot.id, &report);
     Ok(Rendered::new(report, text).text_only(p.format == OutputFormat::Text))
-}
-
-/// The error for a session another call holds too long.
-pub fn busy(id: &str) -> ToolError {
-    ToolError::new(
-        ErrorCode::SessionBusy,
-        format!("session {id} is still running an earlier command"),
-    )
-    .with_hint("wait and retry, or use another session; close_session frees it")
 }
 
 fn render_report(id: &str, r: &Report) -> String {
