@@ -1,7 +1,7 @@
 //! `ntdbg collect`, `ntdbg serve` and `ntdbg symbols upload`: a crash server (`ntdbg-web`) and
 //! its object store (`ntdbg-objects`) from the command line.
 
-use crate::store_cli::{AnalysisArgs, DB_HELP};
+use crate::store_cli::{AnalysisArgs, DB_HELP, STORE_HELP};
 use clap::Subcommand;
 use ntdbg_objects::{upload_symbol_file, Objects, StoreUrl};
 use ntdbg_store::{DbLocation, WorkerOptions};
@@ -9,12 +9,6 @@ use ntdbg_web::{CollectOptions, Exposure, Limits, PageOptions, ProductTokens};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// `--store` help, shared by the commands that read or write the object store.
-pub const STORE_HELP: &str = "The object store for dumps and symbols: a folder, or \
-    s3://BUCKET/PREFIX (endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, \
-    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; AWS_ALLOW_HTTP=true for plain HTTP). Default: \
-    store in the user's data folder (e.g. ~/.local/share/ntdbg/store)";
 
 /// The crash server's subcommands.
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,12 @@ pub(crate) const DB_HELP: &str =
     "The crash database: a SQLite file, or postgres://USER@HOST/DB. Default: \
                        crashes.db in the user's data folder (e.g. ~/.local/share/ntdbg)";
 
+/// `--store` help, shared by the commands that read or write the object store.
+pub(crate) const STORE_HELP: &str = "The object store for dumps and symbols: a folder, or \
+    s3://BUCKET/PREFIX (endpoint, region and credentials from AWS_ENDPOINT_URL, AWS_REGION, \
+    AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; AWS_ALLOW_HTTP=true for plain HTTP). Default: \
+    store in the user's data folder (e.g. ~/.local/share/ntdbg/store)";
+
 /// The store's subcommands.
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
@@ -86,7 +92,7 @@ pub enum StoreCommand {
         paths: Vec<PathBuf>,
         #[arg(long, value_name = "URL|FILE", help = DB_HELP)]
         db: Option<String>,
-        #[arg(long, value_name = "URL|DIR", help = crate::server_cli::STORE_HELP)]
+        #[arg(long, value_name = "URL|DIR", help = STORE_HELP)]
         store: Option<String>,
     },
     /// Take queued dumps one at a time, analyse and record them; exits when the queue is

@@ -4,6 +4,7 @@
 //! fault inside the heap, a C runtime check, `abort`, a throw or the loader is then recognised
 //! by what the program called, with or without symbols for the system modules.
 
+use super::code::function_at;
 use super::imports::ImportNames;
 use ntdbg_engine::disasm::{
     instruction_effects, Bitness, ControlFlow, InstructionEffects, Operand,
@@ -204,18 +205,4 @@ fn slot_callee(session: &Session, imports: &ImportNames, slot: u64) -> Option<St
     let f = s.function.filter(|_| s.function_offset == Some(0))?;
     let name = f.strip_prefix("__imp_").unwrap_or(&f);
     Some(format!("{}!{name}", s.module.as_deref().unwrap_or("?")))
-}
-
-/// `module!function` when a symbol starts exactly at `address`.
-pub(crate) fn function_at(session: &Session, address: u64) -> Option<String> {
-    let s = session.symbolize(address);
-    let f = s
-        .function
-        .as_deref()
-        .filter(|_| s.function_offset == Some(0))?;
-    Some(format!(
-        "{}!{}",
-        s.module.as_deref().unwrap_or("?"),
-        ntdbg_symbols::strip_parameters(f)
-    ))
 }

@@ -290,3 +290,17 @@ fn from_function_start(
         how: "decoded from the function's start",
     })
 }
+
+/// `module!function` when a symbol starts exactly at `address`.
+pub(crate) fn function_at(session: &Session, address: u64) -> Option<String> {
+    let s = session.symbolize(address);
+    let f = s
+        .function
+        .as_deref()
+        .filter(|_| s.function_offset == Some(0))?;
+    Some(format!(
+        "{}!{}",
+        s.module.as_deref().unwrap_or("?"),
+        ntdbg_symbols::strip_parameters(f)
+    ))
+}

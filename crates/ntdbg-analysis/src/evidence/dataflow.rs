@@ -4,7 +4,7 @@
 //! global variable, an argument of the function, a load through another pointer, pointer
 //! arithmetic with an index, the return value of a call — with every instruction followed.
 
-use super::code::{Certainty, CodeBefore};
+use super::code::{function_at, Certainty, CodeBefore};
 use ntdbg_engine::disasm::{ControlFlow, MemoryOperand, Operand};
 use ntdbg_engine::Session;
 
@@ -181,7 +181,7 @@ fn follow(
         if !matches!(register, "rax" | "eax") {
             return None;
         }
-        let callee = target.and_then(|t| super::calls::function_at(session, t));
+        let callee = target.and_then(|t| function_at(session, t));
         return Some(Origin::Returned { callee });
     }
     let destination_is_register =

@@ -19,9 +19,8 @@
 use yaxpeax_arch::{Decoder, U8Reader};
 use yaxpeax_arm::armv8::a64::{InstDecoder, Instruction as ArmInstruction, Opcode, Operand};
 
-use super::line::{Decoded, Flow};
 use super::text::hex_bytes;
-use super::types::{AddressNamer, Bitness, CodeMemory, Instruction};
+use super::types::{AddressNamer, Bitness, CodeMemory, Decoded, Flow, Instruction};
 
 /// Every ARM64 instruction is 4 bytes.
 pub(crate) const INSTRUCTION_LEN: u64 = 4;

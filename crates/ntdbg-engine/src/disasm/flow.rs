@@ -18,8 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::forward::with_source_line;
-use super::line::{decode_at, Decoded, Flow};
+use super::line::decode_at;
 use super::types::{AddressNamer, CodeMemory, DisasmError, Instruction, Isa};
+use super::types::{Decoded, Flow};
 use crate::text::{has_offset, strip_offset};
 
 /// Most instructions followed when no function range is known.

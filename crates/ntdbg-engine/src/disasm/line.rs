@@ -8,37 +8,11 @@ use iced_x86::{Code, Decoder, DecoderError, DecoderOptions, FlowControl, OpKind}
 
 use super::format::format_instruction;
 use super::text::{hex_bytes, layout_line};
-use super::types::{AddressNamer, Bitness, CodeMemory, Instruction, Isa};
+use super::types::{AddressNamer, Bitness, CodeMemory, Decoded, Flow, Instruction, Isa};
 use crate::text::UNREADABLE;
 
 /// The longest x86 instruction.
 pub(crate) const MAX_INSTRUCTION_LEN: usize = 15;
-
-/// What control flow does after an instruction, for `uf`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Flow {
-    /// Execution continues with the next instruction (also calls and most interrupts).
-    Next,
-    /// `int 3`: continues only when code (not padding) follows.
-    Breakpoint,
-    /// Direct conditional jump or loop to the target.
-    Conditional(u64),
-    /// Direct unconditional jump to the target.
-    Jump(u64),
-    /// Return, indirect jump, `ud2`, fast-fail, or bytes that do not decode: the block ends.
-    Stop,
-}
-
-/// One decoded line plus what `uf` needs to follow it.
-#[derive(Debug, Clone)]
-pub(crate) struct Decoded {
-    /// The output line (label not yet assigned).
-    pub line: Instruction,
-    /// Bytes consumed (at least 1).
-    pub len: u64,
-    /// Control flow after this instruction.
-    pub flow: Flow,
-}
 
 /// Decodes the instruction at `addr`.
 pub(crate) fn decode_at(

@@ -223,3 +223,29 @@ pub enum DisasmError {
         limit: usize,
     },
 }
+
+/// What control flow does after an instruction, for `uf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    /// Execution continues with the next instruction (also calls and most interrupts).
+    Next,
+    /// `int 3`: continues only when code (not padding) follows.
+    Breakpoint,
+    /// Direct conditional jump or loop to the target.
+    Conditional(u64),
+    /// Direct unconditional jump to the target.
+    Jump(u64),
+    /// Return, indirect jump, `ud2`, fast-fail, or bytes that do not decode: the block ends.
+    Stop,
+}
+
+/// One decoded line plus what `uf` needs to follow it.
+#[derive(Debug, Clone)]
+pub(crate) struct Decoded {
+    /// The output line (label not yet assigned).
+    pub line: Instruction,
+    /// Bytes consumed (at least 1).
+    pub len: u64,
+    /// Control flow after this instruction.
+    pub flow: Flow,
+}
