@@ -66,9 +66,11 @@ fn itanium_name(raw: &str) -> Option<String> {
         return None;
     }
     let options = cpp_demangle::DemangleOptions::new().no_params();
-    crate::panic_guard::contain(|| cpp_demangle::Symbol::new(raw).ok()?.demangle(&options).ok())
-        .flatten()
-        .filter(|s| !s.is_empty())
+    crate::source::panic_guard::contain(|| {
+        cpp_demangle::Symbol::new(raw).ok()?.demangle(&options).ok()
+    })
+    .flatten()
+    .filter(|s| !s.is_empty())
 }
 
 /// The display name of a 32-bit x86 assembly (MASM) procedure. Its symbol record holds the
@@ -108,7 +110,7 @@ pub(crate) fn function_signature(raw: &str) -> Option<String> {
 
 /// Runs the demangler, containing any panic it might have on odd input.
 fn demangle(raw: &str, flags: DemangleFlags) -> Option<String> {
-    crate::panic_guard::contain(|| msvc_demangler::demangle(raw, flags).ok())
+    crate::source::panic_guard::contain(|| msvc_demangler::demangle(raw, flags).ok())
         .flatten()
         .filter(|s| !s.is_empty())
 }

@@ -9,8 +9,8 @@ use ntdbg_formats::pe::{PeInfo, PeLayout};
 use ntdbg_formats::store::{breakpad_sym_name, file_name_of, parse_debug_id, pdb_key};
 use pdb_addr2line::pdb::PDB;
 
-use crate::load::io;
-use crate::panic_guard::guarded;
+use crate::source::io;
+use crate::source::panic_guard::guarded;
 use crate::SymbolError;
 
 /// The first bytes of a PDB 7.0 (MSF) file.

@@ -50,7 +50,6 @@ mod jit_names;
 mod load;
 mod locate;
 mod module;
-mod panic_guard;
 mod path;
 mod pdb_address;
 mod pdb_lazy;
@@ -60,6 +59,7 @@ mod recent_at;
 mod remote;
 mod shared;
 mod shared_bytes;
+mod source;
 mod store;
 mod types;
 mod unpacked;
@@ -102,5 +102,5 @@ pub use wildcard::wildcard_match;
 /// with lines and inlines, publics, `STACK WIN`). The identity is not checked: the `MODULE`
 /// line carries the PDB's own GUID and age.
 pub fn pdb_to_breakpad(path: &std::path::Path) -> Result<String, SymbolError> {
-    load::pdb_to_breakpad_text(path)
+    source::pdb::pdb_to_breakpad_text(path)
 }

@@ -17,7 +17,6 @@ use minidump::{CodeView, MinidumpModule, Module};
 use ntdbg_formats::store::{
     breakpad_sym_name, file_name_of, image_key, Guid, PdbIdentity, PdbSignature,
 };
-use pdb_addr2line::pdb::PDB;
 
 use crate::breakpad_lazy::{self, LazyBreakpad};
 use crate::demangle;
@@ -28,16 +27,15 @@ use crate::index::{
 };
 use crate::locate::{look, store_extras, Layout, Lookup};
 use crate::module::{ModuleSymbols, SymbolStatus};
-use crate::panic_guard::{contain, guarded};
 use crate::pdb_lazy::LazyPdb;
-use crate::pdb_sym;
+use crate::source::breakpad::{self, check_module_id};
+use crate::source::io;
+use crate::source::panic_guard::{contain, guarded};
+use crate::source::pdb::convert_pdb;
 use crate::unwind::PeUnwinder;
 use crate::SharedBytes;
 use crate::{SymbolError, SymbolPath};
 use ntdbg_formats::pe::Machine;
-
-/// Largest `.sym.xz` decompressed size accepted.
-const MAX_SYM_SIZE: u64 = 1 << 30;
 
 /// What the dump says about a module.
 struct Identity {
@@ -92,13 +90,6 @@ impl Identity {
 fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-pub(crate) fn io(path: &Path, source: std::io::Error) -> SymbolError {
-    SymbolError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
 }
 
 /// A symbol file that was found and read.
@@ -554,82 +545,42 @@ pub(crate) fn read_sym_text(
     Ok(tables)
 }
 
-/// A Breakpad file made for another build is refused.
-fn check_module_id(path: &Path, found: &str, key: &str) -> Result<(), SymbolError> {
-    if found.eq_ignore_ascii_case(key) {
-        return Ok(());
-    }
-    Err(SymbolError::Mismatch {
-        path: path.to_path_buf(),
-        what: "debug id",
-        expected: key.to_string(),
-        found: found.to_string(),
-    })
-}
-
-/// Reads the Breakpad `.sym`/`.sym.xz` at `source` whole, checked to be for debug id `key`
-/// (what a detached index writer parses).
-pub(crate) fn read_breakpad_whole(
-    source: &Path,
-    key: &str,
-) -> Result<Arc<SymbolFile>, SymbolError> {
-    match read_breakpad(source, None)? {
-        Tables::Parsed(sym) => {
-            check_module_id(source, &sym.module_id, key)?;
-            Ok(sym)
-        }
-        _ => Err(SymbolError::Breakpad {
-            path: source.to_path_buf(),
-            message: "was not parsed whole".to_string(),
-        }),
-    }
-}
-
 /// Reads a Breakpad `.sym`, or a `.sym.xz` (through its decompressed copy in the cache):
 /// lazily when the text has `lazy_from` bytes or more and is in the shape the lazy reader
 /// answers for, else parsed whole.
 fn read_breakpad(path: &Path, lazy_from: Option<usize>) -> Result<Tables, SymbolError> {
+    let Some(min) = lazy_from else {
+        return breakpad::parse_whole(path).map(Tables::Parsed);
+    };
     let raw = SharedBytes::of_file(path).map_err(|e| io(path, e))?;
     let source = raw.clone();
-    let bad = |message: String| SymbolError::Breakpad {
-        path: path.to_path_buf(),
-        message,
-    };
     let is_xz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("xz"));
-    let cache = crate::default_cache_dir();
     let tables = guarded(path, "Breakpad parser", || {
-        let text = match (is_xz, lazy_from) {
-            (false, _) => raw,
-            (true, Some(_)) => {
-                let (text, source) =
-                    crate::unpacked::text_of_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
-                tracing::debug!(file = %path.display(), ?source, "Breakpad text from .xz");
-                SharedBytes::from(text)
-            }
-            // Parsed whole: streamed from the decoder into the parser.
-            (true, None) => {
-                let (sym, source) =
-                    crate::unpacked::parse_xz(&raw, Some(&cache), MAX_SYM_SIZE).map_err(bad)?;
-                tracing::debug!(file = %path.display(), ?source, "Breakpad symbols from .xz");
-                return Ok(Tables::Parsed(Arc::new(sym)));
-            }
+        let text = if is_xz {
+            let cache = crate::default_cache_dir();
+            let (text, from) =
+                crate::unpacked::text_of_xz(&raw, Some(&cache), breakpad::MAX_SYM_SIZE)
+                    .map_err(|message| breakpad::bad(path, message))?;
+            tracing::debug!(file = %path.display(), source = ?from, "Breakpad text from .xz");
+            SharedBytes::from(text)
+        } else {
+            raw
         };
-        let text = match lazy_from.filter(|min| text.len() >= *min) {
-            Some(_) => match LazyBreakpad::new(text) {
+        let text = if text.len() >= min {
+            match LazyBreakpad::new(text) {
                 Ok(lazy) => return Ok(Tables::LazyBreakpad(lazy)),
                 Err((text, why)) => {
                     tracing::debug!(file = %path.display(), line = why.line, reason = why.reason,
                         "Breakpad file parsed whole");
                     text
                 }
-            },
-            None => text,
+            }
+        } else {
+            text
         };
-        SymbolFile::from_bytes(&text)
-            .map(|sym| Tables::Parsed(Arc::new(sym)))
-            .map_err(|e| bad(e.to_string()))
+        breakpad::parse_text(path, &text).map(Tables::Parsed)
     })?;
     // Parsed from a mapping: a file cut or rewritten meanwhile gave zeros or other bytes.
     // (A lazy reader keeps the mapping, which the session checks after each command.)
@@ -759,84 +710,6 @@ pub(crate) fn read_pdb_file(
         write_index(slot, IndexJob::Parsed(Arc::clone(&sym), data.clone()));
     }
     Ok((Tables::Parsed(sym), data))
-}
-
-/// Opens a PDB, checks its identity and converts it.
-pub(crate) fn convert_pdb(
-    path: &Path,
-    want: &PdbIdentity,
-    code: Option<&(String, String)>,
-) -> Result<(SymbolFile, Vec<(String, u64)>), SymbolError> {
-    let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
-    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source,
-    };
-    guarded(path, "PDB reader", || {
-        let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
-        check_identity(path, &mut pdb, want)?;
-        let code = code.map(|(id, file)| (id.as_str(), file.as_str()));
-        let converted =
-            pdb_sym::convert(&mut pdb, &want.key(), &want.name, code).map_err(pdb_err)?;
-        let sym = SymbolFile::from_bytes(converted.text.as_bytes()).map_err(|e| {
-            SymbolError::Breakpad {
-                path: path.to_path_buf(),
-                message: format!("converted PDB did not parse: {e}"),
-            }
-        })?;
-        Ok((sym, converted.data_symbols))
-    })
-}
-
-/// Checks that the opened PDB at `path` is the one `want` names (GUID or signature, and age).
-pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
-    path: &Path,
-    pdb: &mut PDB<'s, S>,
-    want: &PdbIdentity,
-) -> Result<(), SymbolError> {
-    let own = pdb_sym::read_identity(pdb).map_err(|e| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source: e.into(),
-    })?;
-    let matches = match &want.signature {
-        PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
-        PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
-    };
-    if matches {
-        return Ok(());
-    }
-    let found = match &want.signature {
-        PdbSignature::Pdb70 { .. } => ntdbg_formats::store::pdb_key(&own.guid, own.age()),
-        PdbSignature::Pdb20 { .. } => ntdbg_formats::store::pdb20_key(own.signature, own.age()),
-    };
-    Err(SymbolError::Mismatch {
-        path: path.to_path_buf(),
-        what: "GUID/age",
-        expected: want.key(),
-        found,
-    })
-}
-
-/// Converts a PDB to Breakpad symbol text without checking its identity (for tools and
-/// tests): the `MODULE` line carries the PDB's own GUID and age.
-pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
-    let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
-    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source,
-    };
-    guarded(path, "PDB reader", || {
-        let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
-        let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
-        let key = ntdbg_formats::store::pdb_key(&own.guid, own.age());
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        pdb_sym::convert(&mut pdb, &key, &name, None)
-            .map(|c| c.text)
-            .map_err(pdb_err)
-    })
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ use pdb_addr2line::pdb::{
 use pdb_addr2line::{ContextPdbData, ModuleProvider, TypeFormatter};
 
 use crate::demangle;
-use crate::panic_guard::contain;
 use crate::pdb_address::{dbi_debug_streams, fpo_stream, Addresses};
+use crate::source::panic_guard::contain;
 
 /// Deepest inline nesting followed (hostile files must not overflow the stack).
 const MAX_INLINE_DEPTH: u16 = 64;

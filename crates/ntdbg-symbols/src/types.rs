@@ -404,7 +404,7 @@ impl TypeDb {
             path: path.to_path_buf(),
             source: e.into(),
         };
-        let read = crate::panic_guard::guarded(path, "PDB type reader", || {
+        let read = crate::source::panic_guard::guarded(path, "PDB type reader", || {
             read_types(file).map_err(pdb_err)
         });
         let (types, records, pointer_size, globals) = read?;

@@ -360,7 +360,7 @@ impl PeUnwinder {
             let KeptUnwinder {
                 unwinder, cache, ..
             } = &mut kept;
-            crate::panic_guard::contain(|| {
+            crate::source::panic_guard::contain(|| {
                 unwinder.unwind_frame(address, &mut regs, cache, &mut read)
             })
         };

@@ -195,7 +195,7 @@ impl IndexSlot {
                     }
                 }
                 IndexJob::PdbFile(want) => {
-                    match crate::load::convert_pdb(&self.source.path, &want, None) {
+                    match crate::source::pdb::convert_pdb(&self.source.path, &want, None) {
                         Ok((symbols, data)) => self.write(&symbols, &data),
                         Err(e) => tracing::debug!("symbol index not written: {e}"),
                     }
@@ -352,7 +352,7 @@ pub fn write_symbol_index(
     }
     match kind {
         "breakpad" => {
-            let symbols = crate::load::read_breakpad_whole(source, key)?;
+            let symbols = crate::source::breakpad::read_whole(source, key)?;
             slot.write(&symbols, &[]);
         }
         "pdb" => {
@@ -364,7 +364,7 @@ pub fn write_symbol_index(
                     expected: "a PDB debug id".to_string(),
                     found: key.to_string(),
                 })?;
-            let (symbols, data) = crate::load::convert_pdb(source, &want, None)?;
+            let (symbols, data) = crate::source::pdb::convert_pdb(source, &want, None)?;
             slot.write(&symbols, &data);
         }
         other => {

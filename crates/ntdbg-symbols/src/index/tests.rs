@@ -329,10 +329,10 @@ fn a_pdb_index_damaged_in_any_block_answers_as_its_pdb() {
     }
     let dir = scratch("pdb-blocks");
     let pdb = ntdbg_testutil::testdata("winelab/x64/crashy.pdb");
-    let text = crate::load::pdb_to_breakpad_text(&pdb).unwrap();
+    let text = crate::source::pdb::pdb_to_breakpad_text(&pdb).unwrap();
     let key = Parsed::from_bytes(text.as_bytes()).unwrap().module_id;
     let want = PdbIdentity::new("crashy.pdb", PdbSignature::from_key(&key).unwrap());
-    let (full, data) = crate::load::convert_pdb(&pdb, &want, None).unwrap();
+    let (full, data) = crate::source::pdb::convert_pdb(&pdb, &want, None).unwrap();
     let slot = IndexSlot::new(&dir, "pdb", &pdb, "crashy.pdb", &key).unwrap();
     slot.write(&full, &data);
     let read_source = || -> ReadSource {

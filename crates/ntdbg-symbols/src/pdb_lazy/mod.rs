@@ -26,9 +26,9 @@ use pdb_addr2line::pdb::{ModuleInfo, PDB};
 use pdb_addr2line::ContextPdbData;
 
 use crate::index::SymbolsAt;
-use crate::load::{check_identity, convert_pdb};
-use crate::panic_guard::guarded;
 use crate::pdb_sym::{module_procedures, Converter, ModuleLines, Prepared, ProcedureEntry};
+use crate::source::panic_guard::guarded;
+use crate::source::pdb::{check_identity, convert_pdb};
 use crate::SymbolError;
 
 /// PDBs at least this large are loaded lazily; smaller ones are converted whole (they take

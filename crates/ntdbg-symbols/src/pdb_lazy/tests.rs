@@ -7,8 +7,8 @@ use ntdbg_formats::store::{PdbIdentity, PdbSignature};
 use pdb_addr2line::pdb::PDB;
 
 use super::LazyPdb;
-use crate::load::convert_pdb;
 use crate::pdb_sym::read_identity;
+use crate::source::pdb::convert_pdb;
 
 /// Everything `fill_symbol` reports for one address.
 #[derive(Debug, Default, PartialEq)]

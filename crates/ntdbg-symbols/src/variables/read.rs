@@ -31,7 +31,7 @@ pub(super) fn read_table(path: &Path) -> Result<VariableTable, SymbolError> {
         path: path.to_path_buf(),
         source: e.into(),
     };
-    crate::panic_guard::guarded(path, "PDB variable reader", || {
+    crate::source::panic_guard::guarded(path, "PDB variable reader", || {
         let mut pdb = PDB::open(file).map_err(pdb_err)?;
         read_pdb(&mut pdb).map_err(pdb_err)
     })
