@@ -19,20 +19,22 @@ pub mod live;
 mod output;
 pub mod parse;
 pub mod render;
+mod rows;
 mod run;
 pub mod spec;
 mod suggest;
 pub mod table;
 
-pub use commands::errors::{ErrorCodeRow, FormatsRow, LastErrorRow};
-pub use commands::handles::{HandleRow, TypeCount};
 pub use commands::kernel_objects::KernelLayoutOverride;
-pub use commands::threads_info::{ThreadTimesRow, UniqueStack};
 pub use error::{CommandError, ErrorCode};
 pub use output::{
     CommandOutput, KernelProcessRow, KernelThreadRow, MemberValue, ModuleRow, NamedValue,
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, SortedJson, ThreadError, ThreadResult,
     ThreadRow, TypedResult, UnloadedModuleRow,
+};
+pub use rows::{
+    CriticalSectionRow, ErrorCodeRow, EventFilterRow, FormatsRow, HandleRow, LastErrorRow,
+    ThreadTimesRow, TypeCount, UniqueStack,
 };
 pub use run::{
     run_batch, run_batch_with, run_command, Batch, CommandResult, FileGate, OnError, Policy,

@@ -130,14 +130,14 @@ pub enum TypedResult {
     /// `!handle`: the process's handles and a count by type.
     Handles {
         /// The handles shown.
-        handles: Vec<crate::commands::handles::HandleRow>,
+        handles: Vec<crate::rows::HandleRow>,
         /// Handles by type name, in the order the types first appear.
-        by_type: Vec<crate::commands::handles::TypeCount>,
+        by_type: Vec<crate::rows::TypeCount>,
     },
     /// `!cs`, `!locks`: critical sections.
     CriticalSections {
         /// The sections, each with how it was found.
-        sections: Vec<crate::commands::locks::CriticalSectionRow>,
+        sections: Vec<crate::rows::CriticalSectionRow>,
         /// Where a listing's sections come from (absent for `!cs ADDR`).
         #[serde(skip_serializing_if = "Option::is_none")]
         note: Option<String>,
@@ -152,12 +152,12 @@ pub enum TypedResult {
     /// `!runaway`: thread times.
     ThreadTimes {
         /// One row per thread, in `~` order.
-        threads: Vec<crate::commands::threads_info::ThreadTimesRow>,
+        threads: Vec<crate::rows::ThreadTimesRow>,
     },
     /// `!uniqstack`: the distinct stacks, each with the threads that share it.
     UniqueStacks {
         /// The distinct stacks, in the order of their first thread.
-        stacks: Vec<crate::commands::threads_info::UniqueStack>,
+        stacks: Vec<crate::rows::UniqueStack>,
         /// Threads looked at.
         total_threads: usize,
         /// Threads whose stack repeats an earlier one.
@@ -166,12 +166,12 @@ pub enum TypedResult {
     /// `!gle`: the last Win32 error and NTSTATUS of threads, from their TEBs.
     LastErrors {
         /// One entry per thread shown.
-        threads: Vec<crate::commands::errors::LastErrorRow>,
+        threads: Vec<crate::rows::LastErrorRow>,
     },
     /// `!error`: one error code and its message.
-    ErrorCode(crate::commands::errors::ErrorCodeRow),
+    ErrorCode(crate::rows::ErrorCodeRow),
     /// `.formats`: a value in every notation.
-    Formats(crate::commands::errors::FormatsRow),
+    Formats(crate::rows::FormatsRow),
     /// `dv`: the parameters and locals of a frame.
     Locals {
         /// The frame number.
@@ -213,7 +213,7 @@ pub enum TypedResult {
     /// `sx`, `sxe`, …: event filters.
     EventFilters {
         /// The filters listed or set.
-        filters: Vec<crate::commands::event_filters::EventFilterRow>,
+        filters: Vec<crate::rows::EventFilterRow>,
     },
 }
 

@@ -4,10 +4,10 @@ use super::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, c_hex};
+use crate::rows::{ErrorCodeRow, FormatsRow, LastErrorRow};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::error_text::{ntstatus_message, win32_message};
 use ntdbg_engine::Session;
-use serde::Serialize;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -38,30 +38,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
     ),
 ];
 
-/// One thread's last error and status, as `!gle` reads them.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct LastErrorRow {
-    /// `~` number.
-    pub thread: usize,
-    /// TEB address (`0x` hex).
-    pub teb: String,
-    /// LastErrorValue, when the TEB is in the dump.
-    pub last_error: Option<ErrorCodeRow>,
-    /// LastStatusValue, when the TEB is in the dump.
-    pub last_status: Option<ErrorCodeRow>,
-}
-
-/// An error code and what it means.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct ErrorCodeRow {
-    /// `win32` or `ntstatus`.
-    pub kind: &'static str,
-    /// The code (`0x` hex).
-    pub code: String,
-    /// Its message, when the built-in table knows it.
-    pub message: Option<String>,
-}
-
 impl ErrorCodeRow {
     fn win32(code: u32) -> ErrorCodeRow {
         ErrorCodeRow {
@@ -84,29 +60,6 @@ impl ErrorCodeRow {
             .as_deref()
             .unwrap_or("<Unable to get error code text>")
     }
-}
-
-/// `.formats`: one value in each notation.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct FormatsRow {
-    /// `0x` hex.
-    pub hex: String,
-    /// Signed decimal.
-    pub decimal: String,
-    /// Unsigned decimal.
-    pub unsigned: String,
-    /// Octal.
-    pub octal: String,
-    /// Binary, in groups of 8 bits.
-    pub binary: String,
-    /// The bytes as characters (`.` for unprintable ones), most significant first.
-    pub chars: String,
-    /// The value as a time, when it reads as one.
-    pub time: Option<String>,
-    /// The low and high 32 bits as floats.
-    pub float: String,
-    /// The value as a double.
-    pub double: String,
 }
 
 fn gle(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {

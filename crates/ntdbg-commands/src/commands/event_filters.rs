@@ -3,10 +3,10 @@
 
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
+use crate::rows::EventFilterRow;
 use crate::spec::{CommandSpec, Invocation, Needs};
 use ntdbg_engine::live::{FilterAction, FilterSetting, LiveControl};
 use ntdbg_engine::Session;
-use serde::Serialize;
 use std::sync::Arc;
 
 const SX_DETAILS: &str = "sxe: break (exceptions on first chance); sxd: exceptions break on \
@@ -45,23 +45,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         )
     },
 ];
-
-/// One filter of the typed result (codes as `0x` hex strings).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct EventFilterRow {
-    /// The abbreviation (`av`), the code in hex for a filter set by code, or `*`.
-    pub abbrev: String,
-    /// WinDbg's name.
-    pub name: String,
-    /// Exception filters: the code.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
-    /// `break`, `second-chance break`, `output`, `ignore`.
-    pub action: &'static str,
-    /// `ld`: the module names `sxe ld:NAME` breaks on.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub argument: Option<String>,
-}
 
 fn live_of(session: &Session, what: &str) -> Result<Arc<LiveControl>, CommandError> {
     session.live().cloned().ok_or_else(|| {

@@ -4,10 +4,10 @@ use super::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::c_hex;
+use crate::rows::{HandleRow, TypeCount};
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_engine::Session;
 use ntdbg_targets::HandleInfo;
-use serde::Serialize;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
     &["!handle"],
@@ -21,38 +21,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[CommandSpec::inspect(
      (MiniDumpWithHandleData) say so.",
     handle,
 )];
-
-/// One handle of `!handle` (values as `0x` hex strings).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct HandleRow {
-    /// The handle value.
-    pub handle: String,
-    /// Object type name, when recorded.
-    #[serde(rename = "type")]
-    pub type_name: Option<String>,
-    /// Object name, when recorded.
-    pub name: Option<String>,
-    /// Handle attributes.
-    pub attributes: String,
-    /// Granted access mask.
-    pub granted_access: String,
-    /// Handle references.
-    pub handle_count: u32,
-    /// Pointer references.
-    pub pointer_count: u32,
-    /// Object-specific information records in the dump (not decoded).
-    pub object_info_records: usize,
-}
-
-/// How many handles have one type.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct TypeCount {
-    /// Type name (`None` for handles without one, as WinDbg writes).
-    #[serde(rename = "type")]
-    pub type_name: String,
-    /// Number of handles.
-    pub count: usize,
-}
 
 /// What `!handle`'s flags ask for.
 #[derive(Debug, Clone, Copy)]

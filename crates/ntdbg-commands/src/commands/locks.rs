@@ -5,6 +5,7 @@
 use super::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
+use crate::rows::CriticalSectionRow;
 use crate::spec::{CommandSpec, Invocation};
 use ntdbg_analysis::hang::critical_section::{
     check, read_raw, with_debug_counts, CriticalSection, LockEncoding, RawCriticalSection,
@@ -15,7 +16,6 @@ use ntdbg_analysis::hang::{hang_inferences, wait_facts, WaitFacts};
 use ntdbg_analysis::Inference;
 use ntdbg_engine::text::{pointer_hex, prefixed_pointer_hex};
 use ntdbg_engine::Session;
-use serde::Serialize;
 use std::fmt::Write;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
@@ -53,45 +53,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         waits,
     ),
 ];
-
-/// One critical section of `!cs` and `!locks` (addresses as `0x` hex strings).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct CriticalSectionRow {
-    /// Its address.
-    pub address: String,
-    /// Its symbol, when it has one.
-    pub symbol: Option<String>,
-    /// `DebugInfo`.
-    pub debug_info: String,
-    /// `LockCount`, as stored.
-    pub lock_count: i32,
-    /// `RecursionCount`.
-    pub recursion_count: i32,
-    /// `OwningThread`.
-    pub owning_thread: String,
-    /// `LockSemaphore`.
-    pub lock_semaphore: String,
-    /// `SpinCount`.
-    pub spin_count: String,
-    /// Whether it is held; `None` when the fields do not check out.
-    pub locked: Option<bool>,
-    /// Waiting threads, as `LockCount` counts them.
-    pub waiters: Option<u32>,
-    /// Bit-field encoding only: whether a waiter was woken.
-    pub waiter_woken: Option<bool>,
-    /// `bit_field` or `counted`; `null` when free (-1 in both) or not a critical section.
-    pub encoding: Option<LockEncoding>,
-    /// `EntryCount`, when the dump holds the debug record.
-    pub entry_count: Option<u32>,
-    /// `ContentionCount`, when the dump holds the debug record.
-    pub contention_count: Option<u32>,
-    /// `process_list`, `waited_for` or `stack_scan` (`!locks`), `address` (`!cs ADDR`).
-    pub found_by: &'static str,
-    /// The thread that waits for it (`waited_for`) or whose stack holds it (`stack_scan`).
-    pub thread_id: Option<String>,
-    /// Why the fields are not taken for a critical section, when they are not.
-    pub problem: Option<String>,
-}
 
 /// What `!locks` says about where its sections come from without the process-wide list.
 const LOCKS_NOTE: &str = "the critical sections the threads wait for and the held ones in the captured thread stacks; the process-wide list was not walked";

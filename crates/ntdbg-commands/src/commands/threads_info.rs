@@ -5,11 +5,10 @@ use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::stack::render_with;
 use crate::render::threads::header_line;
+use crate::rows::{ThreadTimesRow, UniqueStack};
 use crate::spec::{CommandSpec, Invocation};
-use ntdbg_engine::stack::Stack;
 use ntdbg_engine::Session;
 use ntdbg_targets::ThreadTimes;
-use serde::Serialize;
 
 pub(crate) const COMMANDS: &[CommandSpec] = &[
     CommandSpec::inspect(
@@ -35,38 +34,6 @@ pub(crate) const COMMANDS: &[CommandSpec] = &[
         uniqstack,
     ),
 ];
-
-/// One thread's times (`0x` hex for raw values; durations in milliseconds).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct ThreadTimesRow {
-    /// `~` number.
-    pub index: usize,
-    /// OS thread id (`0x` hex).
-    pub id: String,
-    /// Thread name, when known.
-    pub name: Option<String>,
-    /// Milliseconds in user mode.
-    pub user_ms: u64,
-    /// Milliseconds in kernel mode.
-    pub kernel_ms: u64,
-    /// Milliseconds from creation to the dump, when both times are known.
-    pub elapsed_ms: Option<u64>,
-    /// Start address (`0x` hex).
-    pub start_address: String,
-    /// Affinity mask (`0x` hex).
-    pub affinity: String,
-}
-
-/// One distinct stack of `!uniqstack` and the threads that have it.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct UniqueStack {
-    /// `~` numbers of the threads with this stack, first one first.
-    pub threads: Vec<usize>,
-    /// The stack (as the first thread's walk found it); `None` when the thread has no context.
-    pub stack: Option<Stack>,
-    /// Why there is no stack.
-    pub unavailable: Option<String>,
-}
 
 /// Which time of a row a `!runaway` table shows.
 type TimeOf = fn(&ThreadTimesRow) -> Option<u64>;
