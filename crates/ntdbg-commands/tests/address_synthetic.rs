@@ -141,11 +141,7 @@ fn dump() -> MinidumpBuilder {
 }
 
 fn open(dir: &TempDir) -> Session {
-    let path = dir.path().join("address.dmp");
-    dump().write(&path);
-    let session = Session::open_dump(&path, Some("")).expect("the built dump opens");
-    session.symbols().set_offline(true);
-    session
+    ntdbg_testutil::open_built(dir.path(), "address.dmp", &dump())
 }
 
 fn regions(session: &mut Session, command: &str) -> Vec<RegionRow> {

@@ -73,12 +73,7 @@ fn dump(worker_stack: Vec<u8>) -> MinidumpBuilder {
 }
 
 fn open(dir: &TempDir, dump: &MinidumpBuilder) -> Session {
-    let path = dir.path().join("locks.dmp");
-    dump.write(&path);
-    let symbols = dir.path().display().to_string();
-    let session = Session::open_dump(&path, Some(&symbols)).expect("the built dump opens");
-    session.symbols().set_offline(true);
-    session
+    ntdbg_testutil::open_built(dir.path(), "locks.dmp", dump)
 }
 
 fn run(session: &mut Session, command: &str) -> String {

@@ -107,12 +107,8 @@ fn x64_dump(memory: MemoryStream) -> MinidumpBuilder {
 }
 
 fn open(dir: &TempDir, name: &str, dump: &MinidumpBuilder) -> (PathBuf, Session) {
-    let path = dir.path().join(name);
-    dump.write(&path);
-    let symbols = dir.path().display().to_string();
-    let session = Session::open_dump(&path, Some(&symbols)).expect("the built dump opens");
-    session.symbols().set_offline(true);
-    (path, session)
+    let session = ntdbg_testutil::open_built(dir.path(), name, dump);
+    (dir.path().join(name), session)
 }
 
 fn run(session: &mut Session, command: &str) -> String {

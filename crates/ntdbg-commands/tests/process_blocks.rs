@@ -101,11 +101,7 @@ fn dump(cpu: Cpu, arch: Arch) -> MinidumpBuilder {
 }
 
 fn open(dir: &TempDir, name: &str, dump: &MinidumpBuilder) -> Session {
-    let path = dir.path().join(name);
-    dump.write(&path);
-    let session = Session::open_dump(&path, None).expect("the built dump opens");
-    session.symbols().set_offline(true);
-    session
+    ntdbg_testutil::open_built(dir.path(), name, dump)
 }
 
 fn typed(session: &mut Session, command: &str) -> (String, TypedResult) {

@@ -19,12 +19,7 @@ const DUMP_TIME: u32 = 1_700_000_000;
 const DUMP_FILETIME: u64 = (DUMP_TIME as u64 + 11_644_473_600) * 10_000_000;
 
 fn open(dir: &TempDir, name: &str, dump: &MinidumpBuilder) -> Session {
-    let path = dir.path().join(name);
-    dump.write(&path);
-    let symbols = dir.path().display().to_string();
-    let session = Session::open_dump(&path, Some(&symbols)).expect("the built dump opens");
-    session.symbols().set_offline(true);
-    session
+    ntdbg_testutil::open_built(dir.path(), name, dump)
 }
 
 fn run(session: &mut Session, command: &str) -> String {

@@ -24,7 +24,7 @@ pub mod minidump_builder;
 pub mod session;
 
 #[cfg(feature = "session")]
-pub use session::{open_beside, open_corpus, open_sample};
+pub use session::{open_beside, open_built, open_corpus, open_sample};
 
 /// The repository root (two levels above this crate's manifest).
 pub fn repo_root() -> PathBuf {

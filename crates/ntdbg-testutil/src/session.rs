@@ -36,3 +36,22 @@ pub fn open_sample(rel: &str) -> Session {
 pub fn open_corpus(rel: &str) -> Session {
     open_beside(&crate::testdata(rel), &[])
 }
+
+/// Writes the built `dump` to `dir/name` and opens it with `dir` as the symbol path (where a
+/// test puts any symbols it built beside it), offline.
+///
+/// # Panics
+/// When the dump cannot be written or does not open: tests need it.
+pub fn open_built(
+    dir: &Path,
+    name: &str,
+    dump: &crate::minidump_builder::MinidumpBuilder,
+) -> Session {
+    let path = dir.join(name);
+    dump.write(&path);
+    let symbols = dir.display().to_string();
+    let session = Session::open_dump(&path, Some(&symbols))
+        .unwrap_or_else(|e| panic!("{} does not open: {e}", path.display()));
+    session.symbols().set_offline(true);
+    session
+}
