@@ -76,7 +76,7 @@ impl EngineError {
     /// The stable key of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            EngineError::Target(e) => ErrorCode::from_name(e.code()),
+            EngineError::Target(e) => e.code(),
             EngineError::SymbolPath(_) => ErrorCode::BadSymbolPath,
             EngineError::NoSuchThread(_) => ErrorCode::NoSuchThread,
             EngineError::NoExceptionContext => ErrorCode::NoExceptionContext,

@@ -20,7 +20,6 @@
 mod context_owner;
 pub mod disasm;
 mod error;
-mod error_code;
 pub mod expr;
 mod expr_env;
 mod extensions;
@@ -46,8 +45,8 @@ pub mod variable_view;
 
 pub use context_owner::{ContextOwner, StackRange};
 pub use error::EngineError;
-pub use error_code::ErrorCode;
 pub use frame_vars::FrameVariable;
 pub use interrupt::{Cancelled, Interrupt};
+pub use ntdbg_errors::ErrorCode;
 pub use session::{RegisterScope, Session};
 pub use symbolize::{module_name, Symbolized};

@@ -1,5 +1,7 @@
 //! The crate's one error type.
 
+use ntdbg_errors::ErrorCode;
+
 /// Why a byte slice could not be read as the format asked for.
 ///
 /// Every variant says what was being read and where, so a message such as
@@ -80,15 +82,15 @@ pub enum FormatError {
 
 impl FormatError {
     /// A stable `snake_case` name for this kind of error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            FormatError::Truncated { .. } => "truncated",
-            FormatError::BadMagic { .. } => "bad_magic",
-            FormatError::Unsupported { .. } => "unsupported",
-            FormatError::RvaOutOfRange { .. } => "rva_out_of_range",
-            FormatError::Malformed { .. } => "malformed",
-            FormatError::NeedsData { .. } => "needs_data",
-            FormatError::InvalidKey { .. } => "invalid_key",
+            FormatError::Truncated { .. } => ErrorCode::Truncated,
+            FormatError::BadMagic { .. } => ErrorCode::BadMagic,
+            FormatError::Unsupported { .. } => ErrorCode::Unsupported,
+            FormatError::RvaOutOfRange { .. } => ErrorCode::RvaOutOfRange,
+            FormatError::Malformed { .. } => ErrorCode::Malformed,
+            FormatError::NeedsData { .. } => ErrorCode::NeedsData,
+            FormatError::InvalidKey { .. } => ErrorCode::InvalidKey,
         }
     }
 }

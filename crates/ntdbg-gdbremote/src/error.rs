@@ -1,5 +1,6 @@
 //! The one error type of this crate.
 
+use ntdbg_errors::ErrorCode;
 use std::time::Duration;
 
 /// Everything that can go wrong talking to a GDB remote stub.
@@ -58,19 +59,19 @@ pub enum GdbError {
 
 impl GdbError {
     /// A stable, machine-readable code for this error (`timeout`, `disconnected`, …).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            GdbError::Connect { .. } => "connect_failed",
-            GdbError::Io(_) => "io",
-            GdbError::Timeout { .. } => "timeout",
-            GdbError::Disconnected => "disconnected",
-            GdbError::Protocol(_) => "protocol",
-            GdbError::Remote { .. } => "remote_error",
-            GdbError::Unsupported(_) => "unsupported",
-            GdbError::TargetXml(_) => "target_xml",
-            GdbError::Running => "target_running",
-            GdbError::NotRunning => "target_not_running",
-            GdbError::InvalidArgument(_) => "invalid_argument",
+            GdbError::Connect { .. } => ErrorCode::ConnectFailed,
+            GdbError::Io(_) => ErrorCode::Io,
+            GdbError::Timeout { .. } => ErrorCode::Timeout,
+            GdbError::Disconnected => ErrorCode::Disconnected,
+            GdbError::Protocol(_) => ErrorCode::Protocol,
+            GdbError::Remote { .. } => ErrorCode::RemoteError,
+            GdbError::Unsupported(_) => ErrorCode::Unsupported,
+            GdbError::TargetXml(_) => ErrorCode::TargetXml,
+            GdbError::Running => ErrorCode::TargetRunning,
+            GdbError::NotRunning => ErrorCode::TargetNotRunning,
+            GdbError::InvalidArgument(_) => ErrorCode::InvalidArgument,
         }
     }
 }

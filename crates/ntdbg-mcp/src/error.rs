@@ -218,7 +218,10 @@ mod tests {
 
     #[test]
     fn command_errors_get_a_hint() {
-        let t = ToolError::from(CommandError::new("unknown_command", "Unknown command 'zz'"));
+        let t = ToolError::from(CommandError::new(
+            ErrorCode::UnknownCommand,
+            "Unknown command 'zz'",
+        ));
         assert_eq!(t.code, "unknown_command");
         assert!(t.hint.is_some());
     }

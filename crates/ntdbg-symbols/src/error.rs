@@ -1,5 +1,6 @@
 //! The crate's one error type.
 
+use ntdbg_errors::ErrorCode;
 use std::path::PathBuf;
 
 /// What went wrong reading a symbol path or a symbol file.
@@ -83,17 +84,17 @@ pub enum SymbolError {
 
 impl SymbolError {
     /// A stable `snake_case` name for this kind of error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            SymbolError::InvalidSymbolPath { .. } => "invalid_symbol_path",
-            SymbolError::Io { .. } => "io",
-            SymbolError::Pdb { .. } => "bad_pdb",
-            SymbolError::Breakpad { .. } => "bad_breakpad_symbols",
-            SymbolError::Pe { .. } => "bad_image",
-            SymbolError::Mismatch { .. } => "mismatch",
-            SymbolError::Changed(_) => "file_changed",
-            SymbolError::NotSymbolFile { .. } => "not_a_symbol_file",
-            SymbolError::Panicked { .. } => "reader_panicked",
+            SymbolError::InvalidSymbolPath { .. } => ErrorCode::InvalidSymbolPath,
+            SymbolError::Io { .. } => ErrorCode::Io,
+            SymbolError::Pdb { .. } => ErrorCode::BadPdb,
+            SymbolError::Breakpad { .. } => ErrorCode::BadBreakpadSymbols,
+            SymbolError::Pe { .. } => ErrorCode::BadImage,
+            SymbolError::Mismatch { .. } => ErrorCode::Mismatch,
+            SymbolError::Changed(_) => ErrorCode::FileChanged,
+            SymbolError::NotSymbolFile { .. } => ErrorCode::NotASymbolFile,
+            SymbolError::Panicked { .. } => ErrorCode::ReaderPanicked,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Errors raised while opening or reading a target.
 
+use ntdbg_errors::ErrorCode;
 use std::path::PathBuf;
 
 /// An error opening or reading a target. `code()` gives a stable key for machines.
@@ -59,16 +60,18 @@ fn names_no_regular_file(cause: &std::io::Error) -> bool {
 
 impl TargetError {
     /// A stable snake_case key for this error.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             TargetError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
-                "file_not_found"
+                ErrorCode::FileNotFound
             }
-            TargetError::Io { cause, .. } if names_no_regular_file(cause) => "not_a_regular_file",
-            TargetError::Io { .. } => "io_error",
-            TargetError::NotADump { .. } => "not_a_dump",
-            TargetError::Corrupt { .. } => "corrupt_dump",
-            TargetError::Unsupported { .. } => "unsupported_dump",
+            TargetError::Io { cause, .. } if names_no_regular_file(cause) => {
+                ErrorCode::NotARegularFile
+            }
+            TargetError::Io { .. } => ErrorCode::IoError,
+            TargetError::NotADump { .. } => ErrorCode::NotADump,
+            TargetError::Corrupt { .. } => ErrorCode::CorruptDump,
+            TargetError::Unsupported { .. } => ErrorCode::UnsupportedDump,
             TargetError::Live { source, .. } => source.code(),
         }
     }

@@ -449,7 +449,7 @@ fn open_dispatches_by_signature() {
         ntdbg_targets::open(&path)
             .map(|_| ())
             .err()
-            .map(|e| e.code()),
+            .map(|e| e.code().name()),
         Some("not_a_dump")
     );
     assert!(ntdbg_targets::open(&dir).is_err());

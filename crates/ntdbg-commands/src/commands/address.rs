@@ -3,7 +3,7 @@
 //! stacks). Each region gets WinDbg's usage: image (module and section), stack and TEB of a
 //! thread, PEB, heap (from the PEB's heap list), free, or unknown.
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, RegionRow, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
@@ -121,7 +121,7 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
         let at = crate::commands::eval(session, args)?;
         let Some(region) = layout.regions.iter().find(|r| r.base <= at && at < r.end) else {
             return Err(CommandError::new(
-                "no_region",
+                ErrorCode::NoRegion,
                 format!(
                     "!address: {} is in no region {} describes",
                     addr(session, at),

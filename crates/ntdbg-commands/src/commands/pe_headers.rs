@@ -2,7 +2,7 @@
 //! `!lmi` (the module summary with its debug record and symbol state). The headers are read
 //! from dump memory, or from the module's image file when the dump lacks them.
 
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, PeHeadersResult, PeSectionRow, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
@@ -71,7 +71,7 @@ fn read_headers<'a>(session: &'a Session, arg: &str) -> Result<Headers<'a>, Comm
             let at = crate::commands::eval(session, arg)?;
             session.module_at(at).ok_or_else(|| {
                 CommandError::new(
-                    "no_such_module",
+                    ErrorCode::NoSuchModule,
                     format!("{} is not inside a loaded module", addr(session, at)),
                 )
                 .with_hint("`lm` lists the modules")
@@ -83,7 +83,7 @@ fn read_headers<'a>(session: &'a Session, arg: &str) -> Result<Headers<'a>, Comm
     let present: Vec<u8> = read.bytes.iter().map_while(|b| *b).collect();
     let unreadable = |why: String| {
         CommandError::new(
-            "memory_unavailable",
+            ErrorCode::MemoryUnavailable,
             format!(
                 "{}: cannot read the PE headers at {}: {why}",
                 module_name(&module.name),

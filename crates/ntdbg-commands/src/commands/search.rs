@@ -6,7 +6,7 @@
 //! what the dump holds. Hits are capped; the output says when the cap stopped the search.
 
 use crate::commands::memory::{render_bytes, render_values};
-use crate::error::{excerpt, CommandError};
+use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, SearchHit, TypedResult};
 use crate::render::addr;
 use crate::spec::{CommandSpec, Invocation};
@@ -219,11 +219,14 @@ fn split_range<'a>(
                     None => continue,
                 }
                 .ok_or_else(|| {
-                    CommandError::new("range_invalid", "Range error: the range is empty or wraps")
+                    CommandError::new(
+                        ErrorCode::RangeInvalid,
+                        "Range error: the range is empty or wraps",
+                    )
                 })?;
                 if end - start > MAX_PLAIN_RANGE && !r.no_size_limit {
                     return Err(CommandError::new(
-                        "range_too_large",
+                        ErrorCode::RangeTooLarge,
                         format!(
                             "Range error: {:#x} bytes; use L? to search more than 256 MB",
                             end - start

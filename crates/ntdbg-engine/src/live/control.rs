@@ -228,7 +228,7 @@ pub struct LiveControl {
 /// A protocol error as an engine error.
 pub(crate) fn live(e: GdbError) -> EngineError {
     EngineError::Live {
-        code: ErrorCode::from_name(e.code()),
+        code: e.code(),
         message: e.to_string(),
     }
 }

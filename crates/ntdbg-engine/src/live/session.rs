@@ -52,7 +52,7 @@ impl Session {
             let stream = ntdbg_win32::start(&spec, opts.timeout).map_err(win32_error)?;
             let client =
                 GdbClient::handshake(stream, client_opts).map_err(|e| EngineError::Live {
-                    code: ErrorCode::from_name(e.code()),
+                    code: e.code(),
                     message: format!("{}: {e}", spec.origin()),
                 })?;
             let gdb = GdbTarget::from_client(client, spec.origin())?;

@@ -1,9 +1,10 @@
-//! [`ErrorCode`]: the one list of stable error keys, from the engine up to the front ends.
+//! [`ErrorCode`]: the one list of stable error keys, from the formats and the GDB client up to
+//! the front ends.
 //!
 //! Every error a user or a client sees carries one of these codes; [`ErrorCode::name`] is the
-//! snake_case key on the wire (MCP `code`, `CommandError.code`), unchanged from the strings
-//! the layers used before, so no client breaks. Front ends branch on the variant, never on
-//! the text.
+//! snake_case key on the wire (MCP `code`, `CommandError.code`). Each crate's error type says
+//! its code as a variant of this list (there is no catch-all), so a new key is added here,
+//! once, and front ends branch on the variant, never on the text.
 
 /// Declares [`ErrorCode`] with its wire names, so each name is written once.
 macro_rules! error_codes {
@@ -13,8 +14,6 @@ macro_rules! error_codes {
         #[non_exhaustive]
         pub enum ErrorCode {
             $($(#[$doc])* $variant,)*
-            /// A key this list does not name yet (a command written against the string API).
-            Other(&'static str),
         }
 
         impl ErrorCode {
@@ -22,15 +21,14 @@ macro_rules! error_codes {
             pub fn name(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $name,)*
-                    ErrorCode::Other(name) => name,
                 }
             }
 
-            /// The code whose key is `name`; [`ErrorCode::Other`] for a key not listed.
-            pub fn from_name(name: &'static str) -> ErrorCode {
+            /// The code whose key is `name`, if the list has it.
+            pub fn from_name(name: &str) -> Option<ErrorCode> {
                 match name {
-                    $($name => ErrorCode::$variant,)*
-                    other => ErrorCode::Other(other),
+                    $($name => Some(ErrorCode::$variant),)*
+                    _ => None,
                 }
             }
         }
@@ -107,6 +105,10 @@ error_codes! {
     MemoryUnavailable = "memory_unavailable",
     /// A range over a command's limit.
     RangeTooLarge = "range_too_large",
+    /// A range that is empty or wraps around the address space.
+    RangeInvalid = "range_invalid",
+    /// An address in no memory region the target describes (`!address`).
+    NoRegion = "no_region",
     /// An address not aligned as the command needs.
     BadAlignment = "bad_alignment",
     /// An architecture the command does not handle.
@@ -226,17 +228,40 @@ error_codes! {
     WrongSessionKind = "wrong_session_kind",
     /// A dump of the other kind (user / kernel) for a profile's tool.
     WrongDumpKind = "wrong_dump_kind",
+    // Symbol files.
+    /// A symbol path that does not parse.
+    InvalidSymbolPath = "invalid_symbol_path",
+    /// A PDB that the reader refuses.
+    BadPdb = "bad_pdb",
+    /// A Breakpad `.sym` that does not parse.
+    BadBreakpadSymbols = "bad_breakpad_symbols",
+    /// An image file (EXE, DLL) that does not parse.
+    BadImage = "bad_image",
+    /// A symbol file of another build (GUID/age or debug id differ).
+    Mismatch = "mismatch",
+    /// A symbol file that changed on disk while in use.
+    FileChanged = "file_changed",
+    /// A file given as symbols that is none.
+    NotASymbolFile = "not_a_symbol_file",
+    /// A third-party reader panicked on a damaged file; the panic was contained.
+    ReaderPanicked = "reader_panicked",
+    // Binary formats.
+    /// Data that ends before a structure it must hold.
+    Truncated = "truncated",
+    /// A file that does not start with the format's signature.
+    BadMagic = "bad_magic",
+    /// A relative address outside the image.
+    RvaOutOfRange = "rva_out_of_range",
+    /// A structure whose fields contradict each other.
+    Malformed = "malformed",
+    /// More data is needed to go on (a reader that was given too little).
+    NeedsData = "needs_data",
+    /// A symbol-store key that is not one.
+    InvalidKey = "invalid_key",
     /// The client or the user cancelled the work (MCP `notifications/cancelled`, Ctrl-C).
     Cancelled = "cancelled",
     /// A bug: something that should not fail did.
     InternalError = "internal_error",
-}
-
-impl From<&'static str> for ErrorCode {
-    /// For code written against the string API (`CommandError::new("key", …)`).
-    fn from(name: &'static str) -> ErrorCode {
-        ErrorCode::from_name(name)
-    }
 }
 
 impl std::fmt::Display for ErrorCode {
@@ -262,19 +287,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_unknown_keys_stay_as_given() {
+    fn names_round_trip_and_unknown_keys_are_none() {
         for code in [
             ErrorCode::SyntaxError,
             ErrorCode::Timeout,
             ErrorCode::TimedOut,
+            ErrorCode::BadPdb,
+            ErrorCode::Truncated,
         ] {
-            assert_eq!(ErrorCode::from_name(code.name()), code);
+            assert_eq!(ErrorCode::from_name(code.name()), Some(code));
         }
-        assert_eq!(
-            ErrorCode::from_name("brand_new"),
-            ErrorCode::Other("brand_new")
-        );
-        assert_eq!(ErrorCode::from("brand_new").name(), "brand_new");
+        assert_eq!(ErrorCode::from_name("brand_new"), None);
         assert_eq!(ErrorCode::UnknownCommand, "unknown_command");
     }
 }
