@@ -25,7 +25,10 @@ from helpers import call, ok, ran, text
 pytestmark = pytest.mark.anyio
 
 
-def _skip(reason: str) -> None:
+def _skip(reason: str, require: str = "NTDBG_REQUIRE_LIVE") -> None:
+    """Skips, loudly; fails instead where CI installed the tools and said so in `require`."""
+    if os.environ.get(require) == "1":
+        pytest.fail(f"{reason}, and {require}=1 says this test must run")
     print(f"\n*** SKIP live MCP tests: {reason} ***\n", file=sys.stderr)
     pytest.skip(reason)
 
@@ -78,7 +81,10 @@ def program(tmp_path: Path) -> tuple[Path, dict[str, int]]:
             _skip(f"`{tool}` is not on PATH (apt-get install -y gdbserver gcc binutils)")
     exe = tmp_path / "live_target"
     subprocess.run(
-        ["cc", "-g", "-O0", "-no-pie", "-fno-pie", "-o", str(exe), str(REPO / "testdata/live/live_target.c")],
+        [
+            "cc", "-g", "-O0", "-no-pie", "-fno-pie", "-fno-omit-frame-pointer", "-pthread",
+            "-o", str(exe), str(REPO / "testdata/live/live_target.c"),
+        ],
         check=True,
     )
     symbols = {}
@@ -193,7 +199,7 @@ async def test_winedbg_flow_over_http(tmp_path: Path, scratch: Path) -> None:
     """crashy.exe under `winedbg --gdb`: attach, lm, bp by symbol, g, wait_for_event, k with
     PDB lines, g into the access violation, close."""
     if shutil.which("winedbg") is None or shutil.which("wineserver") is None:
-        _skip("winedbg is not on PATH (apt-get install -y wine wine64)")
+        _skip("winedbg is not on PATH (apt-get install -y wine wine64)", "NTDBG_REQUIRE_WINEDBG")
     for f in ("crashy.exe", "crashy.pdb"):
         shutil.copy(REPO / "testdata" / f, tmp_path / f)
     env = {**os.environ, "WINEPREFIX": str(tmp_path / "prefix"), "WINEDEBUG": "-all"}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use ntdbg_commands::run_command;
 use ntdbg_engine::live::{AttachOptions, Chance, RunState, StopCause};
 use ntdbg_engine::Session;
-use ntdbg_testutil::gdbserver::{host_tool_missing, skip};
+use ntdbg_testutil::gdbserver::{host_tool_missing, skip_unless_required};
 
 /// Where Debian's Wine keeps its x64 PE DLLs.
 const WINE_PE_DIR: &str = "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows";
@@ -44,7 +44,8 @@ fn free_port() -> u16 {
 #[test]
 fn winedbg_attach_modules_symbol_breakpoint_stack_and_crash() {
     if let Some(why) = host_tool_missing("winedbg").or_else(|| host_tool_missing("wineserver")) {
-        skip(
+        skip_unless_required(
+            "NTDBG_REQUIRE_WINEDBG",
             "winedbg tier",
             &format!("{why} (apt-get install -y wine wine64)"),
         );
