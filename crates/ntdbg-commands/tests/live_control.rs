@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use minidump::{MinidumpContext, MinidumpRawContext};
 use ntdbg_commands::{run_command, CommandOutput};
@@ -20,31 +20,43 @@ use ntdbg_gdbremote::packet::{Event, PacketDecoder};
 use ntdbg_testutil::gdbserver::{live_program, GdbServer, LiveProgram};
 
 /// How many times the breakpoint hit by four threads is run to.
-const THREAD_STOPS: usize = 50;
+pub(crate) const THREAD_STOPS: usize = 50;
 /// How many instructions are stepped from the breakpoint on `push rbp`: the whole of
 /// `ntdbg_target_func`, back into `main`.
 pub(crate) const STEPS: usize = 10;
+/// How long a stub may take to listen (winedbg: Wine's start, and the prefix made the first
+/// time).
+const STUB_START: Duration = Duration::from_secs(120);
 /// The trap flag of `eflags`.
 const TRAP_FLAG: u64 = 0x100;
 
 /// A TCP relay between ntdbg and the stub that keeps the thread of every stop reply
 /// (`T05thread:p1a.1b;…`) the stub sent, recorded before it is passed on.
-struct Tap {
+pub(crate) struct Tap {
     port: u16,
     stops: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Tap {
-    fn start(stub_port: u16) -> Tap {
+    /// Connects to the stub at `127.0.0.1:stub_port` (waiting, bounded, until it listens:
+    /// winedbg does once Wine is up) and relays the one connection the tap then accepts.
+    pub(crate) fn start(stub_port: u16) -> Tap {
+        let deadline = Instant::now() + STUB_START;
+        let stub = loop {
+            match TcpStream::connect(("127.0.0.1", stub_port)) {
+                Ok(stub) => break stub,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                Err(e) => panic!("the stub does not listen on port {stub_port}: {e}"),
+            }
+        };
         let listener = TcpListener::bind("127.0.0.1:0").expect("tap listens");
         let port = listener.local_addr().expect("tap address").port();
         let stops: Arc<Mutex<Vec<u64>>> = Arc::default();
         let seen = stops.clone();
         std::thread::spawn(move || {
             let Ok((client, _)) = listener.accept() else {
-                return;
-            };
-            let Ok(stub) = TcpStream::connect(("127.0.0.1", stub_port)) else {
                 return;
             };
             let (Ok(client_in), Ok(stub_out)) = (client.try_clone(), stub.try_clone()) else {
@@ -68,12 +80,12 @@ impl Tap {
     }
 
     /// `gdb:127.0.0.1:PORT` of the tap.
-    fn target(&self) -> String {
+    pub(crate) fn target(&self) -> String {
         format!("gdb:127.0.0.1:{}", self.port)
     }
 
     /// The thread of the latest stop reply the stub sent.
-    fn last_stop_thread(&self) -> Option<u64> {
+    pub(crate) fn last_stop_thread(&self) -> Option<u64> {
         self.stops.lock().unwrap().last().copied()
     }
 }
@@ -102,7 +114,9 @@ fn stop_thread(packet: &[u8]) -> Option<u64> {
     if rest.len() < 2 || !rest.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit) {
         return None;
     }
-    let id = rest.split(';').find_map(|f| f.strip_prefix("thread:"))?;
+    let id = rest[2..]
+        .split(';')
+        .find_map(|f| f.strip_prefix("thread:"))?;
     let tid = id.rsplit('.').next()?;
     u64::from_str_radix(tid, 16).ok()
 }
@@ -208,7 +222,7 @@ fn halt(session: &Session) -> ntdbg_engine::live::Halt {
 }
 
 /// The addresses of the instructions `u ADDR LCOUNT` lists.
-fn instruction_starts(session: &mut Session, addr: u64, count: usize) -> Vec<u64> {
+pub(crate) fn instruction_starts(session: &mut Session, addr: u64, count: usize) -> Vec<u64> {
     run(session, &format!("u {addr:#x} L{count:x}"))
         .text
         .lines()
@@ -220,42 +234,64 @@ fn instruction_starts(session: &mut Session, addr: u64, count: usize) -> Vec<u64
         .collect()
 }
 
-#[test]
-fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times() {
-    let Some(prog) = live_program() else {
-        return;
-    };
-    let server = GdbServer::start(prog, &["threads"]);
-    let tap = Tap::start(server.port);
-    let mut s = attach(&tap.target());
-    let hit_fn = prog.symbol("ntdbg_mt_hit");
-    // ntdbg_mt_hit (10 instructions) and mt_worker's loop (8) are where the workers are.
-    let code = instruction_starts(&mut s, hit_fn, 18);
-    assert_eq!(code.len(), 18, "{code:x?}");
-    let code_end = code[code.len() - 1] + 1;
-    run(&mut s, &format!("bp {hit_fn:#x}"));
+/// The first instruction of the function the workers call, and what a step of it does to the
+/// stepping thread.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum FirstInstruction {
+    /// `push rbp` (one byte): rsp goes down by 8 and rbp is on the stack.
+    PushRbp,
+    /// An instruction of `len` bytes that changes only memory and the arithmetic flags
+    /// (`add [global], rcx`).
+    Arithmetic {
+        /// Its length.
+        len: u64,
+    },
+}
 
+/// What a test of a breakpoint hit by several threads knows of the program.
+pub(crate) struct Workers {
+    /// The function every worker calls in a tight loop, with the breakpoint on its first
+    /// instruction.
+    pub(crate) hit_fn: u64,
+    /// That instruction.
+    pub(crate) first: FirstInstruction,
+    /// The instructions of the workers' code, a block per function: a pc inside a block is at
+    /// one of them.
+    pub(crate) code: Vec<Vec<u64>>,
+}
+
+/// Runs to the breakpoint on `w.hit_fn` `THREAD_STOPS` times and checks every stop: it is
+/// the thread the stub's stop reply names (`reported`), the session's current thread, at the
+/// breakpoint; no thread is inside an instruction or has the trap flag; thread numbers do not
+/// change; a step (`t` and `p` in turn) moves that thread over the first instruction and no
+/// other thread at all. Returns how many stops passed and how many threads hit.
+pub(crate) fn run_to_a_breakpoint_hit_by_threads(
+    s: &mut Session,
+    reported: &dyn Fn() -> Option<u64>,
+    w: &Workers,
+) -> (usize, usize) {
+    run(s, &format!("bp {:#x}", w.hit_fn));
     let mut numbers: HashMap<u32, usize> = HashMap::new();
     let mut threads_seen = std::collections::BTreeSet::new();
     let mut passed = 0;
     for stop in 0..THREAD_STOPS {
-        let out = run(&mut s, "g").text;
+        let out = run(s, "g").text;
         assert!(out.starts_with("Breakpoint 0 hit\n"), "stop {stop}: {out}");
-        let h = halt(&s);
+        let h = halt(s);
         assert_eq!(h.cause, StopCause::Breakpoint(0), "stop {stop}");
-        let reported = tap.last_stop_thread().expect("the stub sent a stop reply");
+        let stub_said = reported().expect("the stub sent a stop reply");
         let tid = h
             .thread
             .and_then(|t| t.tid())
             .expect("the stop names a thread");
-        assert_eq!(tid, reported, "stop {stop}: attributed to another thread");
+        assert_eq!(tid, stub_said, "stop {stop}: attributed to another thread");
         let current = s.current_thread().expect("a current thread").id;
         assert_eq!(
             u64::from(current),
-            reported,
+            stub_said,
             "stop {stop}: the session did not switch to the thread that stopped"
         );
-        assert_eq!(s.instruction_pointer(), Some(hit_fn), "stop {stop}");
+        assert_eq!(s.instruction_pointer(), Some(w.hit_fn), "stop {stop}");
         threads_seen.insert(current);
 
         // Thread numbers last the session.
@@ -270,11 +306,14 @@ fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times(
         }
         // No thread was moved back into the middle of an instruction or left with the trap
         // flag: every pc in the workers' code is at an instruction.
-        let before = all_registers(&s);
+        let before = all_registers(s);
         for (id, regs) in &before {
             let pc = value(regs, "rip");
+            let inside = w.code.iter().any(|block| {
+                (block[0]..=block[block.len() - 1]).contains(&pc) && !block.contains(&pc)
+            });
             assert!(
-                !(hit_fn..code_end).contains(&pc) || code.contains(&pc),
+                !inside,
                 "stop {stop}: thread {id:#x} at {pc:#x}, inside an instruction"
             );
             assert_eq!(
@@ -285,14 +324,14 @@ fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times(
         }
 
         // A step from the breakpoint (`t`, then `p`, in turn) executes the stopped thread's
-        // `push rbp` and nothing else.
+        // first instruction and nothing else.
         let step = if stop % 2 == 0 { "t" } else { "p" };
-        let out = run(&mut s, step).text;
-        assert!(!out.contains("hit"), "stop {stop}, {step}: {out}");
-        assert_eq!(halt(&s).cause, StopCause::StepDone, "stop {stop}, {step}");
+        let out = run(s, step).text;
+        assert!(!out.contains("Breakpoint"), "stop {stop}, {step}: {out}");
+        assert_eq!(halt(s).cause, StopCause::StepDone, "stop {stop}, {step}");
         assert_eq!(
-            tap.last_stop_thread(),
-            Some(reported),
+            reported(),
+            Some(stub_said),
             "stop {stop}, {step}: the stub reported another thread's stop"
         );
         assert_eq!(
@@ -300,27 +339,16 @@ fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times(
             Some(current),
             "stop {stop}, {step}"
         );
-        let after = all_registers(&s);
-        assert_eq!(
-            after.keys().collect::<std::collections::BTreeSet<_>>(),
-            before.keys().collect(),
-            "stop {stop}: the threads changed"
-        );
-        for (id, regs) in &after {
-            let mut expected = before[id].clone();
+        // Every thread is still there (a thread the program was creating may have been
+        // reported meanwhile: it is new, and has not run).
+        let after = all_registers(s);
+        for (id, expected) in &before {
+            let mut expected = expected.clone();
+            let regs = after
+                .get(id)
+                .unwrap_or_else(|| panic!("stop {stop}, {step}: thread {id:#x} is gone"));
             if *id == current {
-                let rsp = value(&expected, "rsp") - 8;
-                for (name, v) in expected.iter_mut() {
-                    match *name {
-                        "rip" => *v = hit_fn + 1,
-                        "rsp" => *v = rsp,
-                        _ => {}
-                    }
-                }
-                let pushed = s.read_virtual(rsp, 8);
-                let pushed: Option<Vec<u8>> = pushed.into_iter().collect();
-                let pushed = u64::from_le_bytes(pushed.unwrap().try_into().unwrap());
-                assert_eq!(pushed, value(&before[id], "rbp"), "stop {stop}: push rbp");
+                stepped_over(s, w, &mut expected, regs);
             }
             assert_eq!(
                 regs, &expected,
@@ -329,14 +357,64 @@ fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times(
         }
         passed += 1;
     }
+    (passed, threads_seen.len())
+}
+
+/// `before`, a thread's registers at the breakpoint, as a step of `w.first` leaves them
+/// (`after`: what the step left, for the flags an arithmetic instruction sets).
+fn stepped_over(
+    s: &Session,
+    w: &Workers,
+    before: &mut [(&'static str, u64)],
+    after: &[(&'static str, u64)],
+) {
+    let rbp = value(before, "rbp");
+    let (len, sp_change) = match w.first {
+        FirstInstruction::PushRbp => (1, 8),
+        FirstInstruction::Arithmetic { len } => (len, 0),
+    };
+    let rsp = value(before, "rsp") - sp_change;
+    for (name, v) in before.iter_mut() {
+        match *name {
+            "rip" => *v = w.hit_fn + len,
+            "rsp" => *v = rsp,
+            "eflags" if matches!(w.first, FirstInstruction::Arithmetic { .. }) => {
+                assert_eq!(value(after, "eflags") & TRAP_FLAG, 0, "the trap flag");
+                *v = value(after, "eflags");
+            }
+            _ => {}
+        }
+    }
+    if let FirstInstruction::PushRbp = w.first {
+        let pushed: Option<Vec<u8>> = s.read_virtual(rsp, 8).into_iter().collect();
+        let pushed = u64::from_le_bytes(pushed.unwrap().try_into().unwrap());
+        assert_eq!(pushed, rbp, "push rbp");
+    }
+}
+
+#[test]
+fn a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times() {
+    let Some(prog) = live_program() else {
+        return;
+    };
+    let server = GdbServer::start(prog, &["threads"]);
+    let tap = Tap::start(server.port);
+    let mut s = attach(&tap.target());
+    let hit_fn = prog.symbol("ntdbg_mt_hit");
+    // ntdbg_mt_hit (10 instructions) and mt_worker's loop (8) are where the workers are.
+    let code = instruction_starts(&mut s, hit_fn, 18);
+    assert_eq!(code.len(), 18, "{code:x?}");
+    let workers = Workers {
+        hit_fn,
+        first: FirstInstruction::PushRbp,
+        code: vec![code],
+    };
+    let (passed, threads) =
+        run_to_a_breakpoint_hit_by_threads(&mut s, &|| tap.last_stop_thread(), &workers);
     eprintln!(
-        "{passed} of {THREAD_STOPS} stops on the reporting thread; threads that hit: {}",
-        threads_seen.len()
+        "gdbserver: {passed} of {THREAD_STOPS} stops on the reporting thread; {threads} threads hit"
     );
-    assert!(
-        threads_seen.len() > 1,
-        "only one thread ever hit the breakpoint: {threads_seen:x?}"
-    );
+    assert!(threads > 1, "only one thread ever hit the breakpoint");
     // The process id is the stub's, in `|` (hex, as WinDbg shows it).
     let pid = server.inferior.expect("gdbserver said the process id");
     let bar = run(&mut s, "|").text;

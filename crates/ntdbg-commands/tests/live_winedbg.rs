@@ -18,7 +18,10 @@ use ntdbg_engine::live::{AttachOptions, Chance, RunState, StopCause};
 use ntdbg_engine::Session;
 use ntdbg_testutil::gdbserver::{host_tool_missing, skip_unless_required};
 
-use crate::live_control::{assert_same_steps, registers, value, STEPS};
+use crate::live_control::{
+    assert_same_steps, instruction_starts, registers, run_to_a_breakpoint_hit_by_threads, value,
+    FirstInstruction, Tap, Workers, STEPS, THREAD_STOPS,
+};
 
 /// Where Debian's Wine keeps its x64 PE DLLs.
 const WINE_PE_DIR: &str = "/usr/lib/x86_64-linux-gnu/wine/x86_64-windows";
@@ -55,6 +58,29 @@ static WINE: Mutex<()> = Mutex::new(());
 /// under `winedbg --gdb` and attached, with Wine's own DLLs on the symbol path; `None` (with a
 /// SKIP line) without Wine.
 fn start(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDbg, Session)> {
+    let (guard, wine, port) = start_winedbg(sample, args)?;
+    let session = attach(&format!("gdb:127.0.0.1:{port}"));
+    Some((guard, wine, session))
+}
+
+/// [`start`] with a [`Tap`] between ntdbg and winedbg.
+fn start_tapped(
+    sample: &str,
+    args: &[&str],
+) -> Option<(MutexGuard<'static, ()>, WineDbg, Tap, Session)> {
+    let (guard, wine, port) = start_winedbg(sample, args)?;
+    let tap = Tap::start(port);
+    let session = attach(&tap.target());
+    Some((guard, wine, tap, session))
+}
+
+/// The tests' folder, where the samples are copied and the Wine prefix is.
+fn folder() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("winedbg-tier")
+}
+
+/// Starts `winedbg --gdb` on `PROGRAM ARGS`; returns the port it will listen on.
+fn start_winedbg(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDbg, u16)> {
     if let Some(why) = host_tool_missing("winedbg").or_else(|| host_tool_missing("wineserver")) {
         skip_unless_required(
             "NTDBG_REQUIRE_WINEDBG",
@@ -64,7 +90,7 @@ fn start(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDb
         return None;
     }
     let guard = WINE.lock().unwrap_or_else(PoisonError::into_inner);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("winedbg-tier");
+    let dir = folder();
     std::fs::create_dir_all(&dir).unwrap();
     let exe = Path::new(sample);
     let pdb = exe.with_extension("pdb");
@@ -74,7 +100,6 @@ fn start(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDb
     }
     let prefix = dir.join("prefix");
     let port = free_port();
-    let t = Instant::now();
     let child = Command::new("winedbg")
         .args(["--gdb", "--no-start", "--port", &port.to_string()])
         .arg(exe.file_name().unwrap())
@@ -87,23 +112,25 @@ fn start(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDb
         .stderr(Stdio::null())
         .spawn()
         .expect("winedbg starts");
-    let wine = WineDbg { child, prefix };
+    Some((guard, WineDbg { child, prefix }, port))
+}
 
-    // winedbg listens once Wine is up (longer the first time, while the prefix is made).
+/// Attaches to `target`, waiting (bounded) until winedbg listens: longer the first time,
+/// while the prefix is made. Wine's own PE files are on the symbol path: unwind data and
+/// exports of ntdll/kernel32 from disk instead of ~5 MB of images read over the (slow)
+/// winedbg connection.
+fn attach(target: &str) -> Session {
+    let t = Instant::now();
     let opts = AttachOptions {
         timeout: Duration::from_secs(20),
         read_only: false,
     };
-    let target = format!("gdb:127.0.0.1:{port}");
-    // Wine's own PE files: unwind data and exports of ntdll/kernel32 from disk instead of
-    // ~5 MB of images read over the (slow) winedbg connection.
-    let mut sympath = dir.display().to_string();
-    let wine_pe = Path::new(WINE_PE_DIR);
-    if wine_pe.is_dir() {
+    let mut sympath = folder().display().to_string();
+    if Path::new(WINE_PE_DIR).is_dir() {
         sympath = format!("{sympath};{WINE_PE_DIR}");
     }
     let s = loop {
-        match Session::attach(&target, Some(&sympath), &opts) {
+        match Session::attach(target, Some(&sympath), &opts) {
             Ok(s) => break s,
             Err(e) if e.code() == "connect_failed" && t.elapsed() < Duration::from_secs(120) => {
                 std::thread::sleep(Duration::from_millis(250));
@@ -113,7 +140,7 @@ fn start(sample: &str, args: &[&str]) -> Option<(MutexGuard<'static, ()>, WineDb
     };
     eprintln!("winedbg up and attached: {:?}", t.elapsed());
     s.live().unwrap().set_command_wait(Duration::from_secs(60));
-    Some((guard, wine, s))
+    s
 }
 
 #[test]
@@ -274,4 +301,31 @@ fn winedbg_second_chance_stops_the_target_and_analyze_names_the_write_to_0x10() 
     let k = run(&mut s, "k");
     assert!(k.contains("livectl!main"), "{k}");
     live.close(Duration::from_secs(10)).unwrap();
+}
+
+#[test]
+fn winedbg_a_breakpoint_hit_by_four_threads_stops_on_the_thread_the_stub_names_50_times() {
+    let Some((_guard, _wine, tap, mut s)) = start_tapped("livectl/livectl.exe", &["threads"])
+    else {
+        return;
+    };
+    let hit_fn = s.resolve_symbol("livectl!mt_hit").expect("livectl!mt_hit");
+    let worker = s
+        .resolve_symbol("livectl!mt_worker")
+        .expect("livectl!mt_worker");
+    // mt_hit is `add [mt_total], rcx; ret`; mt_worker's loop calls it.
+    let hit = instruction_starts(&mut s, hit_fn, 2);
+    assert_eq!(hit[1] - hit[0], 7, "add qword ptr [rip+X], rcx: {hit:x?}");
+    let workers = Workers {
+        hit_fn,
+        first: FirstInstruction::Arithmetic { len: 7 },
+        code: vec![hit, instruction_starts(&mut s, worker, 7)],
+    };
+    let (passed, threads) =
+        run_to_a_breakpoint_hit_by_threads(&mut s, &|| tap.last_stop_thread(), &workers);
+    eprintln!(
+        "winedbg: {passed} of {THREAD_STOPS} stops on the reporting thread; {threads} threads hit"
+    );
+    assert!(threads > 1, "only one thread ever hit the breakpoint");
+    s.live().unwrap().close(Duration::from_secs(10)).unwrap();
 }
