@@ -192,6 +192,74 @@ async def test_dump_gate_filters_and_close_without_resume(program, scratch: Path
         stub.stop()
 
 
+# Instructions of ntdbg_target_func, from its `push rbp` to its `ret`.
+STEPS = 10
+
+
+async def _steps_through_target_func(
+    client: Client, exe: Path, symbols: dict[str, int], on_entry: bool
+) -> list[dict[str, str]]:
+    """The registers (`r`) at ntdbg_target_func's first call and after each of its
+    instructions, stepped with `t` and `p` in turn, from a breakpoint on its first instruction
+    (`on_entry`) or from one on the call to it, so that no breakpoint is in its code."""
+    func = symbols["ntdbg_target_func"]
+    stub = GdbServer(exe)
+    try:
+        sid = ok(await call(client, "attach", target=f"gdb:127.0.0.1:{stub.port}"))["session_id"]
+
+        async def command(line: str) -> dict:
+            return ok(await call(client, "run_command", session_id=sid, command=line, timeout_ms=30000))
+
+        def registers(result: dict) -> dict[str, str]:
+            """Every `name=value` of `r`'s text: the integer registers, rip, the flags (efl,
+            iopl) and the segment registers."""
+            found = dict(re.findall(r"\b(\w+)=([0-9a-f]+)\b", result["results"][-1]["output"]))
+            assert {"rax", "rsp", "rip", "efl", "cs", "ss"} <= found.keys(), found
+            return found
+
+        if on_entry:
+            hit = await command(f"bp {func:#x}; g")
+        else:
+            listing = (await command(f"u {symbols['main']:#x} L60"))["results"][0]["output"]
+            calls = [l for l in listing.splitlines() if "call" in l and f"{func:08x}" in l]
+            assert calls, listing
+            await command(f"bp 0x{calls[0].split()[0].replace('`', '')}")
+            hit = await command("g")
+        assert hit["results"][-1]["output"].startswith("Breakpoint 0 hit"), hit
+        if not on_entry:
+            await command("t")
+        seen = [registers(await command("r"))]
+        assert int(seen[0]["rip"], 16) == func, seen[0]
+        for step in range(STEPS):
+            seen.append(registers(await command(("t" if step % 2 == 0 else "p") + "; r")))
+        ok(await call(client, "close_session", session_id=sid))
+        return seen
+    finally:
+        stub.stop()
+
+
+async def test_steps_from_a_breakpoint_on_push_rbp_leave_the_registers_as_the_untouched_code(
+    program, scratch: Path
+) -> None:
+    """`t`/`p` ten times from a breakpoint on ntdbg_target_func's one-byte `push rbp` (issue 34):
+    every register after every step as when the same steps run from outside the function, with
+    no breakpoint in its code (gdbserver starts the program the same way each time, without
+    address randomisation, so the first call finds the same registers)."""
+    exe, symbols = program
+    server = start_http([*mcp_args(scratch), "--http", "127.0.0.1:0"])
+    try:
+        async with Client(server.url, mode=MODES[0]) as client:
+            reference = await _steps_through_target_func(client, exe, symbols, on_entry=False)
+            from_breakpoint = await _steps_through_target_func(client, exe, symbols, on_entry=True)
+    finally:
+        server.stop()
+    for step, (got, want) in enumerate(zip(from_breakpoint, reference)):
+        assert got == want, f"registers after step {step}:\n{got}\n{want}"
+    entry_rsp = int(reference[0]["rsp"], 16)
+    assert int(reference[1]["rsp"], 16) == entry_rsp - 8, "push rbp"
+    assert int(reference[STEPS]["rsp"], 16) == entry_rsp + 8, "ret"
+
+
 WINE_PE_DIR = Path("/usr/lib/x86_64-linux-gnu/wine/x86_64-windows")
 
 
