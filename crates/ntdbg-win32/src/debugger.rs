@@ -33,7 +33,8 @@ use windows_sys::Win32::System::Diagnostics::Debug::{
 };
 use windows_sys::Win32::System::Memory::{VirtualProtectEx, PAGE_EXECUTE_READWRITE};
 use windows_sys::Win32::System::Threading::{
-    CreateProcessW, IsWow64Process, SuspendThread, TerminateProcess, DEBUG_ONLY_THIS_PROCESS,
+    CreateProcessW, IsWow64Process, ResumeThread, SuspendThread, TerminateProcess,
+    DEBUG_ONLY_THIS_PROCESS,
     PROCESS_INFORMATION, STARTF_USESTDHANDLES, STARTUPINFOW,
 };
 
@@ -107,6 +108,9 @@ pub(crate) struct Win32Debugger {
     last_exception: Option<(u32, EXCEPTION_RECORD)>,
     break_in_requested: bool,
     stepping: Option<u32>,
+    /// The threads suspended while another one steps (a step runs its thread alone), resumed
+    /// at the next event.
+    held: Vec<u32>,
 }
 
 impl std::fmt::Debug for Win32Debugger {
@@ -159,6 +163,7 @@ impl Win32Debugger {
             last_exception: None,
             break_in_requested: false,
             stepping: None,
+            held: Vec::new(),
         };
         match d.first_stop(timeout) {
             Ok(()) => Ok(d),
@@ -597,6 +602,7 @@ impl Win32Debugger {
     /// Detaches: breakpoints out, debug registers cleared, threads suspended when asked, the
     /// pending event answered, then `DebugActiveProcessStop`.
     fn detach_now(&mut self, leave_suspended: bool) -> Result<(), String> {
+        self.release_held();
         let software: Vec<(u64, u8)> = std::mem::take(&mut self.software).into_iter().collect();
         for (addr, orig) in software {
             let _ = self.write_raw(addr, &[orig]);
@@ -636,6 +642,26 @@ impl Win32Debugger {
         close(std::mem::replace(&mut self.process, std::ptr::null_mut()));
         self.halt = Halt::Exited(0);
         Ok(())
+    }
+
+    /// Suspends every thread but `tid` until the next event (see [`Self::release_held`]).
+    fn hold_all_but(&mut self, tid: u32) {
+        for (&other, t) in &self.threads {
+            // SAFETY: a thread handle of the debuggee.
+            if other != tid && unsafe { SuspendThread(t.handle) } != u32::MAX {
+                self.held.push(other);
+            }
+        }
+    }
+
+    /// Resumes the threads [`Self::hold_all_but`] suspended.
+    fn release_held(&mut self) {
+        for tid in std::mem::take(&mut self.held) {
+            if let Some(t) = self.threads.get(&tid) {
+                // SAFETY: a thread handle of the debuggee.
+                unsafe { ResumeThread(t.handle) };
+            }
+        }
     }
 
     /// Moves a thread past an `int3` of the program's own before continuing it as handled.
@@ -897,6 +923,7 @@ impl Backend for Win32Debugger {
             c.0.EFlags |= TRAP_FLAG;
             self.set_context(tid, &c)?;
             self.stepping = Some(tid);
+            self.hold_all_but(tid);
         }
         let pass = p.passable && how.pass_exception;
         if !pass {
@@ -908,6 +935,7 @@ impl Backend for Win32Debugger {
             DBG_CONTINUE
         };
         if let Err(e) = self.continue_event(p.tid, status) {
+            self.release_held();
             self.pending = Some(p);
             return Err(e);
         }
@@ -925,6 +953,9 @@ impl Backend for Win32Debugger {
             self.continue_event(ev.dwThreadId, DBG_CONTINUE)?;
             return Ok(None);
         }
+        // The process stops at this event: the threads held for a step wait for the next
+        // resume with the others.
+        self.release_held();
         if ev.dwDebugEventCode == EXIT_PROCESS_DEBUG_EVENT {
             // SAFETY: the union member of this event.
             let code = unsafe { ev.u.ExitProcess.dwExitCode };
