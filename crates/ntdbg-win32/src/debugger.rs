@@ -34,8 +34,7 @@ use windows_sys::Win32::System::Diagnostics::Debug::{
 use windows_sys::Win32::System::Memory::{VirtualProtectEx, PAGE_EXECUTE_READWRITE};
 use windows_sys::Win32::System::Threading::{
     CreateProcessW, IsWow64Process, ResumeThread, SuspendThread, TerminateProcess,
-    DEBUG_ONLY_THIS_PROCESS,
-    PROCESS_INFORMATION, STARTF_USESTDHANDLES, STARTUPINFOW,
+    DEBUG_ONLY_THIS_PROCESS, PROCESS_INFORMATION, STARTF_USESTDHANDLES, STARTUPINFOW,
 };
 
 use crate::backend::{
