@@ -435,7 +435,7 @@ async def test_a_breakpoint_hit_by_four_threads_stops_on_the_thread_that_hit_it(
             assert "Breakpoint" not in output(stepped), (stop, stepped)
             after = thread_pcs(output(await command(client, sid, "~*r rip")))
             # mt_hit's first instruction: `add qword ptr [livectl!mt_total], rcx`, 7 bytes.
-            assert after[tid] == mt_hit + 7, (stop, after)
+            assert after[tid] == mt_hit + 7, (stop, tid, before, after, output(stepped))
             for other, pc in before.items():
                 if other != tid and other in after:
                     assert after[other] == pc, f"stop {stop}: {step} on {tid} moved {other}: {before} -> {after}"

@@ -7,7 +7,7 @@
 //! Every call here runs on the thread that attached, as Win32 requires. x64 processes only:
 //! a 32-bit (WOW64) process is refused with a clear error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -99,6 +99,9 @@ pub(crate) struct Win32Debugger {
     threads: BTreeMap<u32, Thread>,
     modules: BTreeMap<u64, String>,
     software: BTreeMap<u64, u8>,
+    /// Where a software breakpoint was removed (and not set again): a breakpoint exception
+    /// there that was queued before the removal is stale.
+    removed_software: BTreeSet<u64>,
     hardware: [Option<HwSlot>; 4],
     halt: Halt,
     pending: Option<Pending>,
@@ -155,6 +158,7 @@ impl Win32Debugger {
             threads: BTreeMap::new(),
             modules: BTreeMap::new(),
             software: BTreeMap::new(),
+            removed_software: BTreeSet::new(),
             hardware: [None; 4],
             halt: Halt::Exited(0),
             pending: None,
@@ -643,6 +647,26 @@ impl Win32Debugger {
         Ok(())
     }
 
+    /// The exception record of a breakpoint exception that a thread raised on a software
+    /// breakpoint of the debugger's which has been removed since (lifted for another thread's
+    /// step, or cleared): Windows queued it while another event was reported. `None` for any
+    /// other event, and where a breakpoint instruction is in the code again.
+    fn stale_breakpoint(&self, ev: &DEBUG_EVENT) -> Option<EXCEPTION_RECORD> {
+        if ev.dwDebugEventCode != EXCEPTION_DEBUG_EVENT {
+            return None;
+        }
+        // SAFETY: the union member of this event.
+        let info = unsafe { ev.u.Exception };
+        let record = info.ExceptionRecord;
+        let addr = record.ExceptionAddress as u64;
+        let stale = record.ExceptionCode == EXCEPTION_BREAKPOINT
+            && info.dwFirstChance != 0
+            && !self.software.contains_key(&addr)
+            && self.removed_software.contains(&addr)
+            && self.read_raw(addr, 1).first().is_some_and(|&b| b != 0xcc);
+        stale.then_some(record)
+    }
+
     /// Suspends every thread but `tid` until the next event (see [`Self::release_held`]).
     fn hold_all_but(&mut self, tid: u32) {
         for (&other, t) in &self.threads {
@@ -868,6 +892,7 @@ impl Backend for Win32Debugger {
                 .ok_or_else(|| format!("memory at {addr:#x} cannot be read"))?;
             self.write_raw(addr, &[0xcc])?;
             self.software.insert(addr, orig);
+            self.removed_software.remove(&addr);
             return Ok(());
         }
         let len = if kind == BreakType::Hardware { 1 } else { len };
@@ -900,6 +925,7 @@ impl Backend for Win32Debugger {
                 .software
                 .remove(&addr)
                 .ok_or_else(|| format!("no breakpoint at {addr:#x}"))?;
+            self.removed_software.insert(addr);
             return self.write_raw(addr, &[orig]);
         }
         let len = if kind == BreakType::Hardware { 1 } else { len };
@@ -949,6 +975,13 @@ impl Backend for Win32Debugger {
             return Ok(None);
         };
         if ev.dwProcessId != self.pid {
+            self.continue_event(ev.dwThreadId, DBG_CONTINUE)?;
+            return Ok(None);
+        }
+        if let Some(record) = self.stale_breakpoint(&ev) {
+            // The thread goes back onto the breakpoint's address and, when it runs again,
+            // executes what is there now; the threads held for a step stay held.
+            self.normalize_breakpoint_pc(ev.dwThreadId, &record);
             self.continue_event(ev.dwThreadId, DBG_CONTINUE)?;
             return Ok(None);
         }

@@ -98,6 +98,9 @@ pub(crate) struct ThreadRun {
     /// replayed by a stub that held it (winedbg answers the event of a thread it does not
     /// resume "reply later").
     last_trap: Option<Registers>,
+    /// Its registers where its last single step ended: a thread one byte past a breakpoint
+    /// with these registers executed the instruction under it and has not run since.
+    stepped_to: Option<Registers>,
     /// The breakpoint whose pending hit was cancelled when another thread's stop was shown
     /// (the pc moved back to it): the trap the stub still holds is stale, and the thread
     /// executes the breakpoint again rather than stepping off it.
@@ -439,6 +442,7 @@ impl LiveControl {
                         self.thread_run(thread, |r| {
                             r.on_breakpoint = None;
                             r.late_step = false;
+                            r.stepped_to = registers.clone();
                         });
                         self.launch(client, &mut flight)?;
                         self.inner().run.flight = Some(flight);
@@ -490,11 +494,11 @@ impl LiveControl {
                         return Ok(Next::Wait(None));
                     }
                 }
-                self.finish_thread(tid);
+                self.finish_step(tid, registers);
                 Ok(Next::Show(self.halt(client, stop, StopCause::StepDone)))
             }
             Trap::StepDone => {
-                self.finish_thread(tid);
+                self.finish_step(tid, registers);
                 Ok(Next::Show(self.halt(client, stop, StopCause::StepDone)))
             }
             Trap::Breakpoint { rewind_to } => {
@@ -800,6 +804,16 @@ impl LiveControl {
     fn finish_thread(&self, tid: Option<u64>) {
         if let Some(tid) = tid {
             self.thread_run_tid(tid, |r| r.late_step = false);
+        }
+    }
+
+    /// The thread's step ran to its end, leaving `registers`.
+    fn finish_step(&self, tid: Option<u64>, registers: Option<Registers>) {
+        if let Some(tid) = tid {
+            self.thread_run_tid(tid, |r| {
+                r.late_step = false;
+                r.stepped_to = registers;
+            });
         }
     }
 
