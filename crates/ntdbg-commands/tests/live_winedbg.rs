@@ -300,6 +300,11 @@ fn winedbg_second_chance_stops_the_target_and_analyze_names_the_write_to_0x10() 
     );
     let k = run(&mut s, "k");
     assert!(k.contains("livectl!main"), "{k}");
+    // Past its second chance the fault ends the process (with the debugger attached, Wine
+    // starts no crash handler of its own).
+    let end = run(&mut s, "g");
+    assert!(end.contains("process exited"), "{end}");
+    assert!(s.trailer().starts_with("[target exited"), "{}", s.trailer());
     live.close(Duration::from_secs(10)).unwrap();
 }
 
