@@ -1,7 +1,9 @@
 """Native live debugging of Windows processes (`pid:` / `exe:`) through the Win32 debugging API,
 driven from Linux: the Windows build of ntdbg runs under Wine (`wine ntdbg.exe mcp`, the official
 MCP Python SDK over stdio) and debugs testdata/win32live/live.exe (tools/crashgen/samples/live.c)
-in the same Wine prefix.
+in the same Wine prefix; testdata/livectl/livectl.exe (tools/crashgen/samples/livectl.c) for run
+control that never changes the program (issue 34): steps from a breakpoint on a one-byte `push`,
+and a breakpoint hit by four threads at once.
 
 Skipped loudly unless $NTDBG_WIN_BIN names the built ntdbg.exe (with bcryptprimitives.dll next to
 it, see tests/win32/) and `wine` is on PATH. $WINEPREFIX is used when set, else a fresh prefix in
@@ -316,3 +318,127 @@ async def test_close_without_resume_leaves_it_suspended(wine_env, work: Path) ->
         before = status(status_file)
         time.sleep(2)
         assert status(status_file) == before, "the program ran on after a suspended detach"
+
+
+LIVECTL_DIR = REPO / "testdata" / "livectl"
+
+
+@pytest.fixture
+def livectl(tmp_path: Path) -> Path:
+    """A folder with livectl.exe and livectl.pdb (tools/crashgen/samples/livectl.c)."""
+    for name in ("livectl.exe", "livectl.pdb"):
+        shutil.copy(LIVECTL_DIR / name, tmp_path / name)
+    return tmp_path
+
+
+def registers(out: str) -> dict[str, str]:
+    """Every `name=value` of `r`'s text: the integer registers, rip, efl, iopl and segments."""
+    found = dict(re.findall(r"\b(\w+)=([0-9a-f]+)\b", out))
+    assert {"rax", "rsp", "rip", "efl", "cs"} <= found.keys(), out
+    return found
+
+
+# Instructions stepped from step_here's first one.
+STEPS = 10
+
+
+async def _steps_through_step_here(wine_env, work: Path, on_entry: bool) -> list[dict[str, str]]:
+    """`livectl steps` under the debugger: the registers at step_here's entry and after each of
+    ten instructions, stepped with `t` and `p` in turn, from a breakpoint on its first
+    instruction, a one-byte `push` (`on_entry`), or from one on main's call to it."""
+    async with server(wine_env, work) as client:
+        target = f"exe:{win_path(work / 'livectl.exe')} steps"
+        sid = ok(await call(client, "attach", target=target, timeout_seconds=60))["session_id"]
+        entry = output(await command(client, sid, "? livectl!step_here"))
+        step_here = int(re.search(r"= ([0-9a-f`]+)", entry).group(1).replace("`", ""), 16)
+        if on_entry:
+            first = output(await command(client, sid, "u livectl!step_here L1"))
+            assert re.search(r"^[0-9a-f`]+ [0-9a-f]{2} +push ", first, re.M), first
+            await command(client, sid, "bp livectl!step_here")
+            await go_until(client, sid, "Breakpoint 0 hit")
+        else:
+            listing = output(await command(client, sid, "uf livectl!main"))
+            calls = [l for l in listing.splitlines() if "call" in l and "livectl!step_here" in l]
+            assert calls, listing
+            await command(client, sid, f"bp 0x{calls[0].split()[0].replace('`', '')}")
+            await go_until(client, sid, "Breakpoint 0 hit")
+            await command(client, sid, "t")
+        seen = [registers(output(await command(client, sid, "r")))]
+        assert int(seen[0]["rip"], 16) == step_here, seen[0]
+        for step in range(STEPS):
+            r = await command(client, sid, ("t" if step % 2 == 0 else "p") + "; r")
+            seen.append(registers(r["results"][-1]["output"]))
+        ok(await call(client, "close_session", session_id=sid, resume=False))
+    return seen
+
+
+async def test_steps_from_a_breakpoint_on_a_one_byte_push_match_the_untouched_code(wine_env, livectl: Path) -> None:
+    """`t`/`p` ten times from a breakpoint on step_here's one-byte `push` (issue 34) leave every
+    register as the same steps from main's call do, with no breakpoint in step_here: equal, or
+    for a register the code never touches whose value at the entry is the run's own, still that
+    value in both runs."""
+    reference = await _steps_through_step_here(wine_env, livectl, on_entry=False)
+    from_breakpoint = await _steps_through_step_here(wine_env, livectl, on_entry=True)
+    for step, (got, want) in enumerate(zip(from_breakpoint, reference)):
+        for name, value in want.items():
+            untouched = from_breakpoint[0][name] != reference[0][name] and (
+                got[name] == from_breakpoint[0][name] and value == reference[0][name]
+            )
+            assert got[name] == value or untouched, f"{name} after step {step}: {got} vs {want}"
+    entry_rsp = int(reference[0]["rsp"], 16)
+    assert int(reference[1]["rsp"], 16) == entry_rsp - 8, "push"
+
+
+# Times the breakpoint hit by four threads is run to.
+THREAD_STOPS = 50
+
+
+def thread_pcs(out: str) -> dict[str, int]:
+    """`~*r rip`'s text: each thread's id (`Id: pid.tid`) and rip."""
+    pcs: dict[str, int] = {}
+    tid = None
+    for line in out.splitlines():
+        if m := re.search(r"Id: [0-9a-f]+\.([0-9a-f]+)", line):
+            tid = m.group(1)
+        elif (m := re.match(r"rip=([0-9a-f]+)", line.strip())) and tid is not None:
+            pcs[tid] = int(m.group(1), 16)
+    return pcs
+
+
+async def test_a_breakpoint_hit_by_four_threads_stops_on_the_thread_that_hit_it(wine_env, livectl: Path) -> None:
+    """`livectl threads`: four workers call mt_hit in a tight loop. Fifty times, `g` stops at the
+    breakpoint on mt_hit on the thread the event names (`.lastevent`), the current thread, with
+    rip at the breakpoint, and thread numbers do not change; a `t`/`p` from there moves that
+    thread alone (the Win32 stub holds the others while it steps)."""
+    async with server(wine_env, livectl) as client:
+        target = f"exe:{win_path(livectl / 'livectl.exe')} threads"
+        sid = ok(await call(client, "attach", target=target, timeout_seconds=60))["session_id"]
+        hit = output(await command(client, sid, "? livectl!mt_hit"))
+        mt_hit = int(re.search(r"= ([0-9a-f`]+)", hit).group(1).replace("`", ""), 16)
+        await command(client, sid, "bp livectl!mt_hit")
+        threads_seen = set()
+        numbers: dict[str, str] = {}
+        for stop in range(THREAD_STOPS):
+            await go_until(client, sid, "Breakpoint 0 hit")
+            last = output(await command(client, sid, ".lastevent"))
+            event_tid = re.search(r"Last event: [0-9a-f]+\.([0-9a-f]+): Hit breakpoint 0", last).group(1)
+            current = output(await command(client, sid, "~."))
+            m = re.search(r"\.\s+(\d+)\s+Id: [0-9a-f]+\.([0-9a-f]+)", current)
+            assert m and m.group(2) == event_tid, (stop, last, current)
+            number, tid = m.groups()
+            assert numbers.setdefault(tid, number) == number, f"stop {stop}: thread {tid} renumbered"
+            threads_seen.add(tid)
+            before = thread_pcs(output(await command(client, sid, "~*r rip")))
+            assert before[tid] == mt_hit, (stop, before)
+            step = "t" if stop % 2 == 0 else "p"
+            stepped = await command(client, sid, step)
+            assert "Breakpoint" not in output(stepped), (stop, stepped)
+            after = thread_pcs(output(await command(client, sid, "~*r rip")))
+            # mt_hit's first instruction: `add qword ptr [livectl!mt_total], rcx`, 7 bytes.
+            assert after[tid] == mt_hit + 7, (stop, tid, before, after, output(stepped))
+            for other, pc in before.items():
+                if other != tid and other in after:
+                    assert after[other] == pc, f"stop {stop}: {step} on {tid} moved {other}: {before} -> {after}"
+        assert len(threads_seen) > 1, threads_seen
+        print(f"\nWin32 stub: {THREAD_STOPS} of {THREAD_STOPS} stops on the thread that hit; {len(threads_seen)} threads", file=sys.stderr)
+        ok(await call(client, "close_session", session_id=sid, resume=False))

@@ -8,7 +8,10 @@
 # finding an earlier one, Tab completing `.ec` and `crashy!wri`, Ctrl-C at the prompt (and
 # SIGINT outside it) not ending ntdbg, Ctrl-C cancelling a long command (the rest of its batch
 # named on one line), `.logopen` writing a file, `q` quitting and the
-# history surviving to the next run. Every wait is for a condition, bounded generously for a
+# history surviving to the next run; on live targets behind gdbserver: Ctrl-C breaking in,
+# `t`/`p` ten times from a breakpoint on a one-byte `push rbp` running the function exactly
+# once, `q` saying it detaches and lets the target run, and `help` and `q` after the target
+# ended. Every wait is for a condition, bounded generously for a
 # loaded machine; each start has a tmux server of its own, on a socket in the script's own
 # folder. Prints "N passed, N failed"; exit 0 only when all passed, 77 when tmux is missing
 # (skipped).
@@ -253,20 +256,35 @@ else
     echo "skipped: the Ctrl-C cancel check (no shared corpus at $corpus)"
 fi
 
-# A live target (a Linux process behind gdbserver): the banner says what was attached, and
-# Ctrl-C while `g` waits for the target breaks in instead of ending ntdbg.
-if command -v gdbserver >/dev/null 2>&1; then
-    gdbserver --once 127.0.0.1:0 /bin/sleep 300 >"$work/gdbserver.log" 2>&1 &
+# Starts gdbserver on $1 ARGS... in the background; sets $port (empty when it did not listen).
+start_gdbserver() {
+    local log="$work/gdbserver-$((${#live_pids[@]})).log"
+    gdbserver --once 127.0.0.1:0 "$@" >"$log" 2>&1 &
     live_pids+=($!)
     disown
     port=
-    deadline=$((SECONDS + 60))
+    local deadline=$((SECONDS + 60))
     while [[ -z "$port" ]] && ((SECONDS < deadline)); do
-        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$work/gdbserver.log" 2>/dev/null)
-        sleep 0.2
+        port=$(sed -n 's/^Listening on port \([0-9]*\).*/\1/p' "$log" 2>/dev/null)
+        [[ -z "$port" ]] && sleep 0.2
     done
-    inferior=$(sed -n 's/.*created; pid = \([0-9]*\).*/\1/p' "$work/gdbserver.log")
+    local inferior
+    inferior=$(sed -n 's/.*created; pid = \([0-9]*\).*/\1/p' "$log")
     [[ -n "$inferior" ]] && live_pids+=("$inferior")
+}
+# The values of every "Evaluate expression: N = HEX" on the screen, in order, as 0x-less hex.
+values() { screen | sed -n 's/^Evaluate expression: [0-9-]* = \([0-9a-f`]*\)$/\1/p' | tr -d '`'; }
+# Waits up to 60 s until the screen shows $1 such values; prints the $2-th (1-based).
+value_number() {
+    local deadline=$((SECONDS + 60))
+    while (($(values | wc -l) < $1)) && ((SECONDS < deadline)); do sleep 0.2; done
+    values | sed -n "$2p"
+}
+
+# A live target (a Linux process behind gdbserver): the banner says what was attached, and
+# Ctrl-C while `g` waits for the target breaks in instead of ending ntdbg.
+if command -v gdbserver >/dev/null 2>&1; then
+    start_gdbserver /bin/sleep 300
     if [[ -n "$port" ]] && start "--attach gdb:127.0.0.1:$port"; then
         wait_for "Attached to gdb:127.0.0.1:$port (stopped:" && ok "live banner: what was attached and why it stopped" || bad "live banner"
         wait_line "0:000>" || bad "live prompt"
@@ -277,10 +295,69 @@ if command -v gdbserver >/dev/null 2>&1; then
         tm send-keys -t repl "q" Enter
         wait_dead && ok "q detaches and quits" || bad "live q"
     else
-        bad "gdbserver did not start: $(cat "$work/gdbserver.log")"
+        bad "gdbserver did not start: $(cat "$work"/gdbserver-*.log)"
     fi
 else
     echo "skipped: the live Ctrl-C break-in check (gdbserver is not installed)"
+fi
+
+# Stepping from a breakpoint on a one-byte instruction (issue 34): the test program's
+# ntdbg_target_func starts with `push rbp`; `t` and `p` ten times from a breakpoint there run
+# it exactly once to its `ret`: rsp 8 below the entry after the first step, 8 above it (the
+# return address popped) after the tenth, and rip at that return address. Then `q` says the
+# target runs on; after the target ends, `help` still answers and `q` says it had ended.
+source_c="$(cd "$(dirname "$0")/../.." && pwd)/testdata/live/live_target.c"
+if command -v gdbserver >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 && command -v nm >/dev/null 2>&1; then
+    cc -g -O0 -no-pie -fno-pie -fno-omit-frame-pointer -pthread -o "$work/live_target" "$source_c"
+    func=$(nm "$work/live_target" | sed -n 's/^0*\([0-9a-f]*\) T ntdbg_target_func$/\1/p')
+    start_gdbserver "$work/live_target"
+    if [[ -n "$port" && -n "$func" ]] && start "--attach gdb:127.0.0.1:$port"; then
+        wait_line "0:000>" || bad "live prompt (steps)"
+        # One line per step of the check: a batch runs whole, so nothing is typed ahead.
+        tm send-keys -t repl "bp 0x$func; g" Enter
+        wait_for "Breakpoint 0 hit" && ok "g runs to the breakpoint on push rbp" || bad "breakpoint on push rbp"
+        tm send-keys -t repl "? @rsp; ? poi(@rsp)" Enter
+        entry_rsp=$(value_number 2 1)
+        return_address=$(value_number 2 2)
+        tm send-keys -t repl "t; ? @rsp" Enter
+        after_push=$(value_number 3 3)
+        if [[ -n "$after_push" ]] && (( 16#$after_push == 16#$entry_rsp - 8 )) && screen | grep -qE "mov +rbp,rsp"; then
+            ok "t from the breakpoint executes push rbp once (rsp 8 lower, at mov rbp,rsp)"
+        else
+            bad "t from push rbp: rsp $after_push, entry $entry_rsp"
+        fi
+        tm send-keys -t repl "p;t;p;t;p;t;p;t;p; ? @rip; ? @rsp" Enter
+        rip_after=$(value_number 5 4)
+        rsp_after=$(value_number 5 5)
+        if [[ -n "$rsp_after" && "$rip_after" == "$return_address" ]] && (( 16#$rsp_after == 16#$entry_rsp + 8 )); then
+            ok "ten steps from the breakpoint return from the function with rsp 8 above the entry"
+        else
+            bad "after ten steps: rip $rip_after rsp $rsp_after, entry rsp $entry_rsp, return address $return_address"
+        fi
+        tm send-keys -t repl "q" Enter
+        wait_for "the target runs on without the debugger" && ok "q says it detaches and lets the target run" || bad "q on a live target"
+        wait_dead || bad "q (steps)"
+    else
+        bad "gdbserver or the test program did not start (steps)"
+    fi
+
+    start_gdbserver "$work/live_target" crash
+    if [[ -n "$port" ]] && start "--attach gdb:127.0.0.1:$port"; then
+        wait_line "0:000>" || bad "live prompt (crash)"
+        tm send-keys -t repl "g" Enter
+        wait_for "Access violation - code c0000005 (first chance)" || bad "the access violation"
+        tm send-keys -t repl "g" Enter
+        wait_for "[target exited: process terminated by signal 11]" && ok "the target ends" || bad "the end of the target"
+        tm send-keys -t repl "help" Enter
+        wait_for "q, quit, exit (or Ctrl-D)" && ok "help answers after the target exited" || bad "help after the exit"
+        tm send-keys -t repl "q" Enter
+        wait_for "q: the process had ended" && ok "q says the process had ended" || bad "q after the exit"
+        wait_dead || bad "q (crash)"
+    else
+        bad "gdbserver did not start (crash)"
+    fi
+else
+    echo "skipped: the live stepping checks (gdbserver, cc or nm is not installed)"
 fi
 
 echo "$passed passed, $failed failed"

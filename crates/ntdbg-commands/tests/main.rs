@@ -12,6 +12,7 @@ mod golden;
 mod image_memory;
 mod kernel;
 mod kernel_objects;
+mod live_control;
 mod live_filters;
 mod live_gdbserver;
 mod live_winedbg;

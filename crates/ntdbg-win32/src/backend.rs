@@ -210,7 +210,7 @@ pub(crate) enum BreakType {
 /// How to resume.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Resume {
-    /// Single-step this thread (the others run too, as in WinDbg).
+    /// Single-step this thread alone (the others are held until the next event).
     pub step: Option<u32>,
     /// Pass the exception on (`DBG_EXCEPTION_NOT_HANDLED`, `gn`) instead of handling it.
     pub pass_exception: bool,

@@ -7,7 +7,7 @@
 //! Every call here runs on the thread that attached, as Win32 requires. x64 processes only:
 //! a 32-bit (WOW64) process is refused with a clear error.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::time::{Duration, Instant};
 
@@ -33,8 +33,8 @@ use windows_sys::Win32::System::Diagnostics::Debug::{
 };
 use windows_sys::Win32::System::Memory::{VirtualProtectEx, PAGE_EXECUTE_READWRITE};
 use windows_sys::Win32::System::Threading::{
-    CreateProcessW, IsWow64Process, SuspendThread, TerminateProcess, DEBUG_ONLY_THIS_PROCESS,
-    PROCESS_INFORMATION, STARTF_USESTDHANDLES, STARTUPINFOW,
+    CreateProcessW, IsWow64Process, ResumeThread, SuspendThread, TerminateProcess,
+    DEBUG_ONLY_THIS_PROCESS, PROCESS_INFORMATION, STARTF_USESTDHANDLES, STARTUPINFOW,
 };
 
 use crate::backend::{
@@ -99,6 +99,9 @@ pub(crate) struct Win32Debugger {
     threads: BTreeMap<u32, Thread>,
     modules: BTreeMap<u64, String>,
     software: BTreeMap<u64, u8>,
+    /// Where a software breakpoint was removed (and not set again): a breakpoint exception
+    /// there that was queued before the removal is stale.
+    removed_software: BTreeSet<u64>,
     hardware: [Option<HwSlot>; 4],
     halt: Halt,
     pending: Option<Pending>,
@@ -107,6 +110,9 @@ pub(crate) struct Win32Debugger {
     last_exception: Option<(u32, EXCEPTION_RECORD)>,
     break_in_requested: bool,
     stepping: Option<u32>,
+    /// The threads suspended while another one steps (a step runs its thread alone), resumed
+    /// at the next event.
+    held: Vec<u32>,
 }
 
 impl std::fmt::Debug for Win32Debugger {
@@ -152,6 +158,7 @@ impl Win32Debugger {
             threads: BTreeMap::new(),
             modules: BTreeMap::new(),
             software: BTreeMap::new(),
+            removed_software: BTreeSet::new(),
             hardware: [None; 4],
             halt: Halt::Exited(0),
             pending: None,
@@ -159,6 +166,7 @@ impl Win32Debugger {
             last_exception: None,
             break_in_requested: false,
             stepping: None,
+            held: Vec::new(),
         };
         match d.first_stop(timeout) {
             Ok(()) => Ok(d),
@@ -597,6 +605,7 @@ impl Win32Debugger {
     /// Detaches: breakpoints out, debug registers cleared, threads suspended when asked, the
     /// pending event answered, then `DebugActiveProcessStop`.
     fn detach_now(&mut self, leave_suspended: bool) -> Result<(), String> {
+        self.release_held();
         let software: Vec<(u64, u8)> = std::mem::take(&mut self.software).into_iter().collect();
         for (addr, orig) in software {
             let _ = self.write_raw(addr, &[orig]);
@@ -636,6 +645,46 @@ impl Win32Debugger {
         close(std::mem::replace(&mut self.process, std::ptr::null_mut()));
         self.halt = Halt::Exited(0);
         Ok(())
+    }
+
+    /// The exception record of a breakpoint exception that a thread raised on a software
+    /// breakpoint of the debugger's which has been removed since (lifted for another thread's
+    /// step, or cleared): Windows queued it while another event was reported. `None` for any
+    /// other event, and where a breakpoint instruction is in the code again.
+    fn stale_breakpoint(&self, ev: &DEBUG_EVENT) -> Option<EXCEPTION_RECORD> {
+        if ev.dwDebugEventCode != EXCEPTION_DEBUG_EVENT {
+            return None;
+        }
+        // SAFETY: the union member of this event.
+        let info = unsafe { ev.u.Exception };
+        let record = info.ExceptionRecord;
+        let addr = record.ExceptionAddress as u64;
+        let stale = record.ExceptionCode == EXCEPTION_BREAKPOINT
+            && info.dwFirstChance != 0
+            && !self.software.contains_key(&addr)
+            && self.removed_software.contains(&addr)
+            && self.read_raw(addr, 1).first().is_some_and(|&b| b != 0xcc);
+        stale.then_some(record)
+    }
+
+    /// Suspends every thread but `tid` until the next event (see [`Self::release_held`]).
+    fn hold_all_but(&mut self, tid: u32) {
+        for (&other, t) in &self.threads {
+            // SAFETY: a thread handle of the debuggee.
+            if other != tid && unsafe { SuspendThread(t.handle) } != u32::MAX {
+                self.held.push(other);
+            }
+        }
+    }
+
+    /// Resumes the threads [`Self::hold_all_but`] suspended.
+    fn release_held(&mut self) {
+        for tid in std::mem::take(&mut self.held) {
+            if let Some(t) = self.threads.get(&tid) {
+                // SAFETY: a thread handle of the debuggee.
+                unsafe { ResumeThread(t.handle) };
+            }
+        }
     }
 
     /// Moves a thread past an `int3` of the program's own before continuing it as handled.
@@ -843,6 +892,7 @@ impl Backend for Win32Debugger {
                 .ok_or_else(|| format!("memory at {addr:#x} cannot be read"))?;
             self.write_raw(addr, &[0xcc])?;
             self.software.insert(addr, orig);
+            self.removed_software.remove(&addr);
             return Ok(());
         }
         let len = if kind == BreakType::Hardware { 1 } else { len };
@@ -875,6 +925,7 @@ impl Backend for Win32Debugger {
                 .software
                 .remove(&addr)
                 .ok_or_else(|| format!("no breakpoint at {addr:#x}"))?;
+            self.removed_software.insert(addr);
             return self.write_raw(addr, &[orig]);
         }
         let len = if kind == BreakType::Hardware { 1 } else { len };
@@ -897,6 +948,7 @@ impl Backend for Win32Debugger {
             c.0.EFlags |= TRAP_FLAG;
             self.set_context(tid, &c)?;
             self.stepping = Some(tid);
+            self.hold_all_but(tid);
         }
         let pass = p.passable && how.pass_exception;
         if !pass {
@@ -908,6 +960,7 @@ impl Backend for Win32Debugger {
             DBG_CONTINUE
         };
         if let Err(e) = self.continue_event(p.tid, status) {
+            self.release_held();
             self.pending = Some(p);
             return Err(e);
         }
@@ -925,6 +978,16 @@ impl Backend for Win32Debugger {
             self.continue_event(ev.dwThreadId, DBG_CONTINUE)?;
             return Ok(None);
         }
+        if let Some(record) = self.stale_breakpoint(&ev) {
+            // The thread goes back onto the breakpoint's address and, when it runs again,
+            // executes what is there now; the threads held for a step stay held.
+            self.normalize_breakpoint_pc(ev.dwThreadId, &record);
+            self.continue_event(ev.dwThreadId, DBG_CONTINUE)?;
+            return Ok(None);
+        }
+        // The process stops at this event: the threads held for a step wait for the next
+        // resume with the others.
+        self.release_held();
         if ev.dwDebugEventCode == EXIT_PROCESS_DEBUG_EVENT {
             // SAFETY: the union member of this event.
             let code = unsafe { ev.u.ExitProcess.dwExitCode };

@@ -485,8 +485,8 @@ impl<B: Backend> Server<B> {
             return reply("vCont;c;C;s;S");
         }
         if let Some(actions) = text.strip_prefix("vCont;") {
-            // The first action decides (ntdbg sends one); a thread-specific step steps that
-            // thread, the others run as in WinDbg.
+            // The first action decides (ntdbg sends one); a step runs its thread alone, the
+            // others held (GDB's vCont: a thread without an action stays stopped).
             let first = actions.split(';').next().unwrap_or("");
             let (action, thread) = match first.split_once(':') {
                 Some((a, t)) => (a, parse_thread(t.as_bytes())),

@@ -1,6 +1,6 @@
 /*
  * livectl.c - a program to test live run control on, under `winedbg --gdb` and ntdbg's
- * Win32 stub (tests/mcp_client/test_live_control.py). Built by
+ * Win32 stub (crates/ntdbg-commands/tests/live_winedbg.rs: av10). Built by
  * tools/crashgen/samples.sh livectl (build only: nothing to run, no dumps); the exe and
  * PDB go to testdata/livectl/.
  *

@@ -168,6 +168,19 @@ impl Breakpoints {
     }
 
     /// The distinct `Z` slots of the enabled execution breakpoints at `pc`.
+    /// Where the enabled software breakpoints are, each address once.
+    pub(crate) fn software_sites(&self) -> Vec<u64> {
+        let mut sites: Vec<u64> = self
+            .list
+            .iter()
+            .filter(|b| b.enabled && b.kind == BreakKind::Software)
+            .map(|b| b.address)
+            .collect();
+        sites.sort_unstable();
+        sites.dedup();
+        sites
+    }
+
     pub(crate) fn execution_slots_at(&self, pc: u64) -> Vec<(BreakpointKind, usize)> {
         let mut slots = Vec::new();
         for b in &self.list {

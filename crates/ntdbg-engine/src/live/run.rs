@@ -9,6 +9,8 @@
 //! moves back only after a breakpoint trap. The same fault again on the same thread with the
 //! same registers, after it was passed to the program, is its second chance.
 
+mod pending;
+
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -96,6 +98,13 @@ pub(crate) struct ThreadRun {
     /// replayed by a stub that held it (winedbg answers the event of a thread it does not
     /// resume "reply later").
     last_trap: Option<Registers>,
+    /// Its registers where its last single step ended: a thread one byte past a breakpoint
+    /// with these registers executed the instruction under it and has not run since.
+    stepped_to: Option<Registers>,
+    /// The breakpoint whose pending hit was cancelled when another thread's stop was shown
+    /// (the pc moved back to it): the trap the stub still holds is stale, and the thread
+    /// executes the breakpoint again rather than stepping off it.
+    cancelled_hit: Option<u64>,
 }
 
 /// A fault passed to the program: the same fault again, on the same thread with the same
@@ -326,6 +335,9 @@ impl LiveControl {
                 }
                 Ok(Some(stop)) => match self.on_stop(&mut client, &stop) {
                     Ok(Next::Show(state)) => {
+                        if let RunState::Halted(h) = &state {
+                            self.cancel_pending_hits(&mut client, h.thread);
+                        }
                         drop(client);
                         self.inner().run.flight = None;
                         self.record_stop(state);
@@ -430,6 +442,7 @@ impl LiveControl {
                         self.thread_run(thread, |r| {
                             r.on_breakpoint = None;
                             r.late_step = false;
+                            r.stepped_to = registers.clone();
                         });
                         self.launch(client, &mut flight)?;
                         self.inner().run.flight = Some(flight);
@@ -481,11 +494,11 @@ impl LiveControl {
                         return Ok(Next::Wait(None));
                     }
                 }
-                self.finish_thread(tid);
+                self.finish_step(tid, registers);
                 Ok(Next::Show(self.halt(client, stop, StopCause::StepDone)))
             }
             Trap::StepDone => {
-                self.finish_thread(tid);
+                self.finish_step(tid, registers);
                 Ok(Next::Show(self.halt(client, stop, StopCause::StepDone)))
             }
             Trap::Breakpoint { rewind_to } => {
@@ -500,6 +513,7 @@ impl LiveControl {
                     self.thread_run_tid(tid, |r| {
                         r.late_step = false;
                         r.on_breakpoint = pc;
+                        r.cancelled_hit = None;
                     });
                 }
                 let hit = match (pc, tid) {
@@ -530,11 +544,14 @@ impl LiveControl {
                 }
                 let pc = rewind_to.or(facts.pc);
                 if let Some(tid) = tid {
+                    // A thread sitting on a breakpoint steps off it, unless its hit there was
+                    // cancelled: then it executes the breakpoint again.
                     let on_bp =
                         pc.filter(|&pc| !self.lock_breakpoints().execution_slots_at(pc).is_empty());
                     self.thread_run_tid(tid, |r| {
                         r.late_step = false;
-                        r.on_breakpoint = on_bp;
+                        r.on_breakpoint = on_bp.filter(|&at| r.cancelled_hit != Some(at));
+                        r.cancelled_hit = None;
                     });
                 }
                 self.resume_again(client, flight, None)
@@ -662,6 +679,9 @@ impl LiveControl {
                 .is_some_and(|r| r.late_step)
         }) && step.is_none();
         let before_pc = pc.and_then(|p| p.checked_sub(1));
+        let cancelled = stopped
+            .and_then(|t| t.tid())
+            .and_then(|tid| self.inner().run.threads.get(&tid)?.cancelled_hit);
         // A breakpoint lifted for a step is still the user's: a thread that executed its
         // int3 before it was lifted hit it.
         let lifted = match &flight.phase {
@@ -688,8 +708,12 @@ impl LiveControl {
                 || before_pc.is_some_and(|a| client.int3_original(a).is_some()),
             removed_int3_before: !lifted_before
                 && before_pc.is_some_and(|a| client.int3_removed(a)),
+            // The debugger's int3 at the pc, in place, lifted for this step, or the one this
+            // thread's cancelled hit was on (the stub reports the event it held).
             int3_here: client.writes_int3()
-                && pc.is_some_and(|a| client.int3_original(a).is_some()),
+                && pc.is_some_and(|a| {
+                    client.int3_original(a).is_some() || lifted == Some(a) || cancelled == Some(a)
+                }),
             replayed,
         }
     }
@@ -780,6 +804,16 @@ impl LiveControl {
     fn finish_thread(&self, tid: Option<u64>) {
         if let Some(tid) = tid {
             self.thread_run_tid(tid, |r| r.late_step = false);
+        }
+    }
+
+    /// The thread's step ran to its end, leaving `registers`.
+    fn finish_step(&self, tid: Option<u64>, registers: Option<Registers>) {
+        if let Some(tid) = tid {
+            self.thread_run_tid(tid, |r| {
+                r.late_step = false;
+                r.stepped_to = registers;
+            });
         }
     }
 
