@@ -71,35 +71,25 @@ fn peb(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, Co
         v.map(|v| addr(session, v))
             .unwrap_or_else(|| UNREADABLE.into())
     };
+    let rows = [
+        (
+            "InheritedAddressSpace:   ",
+            yes_no(peb.inherited_address_space),
+        ),
+        (
+            "ReadImageFileExecOptions:",
+            yes_no(peb.read_image_file_exec_options),
+        ),
+        ("BeingDebugged:           ", yes_no(peb.being_debugged)),
+        ("ImageBaseAddress:        ", show(peb.image_base)),
+        ("Ldr                      ", show(peb.ldr)),
+        ("ProcessHeap:             ", show(peb.process_heap)),
+        ("ProcessParameters:       ", show(peb.process_parameters)),
+    ];
     let mut out = format!("PEB at {}\n", addr(session, peb.address));
-    out.push_str(&format!(
-        "    InheritedAddressSpace:    {}\n",
-        yes_no(peb.inherited_address_space)
-    ));
-    out.push_str(&format!(
-        "    ReadImageFileExecOptions: {}\n",
-        yes_no(peb.read_image_file_exec_options)
-    ));
-    out.push_str(&format!(
-        "    BeingDebugged:            {}\n",
-        yes_no(peb.being_debugged)
-    ));
-    out.push_str(&format!(
-        "    ImageBaseAddress:         {}\n",
-        show(peb.image_base)
-    ));
-    out.push_str(&format!(
-        "    Ldr                       {}\n",
-        show(peb.ldr)
-    ));
-    out.push_str(&format!(
-        "    ProcessHeap:              {}\n",
-        show(peb.process_heap)
-    ));
-    out.push_str(&format!(
-        "    ProcessParameters:        {}\n",
-        show(peb.process_parameters)
-    ));
+    for (label, value) in rows {
+        out.push_str(&format!("    {label} {value}\n"));
+    }
     if peb.process_parameters.is_some() {
         let text = |s: &Option<String>| {
             s.as_ref()
