@@ -400,11 +400,10 @@ async def test_a_g_task_is_cancelled_and_frees_the_session_within_a_second(progr
             with anyio.fail_after(30):
                 ended = await follow(client, created)
             assert ended.status == "cancelled", ended
-            start = time.monotonic()
+            # The session's lock is free: a session still held would answer session_busy once
+            # this call's timeout_ms (100 ms) and grace are over (as for the plain g above).
             after = await call(client, "run_command", session_id=sid, command="r rip", timeout_ms=100)
-            elapsed = time.monotonic() - start
             assert not (after.is_error and "session_busy" in text(after)), text(after)
-            assert elapsed < FREED_WITHIN, f"the session was busy for {elapsed:.2f} s after the cancel"
             assert ok(await call(client, "break_in", session_id=sid))["run_state"] == "halted"
             ok(await call(client, "close_session", session_id=sid))
     finally:

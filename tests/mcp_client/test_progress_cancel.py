@@ -27,10 +27,10 @@ pytestmark = pytest.mark.anyio
 SHARED = shared_testdata()
 BIG_DUMP = SHARED / "mozilla-minidump-stackwalk-pgo" / "pgo_data" / "minidumps" / "windows-aarch64.dmp"
 SEARCH = 's -a 0 L?7fffffffffffffff "no such text anywhere"'
-# Seconds the next call on a session may take after a cancel: the cancelled search must have
-# stopped (it checks every MiB, about 0.1 s in a debug build; one whole search takes 0.6 to
-# 1.3 s there).
-PROMPT = 0.5
+# How long the next call on a session waits for it after a cancel (its timeout_ms) before it
+# answers session_busy: the cancelled search must have stopped by then (it checks every MiB,
+# about 0.1 s in a debug build; one whole search takes 0.6 to 1.3 s there).
+PROMPT_MS = 500
 
 
 def server_args(scratch) -> list[str]:
@@ -125,19 +125,16 @@ async def test_a_cancelled_batch_stops_and_the_session_answers(corpus: Target) -
         await cancel_after_first_progress(
             client, "run_command", {"session_id": sid, "command": "; ".join([SEARCH] * 8)}
         )
-        start = time.monotonic()
-        after = ok(await call(client, "run_command", session_id=sid, command="k"))
-        elapsed = time.monotonic() - start
+        # A session still held by the cancelled search answers session_busy once this call's
+        # timeout_ms is over: the answer itself says whether the session was free in time.
+        after = ok(await call(client, "run_command", session_id=sid, command="k", timeout_ms=PROMPT_MS))
         assert after["results"][0]["output"] == stack
-        assert elapsed < PROMPT, f"the session was busy for {elapsed:.2f} s after the cancel"
 
 
 async def test_a_cancelled_triage_stops_and_the_server_answers(corpus: Target) -> None:
     async with corpus.connect() as client:
         await cancel_after_first_progress(client, "triage_dumps", {"directory": str(SHARED), "recursive": True})
-        start = time.monotonic()
         sessions = ok(await call(client, "list_sessions"))
-        assert time.monotonic() - start < PROMPT
         assert isinstance(sessions["sessions"], list)
         again = ok(await call(client, "triage_dumps", directory=str(SHARED), recursive=True))
         assert again["dumps"] > 0 and not any(f["error"] == "cancelled" for f in again["failed"])
@@ -148,6 +145,5 @@ async def test_a_batch_past_its_time_limit_is_cancelled_too(corpus: Target) -> N
         sid = ok(await call(client, "open_dump", path=str(BIG_DUMP)))["session_id"]
         run = ran(await call(client, "run_command", session_id=sid, command="; ".join([SEARCH] * 8), timeout_ms=50))
         assert [r["status"] for r in run["results"]][:2] == ["timed_out", "not_executed"], run["results"]
-        start = time.monotonic()
-        ok(await call(client, "run_command", session_id=sid, command="k"))
-        assert time.monotonic() - start < PROMPT, "the timed-out search kept the session busy"
+        # As above: session_busy if the timed-out search still held the session.
+        ok(await call(client, "run_command", session_id=sid, command="k", timeout_ms=PROMPT_MS))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,9 +36,9 @@ COPIES = 12
 # Four searches over the largest dump: seconds in a debug build, far past the time within which
 # a call is answered directly (0.2 s), so the call becomes a task.
 SEARCHES = "; ".join([SEARCH] * 4)
-# How soon after a cancelled task reports `cancelled` its session must answer (issue 36: "the
-# session is usable again within a second"); the next call is itself a task, polled.
-FREED_WITHIN = 1.0
+# How long after a cancelled task reports `cancelled` its session may still be held (issue 36:
+# "the session is usable again within a second"): the next call's timeout_ms.
+FREED_WITHIN_MS = 1000
 
 
 @pytest.fixture(scope="module")
@@ -146,11 +145,10 @@ async def test_a_cancelled_task_stops_and_frees_its_session(modern: Target) -> N
         with anyio.fail_after(30):
             ended = await follow(client, working)
         assert ended.status == "cancelled", ended
-        start_at = time.monotonic()
-        after = ok(await call(client, "run_command", session_id=sid, command="k"))
-        elapsed = time.monotonic() - start_at
+        # A session still held by the cancelled task answers session_busy once this call's
+        # timeout_ms is over: the answer says whether the session was free within it.
+        after = ok(await call(client, "run_command", session_id=sid, command="k", timeout_ms=FREED_WITHIN_MS))
         assert after["results"][0]["status"] == "succeeded", after
-        assert elapsed < FREED_WITHIN, f"the session was busy for {elapsed:.2f} s after the cancel"
 
 
 async def test_a_task_of_one_client_is_unknown_to_another(tasks_http: HttpServer) -> None:
