@@ -388,10 +388,7 @@ fn mcp(
         .idle_timeout(idle_timeout)
         .symbol_servers(options.symbol_servers)
         .symbol_memory(options.symbol_memory)
-        .with_profile(options.profile);
-    if let Some(target) = options.startup {
-        server = server.with_startup_target(target);
-    }
+        .with_surface(ntdbg_mcp::profile_surface(options.profile, options.startup));
     if let Some(db) = options.db {
         server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }

@@ -42,11 +42,13 @@ mod server;
 mod sessions;
 mod state;
 mod stdio;
+mod surface;
 mod symbol_policy;
 mod tasks;
 mod text;
 mod tool_sets;
 mod tools;
+mod triage_text;
 
 pub use attach_policy::AttachPolicy;
 pub use error::ToolError;
@@ -54,11 +56,12 @@ pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_
 pub use listener::HttpLimits;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
-pub use profiles::{ntoseye_startup_target, Profile, StartupTarget};
+pub use profiles::{ntoseye_startup_target, surface as profile_surface, Profile, StartupTarget};
 pub use schema::result_schemas;
 pub use server::NtdbgServer;
 pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, shutdown_signal, MAX_LINE};
+pub use surface::{Api, ServesApi, ToolSurface};
 pub use tool_sets::ToolSet;
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.
@@ -93,7 +96,7 @@ pub fn run(server: NtdbgServer, transport: Transport) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(server.open_startup_target())?;
+    runtime.block_on(server.start())?;
     let state = server.state().clone();
     let served = runtime.block_on(async move {
         server.spawn_idle_sweeper();

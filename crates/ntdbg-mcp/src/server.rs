@@ -14,15 +14,15 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::paths::AllowedDirs;
-use crate::profiles::{self, ImplicitSession, Profile, StartupTarget};
 use crate::progress::CallInterrupt;
 use crate::redact::transcript::{Entry, Transcript};
 use crate::redact::Redactor;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
+use crate::surface::{Api, ServesApi, ToolSurface};
 use crate::tasks::{self, Admit, StatusSink};
-use crate::tool_sets::ToolSet;
+use crate::tool_sets::{ToolKinds, ToolSet};
 use crate::tools;
 use ntdbg_analysis::triage::TriageResult;
 use ntdbg_analysis::Report;
@@ -56,10 +56,10 @@ const WAIT_FOR_EVENT: &str = "Wait up to timeout_ms (default 30000) for a runnin
 #[derive(Debug, Clone)]
 pub struct NtdbgServer {
     state: Arc<State>,
-    profile: Profile,
+    /// The tools served in place of ntdbg's own (`--profile`), if any.
+    surface: Option<Arc<ToolSurface<NtdbgServer>>>,
     /// The tool set chosen (`--tools`); `None`: by whether live targets are allowed.
     tool_set: Option<ToolSet>,
-    implicit: Arc<ImplicitSession>,
     /// `--redact`: what every result passes through before it leaves.
     redactor: Option<Arc<Redactor>>,
     /// `--transcript`: where every call and its result are recorded.
@@ -78,9 +78,8 @@ impl NtdbgServer {
     pub fn new(allowed: AllowedDirs) -> NtdbgServer {
         NtdbgServer {
             state: Arc::new(State::new(allowed)),
-            profile: Profile::Ntdbg,
+            surface: None,
             tool_set: None,
-            implicit: Arc::default(),
             redactor: None,
             transcript: None,
             tool_router: Self::tool_router(),
@@ -101,9 +100,10 @@ impl NtdbgServer {
         self
     }
 
-    /// Serves `profile`'s tools and prompts instead of ntdbg's own (see [`Profile`]).
-    pub fn with_profile(mut self, profile: Profile) -> NtdbgServer {
-        self.profile = profile;
+    /// Serves `surface`'s tools and prompts instead of ntdbg's own (a drop-in profile; see
+    /// [`ToolSurface`]); `None`: ntdbg's own.
+    pub fn with_surface(mut self, surface: Option<ToolSurface<NtdbgServer>>) -> NtdbgServer {
+        self.surface = surface.map(Arc::new);
         self.route();
         self
     }
@@ -135,33 +135,27 @@ impl NtdbgServer {
             .unwrap_or_else(|| ToolSet::default_for(self.live_targets_allowed()))
     }
 
-    /// Builds the routers: the profile's tools and prompts, the crash store's tool when the
-    /// server has a database, less what the tool set leaves out.
+    /// Builds the routers: the surface's tools and prompts (else ntdbg's own), the crash
+    /// store's tool when the server has a database, less what the tool set leaves out.
     fn route(&mut self) {
-        (self.tool_router, self.prompt_router) = match self.profile {
-            Profile::Ntdbg => (Self::tool_router(), Self::prompt_router()),
-            Profile::McpWindbg => (
-                Self::mcp_windbg_tools() + Self::mcp_windbg_legacy_tools(),
-                Self::mcp_windbg_prompts(),
+        let kinds;
+        (self.tool_router, self.prompt_router, kinds) = match &self.surface {
+            Some(surface) => (
+                surface.tools.clone(),
+                surface.prompts.clone(),
+                surface.kinds,
             ),
-            Profile::WindbgMcp => (Self::windbg_mcp_tools(), PromptRouter::new()),
-            Profile::Ntoseye => (Self::ntoseye_tools(), PromptRouter::new()),
-            Profile::Chensiling => (Self::chensiling_tools(), PromptRouter::new()),
+            None => (Self::tool_router(), Self::prompt_router(), ToolKinds::NTDBG),
         };
         if self.state.crash_store.is_some() {
-            self.tool_router += Self::crash_store_tools();
+            self.tool_router +=
+                ToolSurface::hosted(Api::clone, Api::crash_store_tools(), PromptRouter::new())
+                    .tools;
         }
-        for name in self.tool_set().left_out(self.profile) {
+        for name in self.tool_set().left_out(kinds) {
             self.tool_router.remove_route(name);
             self.prompt_router.remove_route(name);
         }
-    }
-
-    /// The target the windbg-mcp, ntoseye or chensiling profile's tools work on, opened by
-    /// [`open_startup_target`](Self::open_startup_target).
-    pub fn with_startup_target(self, target: StartupTarget) -> NtdbgServer {
-        self.implicit.set_startup(target);
-        self
     }
 
     /// Serves `query_crashes` on the crash database at `store` (`ntdbg mcp --db`); without
@@ -177,9 +171,16 @@ impl NtdbgServer {
         &self.state
     }
 
-    /// The one session of the windbg-mcp, ntoseye and chensiling profiles.
-    pub(crate) fn implicit(&self) -> &ImplicitSession {
-        &self.implicit
+    /// Does what the surface does when serving starts (opens the target a single-session
+    /// profile was given on the command line, say).
+    ///
+    /// # Errors
+    /// The surface's start failed (the message says why, for the command line).
+    pub async fn start(&self) -> std::io::Result<()> {
+        match &self.surface {
+            Some(surface) => surface.start(&self.api()).await,
+            None => Ok(()),
+        }
     }
 
     /// Keeps every session this server opens off symbol servers (as `NTDBG_OFFLINE=1` does).
@@ -224,6 +225,12 @@ impl NtdbgServer {
     /// The tool definitions, as `tools/list` returns them.
     pub fn tools(&self) -> Vec<rmcp::model::Tool> {
         self.tool_router.list_all()
+    }
+}
+
+impl ServesApi for NtdbgServer {
+    fn api(&self) -> Api {
+        Api::new(self.state.clone())
     }
 }
 
@@ -381,7 +388,7 @@ impl ServerHandler for NtdbgServer {
             .build();
         let mut instructions = format!(
             "{} Files are limited to: {}.",
-            profiles::workflow(self.profile).unwrap_or(WORKFLOW),
+            self.surface.as_ref().map_or(WORKFLOW, |s| s.workflow),
             self.state.allowed.describe().join(", ")
         );
         if let Some(redactor) = &self.redactor {

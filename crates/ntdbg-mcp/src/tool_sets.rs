@@ -7,8 +7,6 @@
 //! A tool left out is not routed either: a call to it answers "tool not found", as for any
 //! name the server does not have.
 
-use crate::profiles::Profile;
-
 /// Which tools a server lists and answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolSet {
@@ -43,12 +41,12 @@ impl ToolSet {
         }
     }
 
-    /// The tool and prompt names of `profile` this set leaves out.
-    pub(crate) fn left_out(self, profile: Profile) -> &'static [&'static str] {
+    /// The names among `kinds`' tools and prompts this set leaves out.
+    pub(crate) fn left_out(self, kinds: ToolKinds) -> &'static [&'static str] {
         match self {
             ToolSet::All => &[],
-            ToolSet::Dumps => live_only(profile),
-            ToolSet::Live => dump_only(profile),
+            ToolSet::Dumps => kinds.live_only,
+            ToolSet::Live => kinds.dump_only,
         }
     }
 }
@@ -64,29 +62,20 @@ impl std::str::FromStr for ToolSet {
     }
 }
 
-/// The tools and prompts of `profile` that only a live target can use.
-fn live_only(profile: Profile) -> &'static [&'static str] {
-    match profile {
-        Profile::Ntdbg => &["attach", "break_in", "wait_for_event"],
-        Profile::McpWindbg => &[
-            "open_cdb_remote",
-            "open_kd_session",
-            "send_ctrl_break",
-            "wait_for_break",
-            "remote-triage",
-            "open_windbg_remote",
-            "close_windbg_remote",
-        ],
-        Profile::WindbgMcp => &["wm_break_in", "wm_wait_event"],
-        Profile::Ntoseye => &[],
-        Profile::Chensiling => &["windbg_write_memory", "windbg_breakpoint", "windbg_control"],
-    }
+/// Which of a server's tools and prompts work on one kind of target only.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ToolKinds {
+    /// The names only a live target can use.
+    pub(crate) live_only: &'static [&'static str],
+    /// The names only a dump file can use.
+    pub(crate) dump_only: &'static [&'static str],
 }
 
-/// The tools and prompts of `profile` that only a dump file can use.
-fn dump_only(profile: Profile) -> &'static [&'static str] {
-    match profile {
-        Profile::Ntdbg => &[
+impl ToolKinds {
+    /// ntdbg's own tools and prompts.
+    pub(crate) const NTDBG: ToolKinds = ToolKinds {
+        live_only: &["attach", "break_in", "wait_for_event"],
+        dump_only: &[
             "list_dumps",
             "triage_dumps",
             "open_dump",
@@ -94,18 +83,7 @@ fn dump_only(profile: Profile) -> &'static [&'static str] {
             "triage-dump",
             "triage-kernel-dump",
         ],
-        Profile::McpWindbg => &[
-            "list_dumps",
-            "open_cdb_dump",
-            "open_kd_dump",
-            "dump-triage",
-            "kernel-triage",
-            "open_windbg_dump",
-            "close_windbg_dump",
-            "list_windbg_dumps",
-        ],
-        Profile::WindbgMcp | Profile::Ntoseye | Profile::Chensiling => &[],
-    }
+    };
 }
 
 #[cfg(test)]
@@ -124,15 +102,5 @@ mod tests {
     fn the_default_lists_live_tools_only_where_live_targets_are_allowed() {
         assert_eq!(ToolSet::default_for(true), ToolSet::All);
         assert_eq!(ToolSet::default_for(false), ToolSet::Dumps);
-    }
-
-    #[test]
-    fn no_set_leaves_out_a_tool_of_every_target() {
-        for profile in Profile::ALL {
-            for name in ["run_command", "analyze_crash", "read_output", "command"] {
-                assert!(!live_only(profile).contains(&name), "{name}");
-                assert!(!dump_only(profile).contains(&name), "{name}");
-            }
-        }
     }
 }

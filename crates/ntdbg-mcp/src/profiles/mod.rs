@@ -1,12 +1,11 @@
 //! Drop-in tool profiles: the tool names and parameters of other WinDbg MCP servers, so their
 //! users switch to ntdbg by changing one line of their MCP configuration.
 //!
-//! A profile is another tool router (and prompt router) on the same [`NtdbgServer`]: each of
-//! its tools translates its arguments into those of an ntdbg tool, calls the same function in
-//! [`crate::tools`] the default tool calls, and shapes the answer the way that server's users
-//! expect. Sessions, limits, security and the engine are the default profile's.
-//!
-//! [`NtdbgServer`]: crate::NtdbgServer
+//! A profile is a [`ToolSurface`] handed to the server: its tools are methods of [`Host`],
+//! each translating its arguments into those of an ntdbg tool, calling the same function in
+//! [`crate::tools`] the default tool calls, and shaping the answer the way that server's users
+//! expect. Sessions, limits, security and the engine are the server's; the server knows no
+//! profile.
 
 mod chensiling;
 mod mcp_windbg;
@@ -18,8 +17,13 @@ pub(crate) use windbg_mcp::Slot;
 pub use windbg_mcp::{ImplicitSession, StartupTarget};
 
 use crate::dto::CommandStatus;
+use crate::server::NtdbgServer;
+use crate::state::State;
+use crate::surface::{Api, ToolSurface};
 use crate::tools::commands::BatchOutput;
+use rmcp::handler::server::router::prompt::PromptRouter;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// Which tool set the server exposes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -77,15 +81,66 @@ impl std::str::FromStr for Profile {
     }
 }
 
-/// The workflow sentence of a profile's server instructions; `None` for the default profile.
-pub fn workflow(profile: Profile) -> Option<&'static str> {
-    match profile {
-        Profile::Ntdbg => None,
-        Profile::McpWindbg => Some(mcp_windbg::WORKFLOW),
-        Profile::WindbgMcp => Some(windbg_mcp::WORKFLOW),
-        Profile::Ntoseye => Some(ntoseye::WORKFLOW),
-        Profile::Chensiling => Some(chensiling::WORKFLOW),
+/// What the profiles' tools are methods of: the server, and the one session of the
+/// single-session profiles.
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    api: Api,
+    implicit: Arc<ImplicitSession>,
+}
+
+impl Host {
+    /// The state every connection shares.
+    pub(crate) fn state(&self) -> &Arc<State> {
+        self.api.state()
     }
+
+    /// The one session of the windbg-mcp, ntoseye and chensiling profiles.
+    pub(crate) fn implicit(&self) -> &ImplicitSession {
+        &self.implicit
+    }
+}
+
+/// The tools and prompts of `profile`, whose single-session tools open `startup` when the
+/// server starts; `None` for ntdbg's own tools.
+pub fn surface(
+    profile: Profile,
+    startup: Option<StartupTarget>,
+) -> Option<ToolSurface<NtdbgServer>> {
+    let implicit = Arc::new(ImplicitSession::default());
+    if let Some(target) = startup {
+        implicit.set_startup(target);
+    }
+    let host = move |api: &Api| Host {
+        api: api.clone(),
+        implicit: implicit.clone(),
+    };
+    let none = PromptRouter::new;
+    let surface = match profile {
+        Profile::Ntdbg => return None,
+        Profile::McpWindbg => ToolSurface::hosted(
+            host.clone(),
+            Host::mcp_windbg_tools() + Host::mcp_windbg_legacy_tools(),
+            Host::mcp_windbg_prompts(),
+        )
+        .with_workflow(mcp_windbg::WORKFLOW)
+        .with_kinds(mcp_windbg::LIVE_ONLY, mcp_windbg::DUMP_ONLY),
+        Profile::WindbgMcp => ToolSurface::hosted(host.clone(), Host::windbg_mcp_tools(), none())
+            .with_workflow(windbg_mcp::WORKFLOW)
+            .with_kinds(&["wm_break_in", "wm_wait_event"], &[]),
+        Profile::Ntoseye => ToolSurface::hosted(host.clone(), Host::ntoseye_tools(), none())
+            .with_workflow(ntoseye::WORKFLOW),
+        Profile::Chensiling => ToolSurface::hosted(host.clone(), Host::chensiling_tools(), none())
+            .with_workflow(chensiling::WORKFLOW)
+            .with_kinds(
+                &["windbg_write_memory", "windbg_breakpoint", "windbg_control"],
+                &[],
+            ),
+    };
+    Some(surface.with_start(move |api| {
+        let host = host(api);
+        async move { host.open_startup_target().await }
+    }))
 }
 
 /// Most bytes of command output one profile answer carries (the profiles have no tool to
@@ -146,7 +201,7 @@ mod tests {
     fn names(profile: Profile) -> Vec<String> {
         let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
         let mut names: Vec<String> = NtdbgServer::new(allowed)
-            .with_profile(profile)
+            .with_surface(surface(profile, None))
             .tools()
             .iter()
             .map(|t| t.name.to_string())
@@ -276,7 +331,7 @@ mod tests {
         let windbg = names_in(
             server()
                 .with_tools(Some(ToolSet::Dumps))
-                .with_profile(Profile::McpWindbg),
+                .with_surface(surface(Profile::McpWindbg, None)),
         );
         assert!(windbg.contains(&"open_cdb_dump".to_string()));
         assert!(
@@ -298,10 +353,23 @@ mod tests {
     }
 
     #[test]
+    fn no_set_leaves_out_a_tool_of_every_target() {
+        for p in Profile::ALL {
+            let kinds = surface(p, None).map_or(crate::tool_sets::ToolKinds::NTDBG, |s| s.kinds);
+            for name in ["run_command", "analyze_crash", "read_output", "command"] {
+                assert!(!kinds.live_only.contains(&name), "{name}");
+                assert!(!kinds.dump_only.contains(&name), "{name}");
+            }
+        }
+    }
+
+    #[test]
     fn every_profile_stays_within_the_tools_list_budget() {
         for p in Profile::ALL {
             let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
-            let tools = NtdbgServer::new(allowed).with_profile(p).tools();
+            let tools = NtdbgServer::new(allowed)
+                .with_surface(surface(p, None))
+                .tools();
             let size = serde_json::to_string(&tools).expect("json").len();
             assert!(
                 size < crate::limits::TOOLS_LIST_BUDGET,

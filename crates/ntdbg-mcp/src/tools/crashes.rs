@@ -4,8 +4,8 @@
 use crate::dto::OutputFormat;
 use crate::error::ToolError;
 use crate::rendered::Rendered;
-use crate::server::NtdbgServer;
 use crate::state::{blocking, State};
+use crate::surface::Api;
 use ntdbg_engine::ErrorCode;
 use ntdbg_objects::{keys, ObjectUrl, Objects, StoreUrl};
 use ntdbg_store::{
@@ -57,7 +57,7 @@ pub enum QueryCrashesResult {
 }
 
 #[tool_router(router = crash_store_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Api {
     #[tool(
         input_schema = crate::schema::input::<QueryCrashesParams>(),
         description = QUERY_CRASHES,
@@ -103,7 +103,7 @@ pub async fn query_crashes(
     })
     .await?;
     let text = match &answer {
-        QueryCrashesResult::Buckets(b) => crate::tools::dumps::triage_text(b, Path::new("")),
+        QueryCrashesResult::Buckets(b) => crate::triage_text::triage_text(b, Path::new("")),
         QueryCrashesResult::Modules(m) => versions_text(m),
     };
     Ok(Rendered::new(answer, text).text_only(text_only))

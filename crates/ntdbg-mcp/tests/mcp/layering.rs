@@ -1,7 +1,7 @@
 //! Layering: no crate below the front ends names an MCP tool in a message. Hints that name
 //! tools are added by this server, by error code; the CLI adds its own.
 
-use ntdbg_mcp::{AllowedDirs, NtdbgServer, Profile};
+use ntdbg_mcp::{profile_surface, AllowedDirs, NtdbgServer, Profile};
 use std::path::{Path, PathBuf};
 
 /// The crates whose messages every front end shows.
@@ -18,7 +18,11 @@ fn tool_names() -> Vec<String> {
     let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
     let mut names: Vec<String> = Profile::ALL
         .into_iter()
-        .flat_map(|p| NtdbgServer::new(allowed.clone()).with_profile(p).tools())
+        .flat_map(|p| {
+            NtdbgServer::new(allowed.clone())
+                .with_surface(profile_surface(p, None))
+                .tools()
+        })
         .map(|t| t.name.to_string())
         .filter(|n| n.contains('_'))
         .collect();

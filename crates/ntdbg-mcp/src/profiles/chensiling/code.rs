@@ -9,7 +9,7 @@ use super::args::{
 };
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
 use super::run::Target;
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use serde_json::{json, Value};
 
 /// Records an argument error and says whether there was one.
@@ -74,7 +74,7 @@ fn auto_route(what: &str) -> (LookupKind, &'static str) {
     (LookupKind::Symbol, "default symbol-search route")
 }
 
-impl NtdbgServer {
+impl Host {
     pub(super) async fn cs_disassemble(&self, a: DisassembleArgs) -> Envelope {
         let mut reply = Reply::new("windbg_disassemble");
         let n = count(&a.count, "count", Some(8), 1, 128);

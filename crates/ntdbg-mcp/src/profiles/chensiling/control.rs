@@ -12,7 +12,7 @@ use super::envelope::{args, CoreResult, Envelope, Reply, Stage, Verification};
 use super::run::Target;
 use crate::client::ClientId;
 use crate::dto::SessionParams;
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use crate::tools;
 use ntdbg_engine::live::{BreakKind, Breakpoint};
 use serde_json::{json, Value};
@@ -77,7 +77,7 @@ fn dump_refused(reply: &mut Reply, target: &Target, what: &str) -> bool {
     true
 }
 
-impl NtdbgServer {
+impl Host {
     /// The profile's target as it is now (its run state after a command).
     fn cs_refresh(&self, fallback: &Target) -> Target {
         let mut scratch = Reply::new("windbg_session");

@@ -5,7 +5,7 @@
 use super::args::{count, AnalyzeArgs, AnalyzeScope, BacktraceArgs, ContextArgs, ContextScope};
 use super::envelope::{args, Envelope, Reply, Stage, Verification};
 use super::run::{Ran, Target};
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use serde_json::{json, Value};
 
 /// Frames Windbg-MCP's crash analysis shows.
@@ -73,7 +73,7 @@ fn bounded(reply: &mut Reply, ran: Option<&Ran>, key: &str, name: &str, limit: u
     }
 }
 
-impl NtdbgServer {
+impl Host {
     pub(super) async fn cs_context(&self, a: ContextArgs) -> Envelope {
         let mut reply = Reply::new("windbg_context");
         let limits = (

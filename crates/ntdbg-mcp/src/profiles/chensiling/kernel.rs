@@ -7,7 +7,7 @@ use super::args::{intent_text, BlackboxArgs, MappingArgs, ModuleArgs, PoolArgs, 
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
 use super::run::Target;
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use serde_json::{Map, Value};
 
 /// Refuses a kernel-only tool on a user-mode target; says whether it did.
@@ -44,7 +44,7 @@ fn not_available(reply: &mut Reply, command: &str, instead: (&str, Map<String, V
         .next(instead.0, instead.1, instead.2);
 }
 
-impl NtdbgServer {
+impl Host {
     pub(super) async fn cs_thread(&self, a: ThreadArgs) -> Envelope {
         let mut reply = Reply::new("windbg_thread");
         let include_raw = a.include_raw.unwrap_or(false);

@@ -24,8 +24,8 @@ use args::{
 };
 use envelope::Envelope;
 
+use crate::profiles::Host;
 use crate::schema;
-use crate::server::NtdbgServer;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};
@@ -36,7 +36,7 @@ pub const WORKFLOW: &str = "Windows debugging (ntdbg, Windbg-MCP tool names) on 
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
 #[tool_router(router = chensiling_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     #[tool(
         input_schema = schema::input::<ContextArgs>(),
         output_schema = envelope::output_schema(),

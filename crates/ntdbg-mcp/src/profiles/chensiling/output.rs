@@ -7,7 +7,7 @@ use super::envelope::{Envelope, Reply, Stage};
 use super::run::timeout_ms;
 use crate::client::ClientId;
 use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use crate::text::floor_char;
 use crate::tools;
 use rmcp::model::{CallToolResult, ContentBlock};
@@ -15,7 +15,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 /// Largest page `windbg_output` returns.
 const MAX_PAGE: u64 = 0x8000;
 
-impl NtdbgServer {
+impl Host {
     pub(super) async fn cs_output(&self, a: OutputArgs) -> Envelope {
         let mut reply = Reply::new("windbg_output");
         let id = a.command_id.trim().to_string();

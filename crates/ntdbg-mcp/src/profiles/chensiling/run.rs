@@ -6,7 +6,7 @@
 use super::envelope::{args, Execution, Parse, Reply, Source, Stage};
 use crate::client::ClientId;
 use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use crate::text::floor_char;
 use crate::tools;
 use serde_json::{json, Value};
@@ -121,7 +121,7 @@ impl Target {
     }
 }
 
-impl NtdbgServer {
+impl Host {
     /// The profile's session, or an error in `reply` saying why there is none.
     pub(super) fn chensiling_target(&self, reply: &mut Reply) -> Option<Target> {
         let found = self.implicit().id().and_then(|id| {

@@ -12,8 +12,8 @@ use super::ids::Mode;
 use super::{needs_cdb_engine, time_limit, OPEN_TIMEOUT_S};
 use crate::dto::{CloseSessionParams, OpenDumpParams};
 use crate::error::ToolError;
+use crate::profiles::Host;
 use crate::schema;
-use crate::server::NtdbgServer;
 use crate::sessions::DumpIdentity;
 use crate::tools;
 use rmcp::handler::server::wrapper::Parameters;
@@ -117,7 +117,7 @@ const CLOSE_WINDBG_REMOTE: &str =
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
 #[tool_router(router = mcp_windbg_legacy_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     #[tool(
         input_schema = schema::input::<ListDumpsArgs>(),
         description = LIST_WINDBG_DUMPS,
@@ -228,7 +228,7 @@ impl NtdbgServer {
     }
 }
 
-impl NtdbgServer {
+impl Host {
     /// The id of the session open on the dump at `path`, if any (0.x names sessions by path).
     pub(super) fn session_of_dump(&self, path: &str) -> Result<Option<String>, ToolError> {
         let canonical = self.state().allowed.check_existing(Path::new(path))?;

@@ -26,9 +26,9 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
+use crate::profiles::Host;
 use crate::rendered::Rendered;
 use crate::schema;
-use crate::server::NtdbgServer;
 use crate::state::{blocking, State};
 use crate::tools;
 use crate::tools::commands::MAX_TIMEOUT_MS;
@@ -42,6 +42,29 @@ use std::time::Duration;
 
 /// The workflow sentence of the server instructions.
 pub const WORKFLOW: &str = "Windows crash-dump analysis (ntdbg, mcp-windbg tool names). Workflow: list_dumps -> open_cdb_dump (user-mode dump) or open_kd_dump (kernel dump) -> run_cdb_command / run_kd_command with the session_id (\"kb\", \"r\", \"lm\", \"!analyze -v\") -> close_cdb_session / close_kd_session.";
+
+/// The tools and prompts only a live target can use.
+pub const LIVE_ONLY: &[&str] = &[
+    "open_cdb_remote",
+    "open_kd_session",
+    "send_ctrl_break",
+    "wait_for_break",
+    "remote-triage",
+    "open_windbg_remote",
+    "close_windbg_remote",
+];
+
+/// The tools and prompts only a dump file can use.
+pub const DUMP_ONLY: &[&str] = &[
+    "list_dumps",
+    "open_cdb_dump",
+    "open_kd_dump",
+    "dump-triage",
+    "kernel-triage",
+    "open_windbg_dump",
+    "close_windbg_dump",
+    "list_windbg_dumps",
+];
 
 const LIST_DUMPS: &str = "List the Windows crash dump files in a directory (default: the first allowed directory) with kind, arch, OS build and exception headline. Open user-mode dumps with open_cdb_dump, kernel dumps with open_kd_dump.";
 const OPEN_CDB_DUMP: &str = "Open and triage a user-mode Windows crash dump: runs .lastevent and !analyze -v (plus kb, lm, ~ when asked) and returns the output with `session_id: cdb-…` on the first line. Use the id with run_cdb_command and close_cdb_session. For a kernel dump (MEMORY.DMP, Minidump\\*.dmp) use open_kd_dump.";
@@ -209,7 +232,7 @@ fn needs_cdb_engine(tool: &str, instead: &str) -> ToolError {
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
 #[tool_router(router = mcp_windbg_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     #[tool(
         name = "list_dumps",
         input_schema = schema::input::<ListDumpsArgs>(),
@@ -379,7 +402,7 @@ impl NtdbgServer {
     }
 }
 
-impl NtdbgServer {
+impl Host {
     /// `open_cdb_dump` / `open_kd_dump`: open_dump, then the triage batch, within the time
     /// limit.
     async fn open_profile_dump(&self, a: OpenDumpArgs, mode: Mode) -> Result<String, ToolError> {

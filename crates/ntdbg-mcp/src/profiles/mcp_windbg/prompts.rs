@@ -1,6 +1,6 @@
 //! The mcp-windbg prompts: `dump-triage`, `remote-triage`, `kernel-triage`.
 
-use crate::server::NtdbgServer;
+use crate::profiles::Host;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{PromptMessage, Role};
 use rmcp::{prompt, prompt_router};
@@ -26,7 +26,7 @@ const REPORT: &str = "Report: what happened (exception or bugcheck, code, addres
 // The macro adds public `*_prompt_attr` functions without docs.
 #[allow(missing_docs)]
 #[prompt_router(router = "mcp_windbg_prompts", vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     /// Triage one crash dump.
     #[prompt(
         name = "dump-triage",

@@ -25,9 +25,9 @@ use crate::client::ClientId;
 use crate::dto::{
     CloseSessionParams, OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
+use crate::profiles::Host;
 use crate::profiles::{push_capped, Slot, StartupTarget};
 use crate::schema;
-use crate::server::NtdbgServer;
 use crate::tools;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
@@ -44,7 +44,7 @@ const CLOSE: &str = "Close the active debugger session (a live target is resumed
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
 #[tool_router(router = ntoseye_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     #[tool(
         name = "command",
         input_schema = schema::input::<CommandArgs>(),
@@ -153,7 +153,7 @@ impl NtdbgServer {
     }
 }
 
-impl NtdbgServer {
+impl Host {
     /// Runs the steps of a line in order until one fails: the output, whether all succeeded,
     /// and the typed result of a line of one command.
     async fn run_steps(

@@ -20,8 +20,8 @@ use crate::dto::{
 };
 use crate::error::ToolError;
 use crate::profiles::console_text;
+use crate::profiles::Host;
 use crate::schema;
-use crate::server::NtdbgServer;
 use crate::state::State;
 use crate::text::{floor_char, PREVIEW_THRESHOLD};
 use crate::tools;
@@ -198,7 +198,7 @@ fn run_cmd_value(ran: &BatchOutput, kernel: bool, preview_bytes: usize) -> Value
 // The macro adds public `*_tool_attr` functions without docs.
 #[allow(missing_docs)]
 #[tool_router(router = windbg_mcp_tools, vis = "pub(crate)")]
-impl NtdbgServer {
+impl Host {
     #[tool(
         description = WM_SESSION,
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
@@ -422,7 +422,7 @@ impl NtdbgServer {
     }
 }
 
-impl NtdbgServer {
+impl Host {
     /// Opens the single-session profile's target given at startup ([`Self::with_startup_target`]);
     /// does nothing without one.
     ///
