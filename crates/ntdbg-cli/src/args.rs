@@ -374,8 +374,8 @@ impl ChensilingArgs {
         attach: Option<String>,
         backend: Option<String>,
         connect: Option<String>,
-    ) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
-        use ntdbg_mcp::StartupTarget;
+    ) -> Result<Option<ntdbg_profiles::StartupTarget>, String> {
+        use ntdbg_profiles::StartupTarget;
         if backend.is_some() {
             return Err("--backend goes with --profile ntoseye".into());
         }
@@ -457,7 +457,7 @@ pub fn mcp_startup(
     backend: Option<String>,
     connect: Option<String>,
     chensiling: &ChensilingArgs,
-) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+) -> Result<Option<ntdbg_profiles::StartupTarget>, String> {
     if profile == ProfileArg::Chensiling {
         return chensiling.startup(dump, attach, backend, connect);
     }
@@ -508,14 +508,14 @@ pub enum ProfileArg {
     Chensiling,
 }
 
-impl From<ProfileArg> for ntdbg_mcp::Profile {
-    fn from(p: ProfileArg) -> ntdbg_mcp::Profile {
+impl From<ProfileArg> for ntdbg_profiles::Profile {
+    fn from(p: ProfileArg) -> ntdbg_profiles::Profile {
         match p {
-            ProfileArg::Ntdbg => ntdbg_mcp::Profile::Ntdbg,
-            ProfileArg::McpWindbg => ntdbg_mcp::Profile::McpWindbg,
-            ProfileArg::WindbgMcp => ntdbg_mcp::Profile::WindbgMcp,
-            ProfileArg::Ntoseye => ntdbg_mcp::Profile::Ntoseye,
-            ProfileArg::Chensiling => ntdbg_mcp::Profile::Chensiling,
+            ProfileArg::Ntdbg => ntdbg_profiles::Profile::Ntdbg,
+            ProfileArg::McpWindbg => ntdbg_profiles::Profile::McpWindbg,
+            ProfileArg::WindbgMcp => ntdbg_profiles::Profile::WindbgMcp,
+            ProfileArg::Ntoseye => ntdbg_profiles::Profile::Ntoseye,
+            ProfileArg::Chensiling => ntdbg_profiles::Profile::Chensiling,
         }
     }
 }
@@ -534,25 +534,25 @@ pub fn startup_target(
     attach: Option<String>,
     backend: Option<String>,
     connect: Option<String>,
-) -> Result<Option<ntdbg_mcp::StartupTarget>, String> {
+) -> Result<Option<ntdbg_profiles::StartupTarget>, String> {
     if connect.is_some() && backend.is_none() {
         return Err("--connect goes with --backend (--profile ntoseye)".into());
     }
     match (profile, dump, attach, backend) {
         (_, None, None, None) => Ok(None),
         (ProfileArg::WindbgMcp, Some(path), _, None) => {
-            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+            Ok(Some(ntdbg_profiles::StartupTarget::Dump(path)))
         }
         (ProfileArg::WindbgMcp, None, Some(target), None) => {
-            Ok(Some(ntdbg_mcp::StartupTarget::Attach(target)))
+            Ok(Some(ntdbg_profiles::StartupTarget::Attach(target)))
         }
         (ProfileArg::Ntoseye, Some(path), None, backend)
             if connect.is_none() && backend.as_deref().is_none_or(|b| b == "dump") =>
         {
-            Ok(Some(ntdbg_mcp::StartupTarget::Dump(path)))
+            Ok(Some(ntdbg_profiles::StartupTarget::Dump(path)))
         }
         (ProfileArg::Ntoseye, None, None, Some(backend)) => {
-            ntdbg_mcp::ntoseye_startup_target(&backend, connect.as_deref()).map(Some)
+            ntdbg_profiles::ntoseye_startup_target(&backend, connect.as_deref()).map(Some)
         }
         (ProfileArg::Ntoseye, ..) => Err(NTOSEYE_FLAGS.into()),
         (ProfileArg::WindbgMcp, ..) => Err(WINDBG_MCP_FLAGS.into()),
@@ -573,7 +573,7 @@ const PROFILE_FLAGS: &str = "--dump, --attach, --backend and --connect go with -
 #[cfg(test)]
 mod ntoseye_startup_tests {
     use super::*;
-    use ntdbg_mcp::StartupTarget;
+    use ntdbg_profiles::StartupTarget;
 
     #[test]
     fn ntoseye_flags_map_to_startup_targets() {
@@ -619,7 +619,9 @@ mod ntoseye_startup_tests {
                 None,
                 None
             ),
-            Ok(Some(ntdbg_mcp::StartupTarget::Attach("gdb:h:1".into())))
+            Ok(Some(ntdbg_profiles::StartupTarget::Attach(
+                "gdb:h:1".into()
+            )))
         );
     }
 }
@@ -645,7 +647,7 @@ pub struct TargetArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ntdbg_mcp::StartupTarget;
+    use ntdbg_profiles::StartupTarget;
 
     /// What `ntdbg mcp --profile chensiling ARGS` opens at startup, as `main` asks.
     fn chensiling(args: &[&str]) -> Result<Option<StartupTarget>, String> {

@@ -293,10 +293,10 @@ struct McpOptions {
     symbol_servers: Vec<String>,
     /// Bytes of parsed symbols the sessions share.
     symbol_memory: u64,
-    profile: ntdbg_mcp::Profile,
+    profile: ntdbg_profiles::Profile,
     /// `--tools`: the tool set (`None`: by whether live targets are allowed).
     tools: Option<ntdbg_mcp::ToolSet>,
-    startup: Option<ntdbg_mcp::StartupTarget>,
+    startup: Option<ntdbg_profiles::StartupTarget>,
     /// `--db`: the crash database query_crashes answers from.
     db: Option<String>,
     /// `--redact` (or `--redact-rules`): hide personal data in results.
@@ -388,7 +388,7 @@ fn mcp(
         .idle_timeout(idle_timeout)
         .symbol_servers(options.symbol_servers)
         .symbol_memory(options.symbol_memory)
-        .with_surface(ntdbg_mcp::profile_surface(options.profile, options.startup));
+        .with_surface(ntdbg_profiles::surface(options.profile, options.startup));
     if let Some(db) = options.db {
         server = server.with_crash_store(ntdbg_store::DbLocation::parse(Some(&db))?);
     }

@@ -199,3 +199,61 @@ fn the_readme_command_table_names_every_command() {
         "README.md's Commands table does not name: {missing:?}"
     );
 }
+
+/// The ntdbg crates a crate's Cargo.toml lists under `[dependencies]` (and target-specific
+/// dependency tables), sorted.
+fn ntdbg_dependencies(manifest: &str) -> Vec<String> {
+    let mut deps = Vec::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]"
+                || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+        } else if in_dependencies && line.starts_with("ntdbg-") {
+            let name = line.split(['.', ' ', '=']).next().unwrap_or(line);
+            deps.push(name.to_string());
+        }
+    }
+    deps.sort();
+    deps.dedup();
+    deps
+}
+
+#[test]
+fn the_architecture_dependency_table_is_each_crates_cargo_toml() {
+    // ARCHITECTURE.md's table of which crate depends on which is the map a newcomer reads
+    // first; it must be what the manifests say.
+    let architecture = repo_file("ARCHITECTURE.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut checked = 0;
+    for row in architecture.lines().filter(|l| l.starts_with("| ntdbg-")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (crates, listed) = (cells[1], cells[2]);
+        let mut listed: Vec<String> = listed
+            .split(',')
+            .map(|d| d.split_whitespace().next().unwrap_or("").to_string())
+            .filter(|d| d.starts_with("ntdbg-"))
+            .collect();
+        listed.sort();
+        for name in crates.split(',').map(str::trim) {
+            let manifest = repo_file(&format!("crates/{name}/Cargo.toml"));
+            assert_eq!(
+                ntdbg_dependencies(&manifest),
+                listed,
+                "ARCHITECTURE.md's row for {name} is not its Cargo.toml's [dependencies]"
+            );
+            checked += 1;
+        }
+    }
+    let crates = std::fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().join("Cargo.toml").exists())
+        })
+        .count();
+    assert_eq!(
+        checked, crates,
+        "ARCHITECTURE.md's table leaves out a crate"
+    );
+}

@@ -19,10 +19,11 @@
 //! ```
 
 mod admission;
+mod api;
 mod attach_policy;
 mod cache;
 mod client;
-mod dto;
+pub mod dto;
 mod error;
 mod http;
 mod idle;
@@ -31,13 +32,12 @@ mod listing;
 mod logging;
 mod memory;
 mod paths;
-mod profiles;
 mod progress;
 mod prompts;
 pub mod redact;
 mod rendered;
 mod report_text;
-mod schema;
+pub mod schema;
 mod server;
 mod sessions;
 mod state;
@@ -50,19 +50,25 @@ mod tool_sets;
 mod tools;
 mod triage_text;
 
+pub use api::Api;
 pub use attach_policy::AttachPolicy;
+pub use cache::CachedOutput;
 pub use error::ToolError;
 pub use http::{app, serve_http, HttpOptions, ShutdownHandle, LOCAL_ORIGINS, MAX_REQUEST_BODY};
 pub use listener::HttpLimits;
 pub use logging::init_stderr_logging;
 pub use paths::AllowedDirs;
-pub use profiles::{ntoseye_startup_target, surface as profile_surface, Profile, StartupTarget};
+pub use rendered::Rendered;
 pub use schema::result_schemas;
 pub use server::NtdbgServer;
+pub use sessions::SessionSlot;
+pub use state::blocking;
 pub use state::DEFAULT_IDLE_TIMEOUT;
 pub use stdio::{serve_io, serve_stdio, shutdown_signal, MAX_LINE};
-pub use surface::{Api, ServesApi, ToolSurface};
+pub use surface::{ServesApi, ToolSurface};
+pub use text::floor_char;
 pub use tool_sets::ToolSet;
+pub use tools::commands::{BatchOutput, CommandText};
 
 /// Output previews, batch limits and page sizes, as the tool contract states them.
 pub mod limits {

@@ -4,6 +4,7 @@
 //! connection's handler sees the same sessions and output cache. The `#[tool]` methods are
 //! thin; the work lives in [`crate::tools`].
 
+use crate::api::Api;
 use crate::attach_policy::AttachPolicy;
 use crate::client::ClientId;
 use crate::dto::{
@@ -20,7 +21,7 @@ use crate::redact::Redactor;
 use crate::rendered::Rendered;
 use crate::schema;
 use crate::state::State;
-use crate::surface::{Api, ServesApi, ToolSurface};
+use crate::surface::{ServesApi, ToolSurface};
 use crate::tasks::{self, Admit, StatusSink};
 use crate::tool_sets::{ToolKinds, ToolSet};
 use crate::tools;

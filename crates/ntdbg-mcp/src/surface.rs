@@ -9,7 +9,7 @@
 //!
 //! [`NtdbgServer::with_surface`]: crate::NtdbgServer::with_surface
 
-use crate::state::State;
+use crate::api::Api;
 use crate::tool_sets::ToolKinds;
 use rmcp::handler::server::prompt::PromptContext;
 use rmcp::handler::server::router::prompt::{PromptRoute, PromptRouter};
@@ -24,25 +24,6 @@ use std::sync::Arc;
 pub trait ServesApi: Send + Sync + 'static {
     /// The server as a surface's tools reach it.
     fn api(&self) -> Api;
-}
-
-/// The server as a surface's tools reach it: its sessions, allowed directories and limits.
-/// Cheap to clone; every clone is the same server.
-#[derive(Debug, Clone)]
-pub struct Api {
-    state: Arc<State>,
-}
-
-impl Api {
-    /// The handle on `state`.
-    pub(crate) fn new(state: Arc<State>) -> Api {
-        Api { state }
-    }
-
-    /// The state every connection shares.
-    pub(crate) fn state(&self) -> &Arc<State> {
-        &self.state
-    }
 }
 
 /// What a surface does when the server starts serving (open a target given on the command

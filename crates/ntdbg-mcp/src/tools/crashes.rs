@@ -1,11 +1,11 @@
 //! `query_crashes`: the crash database of `ntdbg mcp --db` (read-only), asked what
 //! `ntdbg crashes` answers. Listed only when the server has a database.
 
+use crate::api::Api;
 use crate::dto::OutputFormat;
 use crate::error::ToolError;
 use crate::rendered::Rendered;
 use crate::state::{blocking, State};
-use crate::surface::Api;
 use ntdbg_engine::ErrorCode;
 use ntdbg_objects::{keys, ObjectUrl, Objects, StoreUrl};
 use ntdbg_store::{

@@ -7,7 +7,6 @@ mod common;
 mod errors;
 mod exact_json;
 mod http;
-mod layering;
 mod live;
 mod protocol;
 mod schemas;

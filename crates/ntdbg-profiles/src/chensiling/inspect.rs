@@ -5,7 +5,7 @@
 use super::args::{count, AnalyzeArgs, AnalyzeScope, BacktraceArgs, ContextArgs, ContextScope};
 use super::envelope::{args, Envelope, Reply, Stage, Verification};
 use super::run::{Ran, Target};
-use crate::profiles::Host;
+use crate::Host;
 use serde_json::{json, Value};
 
 /// Frames Windbg-MCP's crash analysis shows.

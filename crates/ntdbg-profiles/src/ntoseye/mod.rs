@@ -21,14 +21,12 @@ use ntdbg_engine::ErrorCode;
 use refusal::{no_session, still_opening, Refusal};
 use reply::{line_output, single_result, without_trailer, CommandReply, CommandValue};
 
-use crate::client::ClientId;
-use crate::dto::{
+use crate::Host;
+use crate::{push_capped, Slot, StartupTarget};
+use ntdbg_mcp::dto::{
     CloseSessionParams, OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
-use crate::profiles::Host;
-use crate::profiles::{push_capped, Slot, StartupTarget};
-use crate::schema;
-use crate::tools;
+use ntdbg_mcp::schema;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router, ErrorData};
@@ -66,7 +64,7 @@ impl Host {
             Ok(steps) => self.run_steps(&id, &steps, timeout_ms, format).await,
             Err(e) => (format!("{}\n", e.render()), false, None),
         };
-        let target = target::snapshot(self.state(), &id).await;
+        let target = target::snapshot(self.api(), &id).await;
         Ok(CommandReply {
             value: CommandValue {
                 ok,
@@ -146,7 +144,8 @@ impl Host {
             session_id: id,
             resume: None,
         };
-        tools::sessions::close_session(self.state(), params)
+        self.api()
+            .close_session(params)
             .await
             .map_err(|e| Refusal::failed("close failed", e))?;
         Ok(CallToolResult::structured(json!({ "status": "closed" })))
@@ -187,7 +186,7 @@ impl Host {
                         // ntoseye ends a line at its first failing command.
                         on_error: Some(ntdbg_commands::OnError::Stop),
                     };
-                    match tools::commands::run_batch(self.state(), params).await {
+                    match self.api().run_batch(params).await {
                         Ok(ran) => {
                             let (text, all) = line_output(&ran);
                             if steps.len() == 1 {
@@ -218,7 +217,7 @@ impl Host {
     /// one, or a dump, it does nothing and says so.
     async fn ntoseye_break(&self, id: &str) -> Result<String, String> {
         let halted = "the target is halted: break did nothing\n".to_string();
-        let live = match self.state().sessions.get(&ClientId::current(), id) {
+        let live = match self.api().session(id) {
             Ok(slot) => slot.live.clone(),
             Err(e) => return Err(format!("{}\n", e.render())),
         };
@@ -229,7 +228,8 @@ impl Host {
                 let params = SessionParams {
                     session_id: id.to_string(),
                 };
-                tools::live::break_in(self.state(), params)
+                self.api()
+                    .break_in(params)
                     .await
                     .map(|stopped| without_trailer(&stopped.text, &stopped.value.trailer))
                     .map_err(|e| format!("{}\n", e.render()))
@@ -242,13 +242,7 @@ impl Host {
     fn ntoseye_slot(&self) -> Slot {
         let slot = self.implicit().slot();
         if let Slot::Open(id) = &slot {
-            if !self
-                .state()
-                .sessions
-                .list(&ClientId::current())
-                .iter()
-                .any(|s| &s.id == id)
-            {
+            if !self.api().sessions().iter().any(|s| &s.id == id) {
                 self.implicit().forget(id);
                 return Slot::Empty;
             }
@@ -268,11 +262,7 @@ impl Host {
     /// An empty `command` line: waits up to `timeout_ms` for a live target to stop and
     /// answers what the stop printed; a dump never runs, so there is nothing to wait for.
     async fn wait_for_stop(&self, id: &str, timeout_ms: u64) -> String {
-        let is_live = self
-            .state()
-            .sessions
-            .get(&ClientId::current(), id)
-            .is_ok_and(|slot| slot.live.is_some());
+        let is_live = self.api().session(id).is_ok_and(|slot| slot.live.is_some());
         if !is_live {
             return String::new();
         }
@@ -281,7 +271,7 @@ impl Host {
             timeout_ms: Some(timeout_ms),
             since_ms: None,
         };
-        match tools::live::wait_for_event(self.state(), params).await {
+        match self.api().wait_for_event(params).await {
             Ok(waited) => {
                 let trailer = &waited.value.trailer;
                 let text = waited
@@ -296,7 +286,7 @@ impl Host {
 
     /// The processor count the target records, for `open`'s answer.
     async fn processors(&self, id: &str) -> Option<u32> {
-        let slot = self.state().sessions.get(&ClientId::current(), id).ok()?;
+        let slot = self.api().session(id).ok()?;
         let session = slot.session.lock().await;
         let count = session.target().system().cpu_count;
         (count > 0).then_some(count)

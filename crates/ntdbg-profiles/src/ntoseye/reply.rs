@@ -4,10 +4,10 @@
 
 use super::args::Format;
 use super::target::TargetSnapshot;
-use crate::dto::CommandStatus;
-use crate::profiles::push_capped;
-use crate::tools::commands::BatchOutput;
+use crate::push_capped;
 use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::dto::CommandStatus;
+use ntdbg_mcp::BatchOutput;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
 use rmcp::ErrorData;

@@ -7,7 +7,7 @@ use super::args::{intent_text, BlackboxArgs, MappingArgs, ModuleArgs, PoolArgs, 
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
 use super::run::Target;
-use crate::profiles::Host;
+use crate::Host;
 use serde_json::{Map, Value};
 
 /// Refuses a kernel-only tool on a user-mode target; says whether it did.

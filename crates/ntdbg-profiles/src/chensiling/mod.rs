@@ -24,8 +24,8 @@ use args::{
 };
 use envelope::Envelope;
 
-use crate::profiles::Host;
-use crate::schema;
+use crate::Host;
+use ntdbg_mcp::schema;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};

@@ -1,6 +1,6 @@
 //! The mcp-windbg prompts: `dump-triage`, `remote-triage`, `kernel-triage`.
 
-use crate::profiles::Host;
+use crate::Host;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{PromptMessage, Role};
 use rmcp::{prompt, prompt_router};

@@ -6,7 +6,7 @@
 //! execution status is the first source that did not complete, the core result is `usable`
 //! when there are observations and no errors, and `ok` needs every stage to be good.
 
-use crate::error::ToolError;
+use ntdbg_mcp::ToolError;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, JsonObject};
 use schemars::JsonSchema;

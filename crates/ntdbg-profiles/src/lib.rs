@@ -1,11 +1,21 @@
-//! Drop-in tool profiles: the tool names and parameters of other WinDbg MCP servers, so their
-//! users switch to ntdbg by changing one line of their MCP configuration.
+//! Drop-in tool profiles for the ntdbg MCP server: the tool names and parameters of other
+//! WinDbg MCP servers, so their users switch to ntdbg by changing one line of their MCP
+//! configuration (`ntdbg mcp --profile NAME`).
 //!
-//! A profile is a [`ToolSurface`] handed to the server: its tools are methods of [`Host`],
-//! each translating its arguments into those of an ntdbg tool, calling the same function in
-//! [`crate::tools`] the default tool calls, and shaping the answer the way that server's users
-//! expect. Sessions, limits, security and the engine are the server's; the server knows no
-//! profile.
+//! A profile is a [`ToolSurface`] handed to the server ([`surface`]): its tools are methods
+//! of `Host`, each translating its arguments into those of an ntdbg tool, making the same
+//! call through [`Api`] the default tool makes, and shaping the answer the way that server's
+//! users expect. Sessions, limits, security and the engine are the server's; the server knows
+//! no profile.
+//!
+//! ```no_run
+//! # fn main() -> std::io::Result<()> {
+//! use ntdbg_profiles::{surface, Profile};
+//! let allowed = ntdbg_mcp::AllowedDirs::new(&["dumps".into()])?;
+//! let server = ntdbg_mcp::NtdbgServer::new(allowed).with_surface(surface(Profile::McpWindbg, None));
+//! ntdbg_mcp::run(server, ntdbg_mcp::Transport::Stdio)
+//! # }
+//! ```
 
 mod chensiling;
 mod mcp_windbg;
@@ -16,11 +26,8 @@ pub use ntoseye::startup_target as ntoseye_startup_target;
 pub(crate) use windbg_mcp::Slot;
 pub use windbg_mcp::{ImplicitSession, StartupTarget};
 
-use crate::dto::CommandStatus;
-use crate::server::NtdbgServer;
-use crate::state::State;
-use crate::surface::{Api, ToolSurface};
-use crate::tools::commands::BatchOutput;
+use ntdbg_mcp::dto::CommandStatus;
+use ntdbg_mcp::{Api, BatchOutput, NtdbgServer, ToolSurface};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -90,9 +97,9 @@ pub(crate) struct Host {
 }
 
 impl Host {
-    /// The state every connection shares.
-    pub(crate) fn state(&self) -> &Arc<State> {
-        self.api.state()
+    /// The server.
+    pub(crate) fn api(&self) -> &Api {
+        &self.api
     }
 
     /// The one session of the windbg-mcp, ntoseye and chensiling profiles.
@@ -183,7 +190,7 @@ fn push_capped(text: &mut String, body: &str) -> bool {
     if text.len() <= MAX_TEXT {
         return true;
     }
-    let cut = crate::text::floor_char(text, MAX_TEXT);
+    let cut = ntdbg_mcp::floor_char(text, MAX_TEXT);
     text.truncate(cut);
     let _ = writeln!(
         text,
@@ -195,8 +202,7 @@ fn push_capped(text: &mut String, body: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paths::AllowedDirs;
-    use crate::NtdbgServer;
+    use ntdbg_mcp::{AllowedDirs, AttachPolicy, ToolSet};
 
     fn names(profile: Profile) -> Vec<String> {
         let allowed = AllowedDirs::new(&[std::env::temp_dir()]).expect("temp dir");
@@ -296,7 +302,6 @@ mod tests {
 
     #[test]
     fn each_tool_set_lists_its_tools() {
-        use crate::ToolSet;
         let dumps = names_in(server().with_tools(Some(ToolSet::Dumps)));
         assert_eq!(
             dumps,
@@ -342,12 +347,12 @@ mod tests {
 
     #[test]
     fn without_a_chosen_set_live_tools_are_listed_only_where_live_targets_are_allowed() {
-        let closed = server().with_attach_policy(crate::AttachPolicy::none());
-        assert_eq!(closed.tool_set(), crate::ToolSet::Dumps);
+        let closed = server().with_attach_policy(AttachPolicy::none());
+        assert_eq!(closed.tool_set(), ToolSet::Dumps);
         assert!(!names_in(closed).contains(&"attach".to_string()));
         let chosen = server()
-            .with_attach_policy(crate::AttachPolicy::none())
-            .with_tools(Some(crate::ToolSet::All));
+            .with_attach_policy(AttachPolicy::none())
+            .with_tools(Some(ToolSet::All));
         assert!(names_in(chosen).contains(&"attach".to_string()));
         assert!(names_in(server()).contains(&"attach".to_string()));
     }
@@ -355,10 +360,17 @@ mod tests {
     #[test]
     fn no_set_leaves_out_a_tool_of_every_target() {
         for p in Profile::ALL {
-            let kinds = surface(p, None).map_or(crate::tool_sets::ToolKinds::NTDBG, |s| s.kinds);
-            for name in ["run_command", "analyze_crash", "read_output", "command"] {
-                assert!(!kinds.live_only.contains(&name), "{name}");
-                assert!(!kinds.dump_only.contains(&name), "{name}");
+            let all = names_in(server().with_surface(surface(p, None)));
+            for set in [ToolSet::Dumps, ToolSet::Live] {
+                let listed = names_in(
+                    server()
+                        .with_surface(surface(p, None))
+                        .with_tools(Some(set)),
+                );
+                for name in ["run_command", "analyze_crash", "read_output", "command"] {
+                    let name = name.to_string();
+                    assert_eq!(all.contains(&name), listed.contains(&name), "{name}");
+                }
             }
         }
     }
@@ -372,7 +384,7 @@ mod tests {
                 .tools();
             let size = serde_json::to_string(&tools).expect("json").len();
             assert!(
-                size < crate::limits::TOOLS_LIST_BUDGET,
+                size < ntdbg_mcp::limits::TOOLS_LIST_BUDGET,
                 "{}: {size}",
                 p.name()
             );

@@ -2,8 +2,8 @@
 //! error) whose message says what went wrong, and whose data carries the `kind` of failure
 //! (ntdbg's stable error code) and a `hint` saying what to do instead.
 
-use crate::error::ToolError;
 use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::ToolError;
 use rmcp::ErrorData;
 use serde_json::json;
 

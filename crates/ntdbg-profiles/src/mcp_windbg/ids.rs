@@ -1,11 +1,10 @@
 //! Session ids of the mcp-windbg profile: ntdbg's own id behind a `cdb-` (user mode) or `kd-`
 //! (kernel) prefix, and the errors that name the right tool when the kinds do not match.
 
-use crate::client::ClientId;
-use crate::error::ToolError;
-use crate::sessions::SessionSlot;
-use crate::state::State;
 use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::Api;
+use ntdbg_mcp::SessionSlot;
+use ntdbg_mcp::ToolError;
 use std::sync::Arc;
 
 /// User mode (cdb) or kernel (kd): the two families of mcp-windbg tools.
@@ -74,24 +73,21 @@ pub(super) fn profile_id(mode: Mode, raw: &str) -> String {
 }
 
 /// The session behind a `cdb-…` or `kd-…` id, of either kind, with the kind its prefix names.
-pub(super) fn lookup(state: &State, id: &str) -> Result<(Mode, Arc<SessionSlot>), ToolError> {
+pub(super) fn lookup(api: &Api, id: &str) -> Result<(Mode, Arc<SessionSlot>), ToolError> {
     let (mode, raw) = split_id(id)?;
-    let slot = state
-        .sessions
-        .get(&ClientId::current(), raw)
-        .map_err(|e| profile_ids(e, id, state))?;
+    let slot = api.session(raw).map_err(|e| profile_ids(e, id, api))?;
     Ok((mode, slot))
 }
 
 /// The ntdbg session behind a profile id, checked to be of `expected` kind; `tool` is the
 /// tool asking, for the error.
 pub(super) fn resolve(
-    state: &State,
+    api: &Api,
     id: &str,
     expected: Mode,
     tool: &str,
 ) -> Result<String, ToolError> {
-    let (mode, slot) = lookup(state, id)?;
+    let (mode, slot) = lookup(api, id)?;
     let actual = Mode::of_kind(&slot.kind);
     if mode != expected || actual != expected {
         return Err(ToolError::new(
@@ -130,11 +126,10 @@ pub(super) fn split_id(id: &str) -> Result<(Mode, &str), ToolError> {
 
 /// An `unknown_session` error for profile id `id`, whose hint lists the open sessions by their
 /// profile ids.
-pub(super) fn profile_ids(mut error: ToolError, id: &str, state: &State) -> ToolError {
+pub(super) fn profile_ids(mut error: ToolError, id: &str, api: &Api) -> ToolError {
     if error.code == ErrorCode::UnknownSession {
-        let open: Vec<String> = state
-            .sessions
-            .list(&ClientId::current())
+        let open: Vec<String> = api
+            .sessions()
             .iter()
             .map(|s| profile_id(Mode::of_kind(&s.kind), &s.id))
             .collect();

@@ -9,7 +9,7 @@ use super::args::{
 };
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage};
 use super::run::Target;
-use crate::profiles::Host;
+use crate::Host;
 use serde_json::{json, Value};
 
 /// Records an argument error and says whether there was one.

@@ -1,7 +1,8 @@
 //! Layering: no crate below the front ends names an MCP tool in a message. Hints that name
 //! tools are added by this server, by error code; the CLI adds its own.
 
-use ntdbg_mcp::{profile_surface, AllowedDirs, NtdbgServer, Profile};
+use ntdbg_mcp::{AllowedDirs, NtdbgServer};
+use ntdbg_profiles::{surface, Profile};
 use std::path::{Path, PathBuf};
 
 /// The crates whose messages every front end shows.
@@ -20,7 +21,7 @@ fn tool_names() -> Vec<String> {
         .into_iter()
         .flat_map(|p| {
             NtdbgServer::new(allowed.clone())
-                .with_surface(profile_surface(p, None))
+                .with_surface(surface(p, None))
                 .tools()
         })
         .map(|t| t.name.to_string())

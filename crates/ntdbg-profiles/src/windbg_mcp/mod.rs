@@ -12,21 +12,20 @@ pub(crate) use implicit::Slot;
 pub use implicit::{ImplicitSession, StartupTarget};
 
 use args::{AnalyzeArgs, BreakInArgs, RunCmdArgs, WaitEventArgs};
+use ntdbg_mcp::Api;
 
-use crate::client::ClientId;
-use crate::dto::{
+use crate::console_text;
+use crate::Host;
+use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::dto::{
     AnalyzeCrashParams, AttachParams, CloseSessionParams, CommandStatus, OpenDumpParams,
     OutputFormat, RunCommandParams, SessionParams, WaitForEventParams,
 };
-use crate::error::ToolError;
-use crate::profiles::console_text;
-use crate::profiles::Host;
-use crate::schema;
-use crate::state::State;
-use crate::text::{floor_char, PREVIEW_THRESHOLD};
-use crate::tools;
-use crate::tools::commands::BatchOutput;
-use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::floor_char;
+use ntdbg_mcp::limits::PREVIEW_THRESHOLD;
+use ntdbg_mcp::schema;
+use ntdbg_mcp::BatchOutput;
+use ntdbg_mcp::ToolError;
 use rmcp::handler::server::tool::IntoCallToolResult;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
@@ -114,11 +113,8 @@ fn timed_out(what: &str, ms: u64) -> ToolError {
 }
 
 /// Whether the session `id` is a kernel one.
-fn is_kernel(state: &State, id: &str) -> bool {
-    state
-        .sessions
-        .get(&ClientId::current(), id)
-        .is_ok_and(|s| s.kind.starts_with("kernel"))
+fn is_kernel(api: &Api, id: &str) -> bool {
+    api.session(id).is_ok_and(|s| s.kind.starts_with("kernel"))
 }
 
 /// The head and tail of `text` around a marker, or all of it when it fits `head + tail`.
@@ -218,9 +214,8 @@ impl Host {
         };
         // Looked up without counting as a use, as `list_sessions` does.
         let slot = self
-            .state()
-            .sessions
-            .list(&ClientId::current())
+            .api()
+            .sessions()
             .into_iter()
             .find(|s| s.id == id)
             .ok_or_else(|| {
@@ -252,7 +247,7 @@ impl Host {
         Parameters(a): Parameters<RunCmdArgs>,
     ) -> Result<WmReply, ToolError> {
         let id = self.implicit().id()?;
-        let kernel = is_kernel(self.state(), &id);
+        let kernel = is_kernel(self.api(), &id);
         let params = RunCommandParams {
             session_id: id,
             command: a.cmd,
@@ -264,9 +259,9 @@ impl Host {
             format: OutputFormat::Text,
             output_file: a.output_file,
             // windbg-mcp's batches stop at the first failure (failed_command_index).
-            on_error: Some(crate::dto::OnError::Stop),
+            on_error: Some(ntdbg_mcp::dto::OnError::Stop),
         };
-        let batch = tools::commands::run_batch(self.state(), params).await?;
+        let batch = self.api().run_batch(params).await?;
         let preview = a
             .preview_bytes
             .map_or(PREVIEW_BYTES, |b| {
@@ -311,7 +306,7 @@ impl Host {
         };
         let stopped = tokio::time::timeout(
             Duration::from_millis(timeout_ms),
-            tools::live::wait_for_event(self.state(), params),
+            self.api().wait_for_event(params),
         )
         .await
         .map_err(|_| timed_out("wm_wait_event", timeout_ms))??;
@@ -341,7 +336,7 @@ impl Host {
         let timeout_ms = a.timeout_ms.unwrap_or(BREAK_TIMEOUT_MS).max(1);
         let stopped = tokio::time::timeout(
             Duration::from_millis(timeout_ms),
-            tools::live::break_in(self.state(), SessionParams { session_id: id }),
+            self.api().break_in(SessionParams { session_id: id }),
         )
         .await
         .map_err(|_| timed_out("wm_break_in", timeout_ms))??;
@@ -363,14 +358,13 @@ impl Host {
         Parameters(a): Parameters<AnalyzeArgs>,
     ) -> Result<WmReply, ToolError> {
         let id = self.implicit().id()?;
-        let report = tools::sessions::analyze_crash(
-            self.state(),
-            AnalyzeCrashParams {
+        let report = self
+            .api()
+            .analyze_crash(AnalyzeCrashParams {
                 session_id: id.clone(),
                 format: OutputFormat::Json,
-            },
-        )
-        .await?;
+            })
+            .await?;
         let mut value = serde_json::to_value(&report.value).map_err(|e| {
             ToolError::new(
                 ErrorCode::InternalError,
@@ -386,7 +380,7 @@ impl Host {
                 output_file: Some(file),
                 on_error: None,
             };
-            let batch = tools::commands::run_command(self.state(), params).await?;
+            let batch = self.api().run_command(params).await?;
             if let Some(f) = batch.value.output_file {
                 value["output_file"] = json!(f.path);
                 value["output_file_written"] = json!(f.written);
@@ -458,7 +452,7 @@ impl Host {
     /// Opens `target` (a dump, or a live target) as a new ntdbg session: its id. The session
     /// is the server's, shared by every client, as the one target of a single-session profile.
     pub(crate) async fn open_target(&self, target: &StartupTarget) -> Result<String, ToolError> {
-        ClientId::Server.scope(self.open_shared(target)).await
+        self.api().as_server(self.open_shared(target)).await
     }
 
     async fn open_shared(&self, target: &StartupTarget) -> Result<String, ToolError> {
@@ -472,7 +466,8 @@ impl Host {
                     include_threads: false,
                     new_session: true,
                 };
-                tools::dumps::open_dump(self.state(), params)
+                self.api()
+                    .open_dump(params)
                     .await
                     .map(|r| r.value.session_id)
             }
@@ -482,9 +477,7 @@ impl Host {
                     symbols_path: None,
                     timeout_seconds: None,
                 };
-                tools::live::attach(self.state(), params)
-                    .await
-                    .map(|r| r.value.session_id)
+                self.api().attach(params).await.map(|r| r.value.session_id)
             }
             StartupTarget::Unavailable(reason) => {
                 Err(ToolError::new(ErrorCode::NotAvailable, reason.clone()))
@@ -498,7 +491,7 @@ impl Host {
             session_id: id.to_string(),
             resume: None,
         };
-        let closed = tools::sessions::close_session(self.state(), params).await?;
+        let closed = self.api().close_session(params).await?;
         // Only a live session has a detach to report.
         let live = closed.value.detach.is_some();
         Ok(json!({

@@ -10,11 +10,9 @@ use super::args::{
 use super::code::module_name;
 use super::envelope::{args, CoreResult, Envelope, Reply, Stage, Verification};
 use super::run::Target;
-use crate::client::ClientId;
-use crate::dto::SessionParams;
-use crate::profiles::Host;
-use crate::tools;
+use crate::Host;
 use ntdbg_engine::live::{BreakKind, Breakpoint};
+use ntdbg_mcp::dto::SessionParams;
 use serde_json::{json, Value};
 
 /// A breakpoint as Windbg-MCP lists it: id, address, enabled, plus ntdbg's kind and hits.
@@ -256,9 +254,8 @@ impl Host {
 
     /// The user breakpoints of a live target's table (what `bl` lists), typed.
     fn cs_breakpoints(&self, target: &Target) -> Vec<Breakpoint> {
-        self.state()
-            .sessions
-            .list(&ClientId::current())
+        self.api()
+            .sessions()
             .into_iter()
             .find(|s| s.id == target.id)
             .and_then(|s| s.live.clone())
@@ -455,16 +452,15 @@ impl Host {
                 let params = SessionParams {
                     session_id: target.id.clone(),
                 };
-                if let Err(e) = tools::live::break_in(self.state(), params).await {
+                if let Err(e) = self.api().break_in(params).await {
                     reply.tool_error(&e, Stage::Execution, "windbg_session");
                 }
             }
         }
         let now = self.cs_refresh(&target);
         let busy = self
-            .state()
-            .sessions
-            .list(&ClientId::current())
+            .api()
+            .sessions()
             .into_iter()
             .any(|s| s.id == now.id && s.busy());
         reply

@@ -5,11 +5,9 @@
 use super::args::{count, ExecArgs, OutputArgs};
 use super::envelope::{Envelope, Reply, Stage};
 use super::run::timeout_ms;
-use crate::client::ClientId;
-use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
-use crate::profiles::Host;
-use crate::text::floor_char;
-use crate::tools;
+use crate::Host;
+use ntdbg_mcp::dto::{CommandStatus, OutputFormat, RunCommandParams};
+use ntdbg_mcp::floor_char;
 use rmcp::model::{CallToolResult, ContentBlock};
 
 /// Largest page `windbg_output` returns.
@@ -42,7 +40,7 @@ impl Host {
             }
         };
         reply.set("command_id", id.clone());
-        let entry = match self.state().outputs().get(&ClientId::current(), &id) {
+        let entry = match self.api().output(&id) {
             Ok(entry) => entry,
             Err(e) => {
                 reply.error("evidence_not_found", e.message, Stage::Output, true);
@@ -99,7 +97,7 @@ impl Host {
             output_file: None,
             on_error: None,
         };
-        let batch = match tools::commands::run_batch(self.state(), params).await {
+        let batch = match self.api().run_batch(params).await {
             Ok(batch) => batch,
             Err(e) => {
                 return CallToolResult::success(vec![ContentBlock::text(format!(
@@ -118,7 +116,7 @@ impl Host {
                 _ => {
                     let detail = r.error.as_ref().map_or_else(
                         || format!("command ended with status '{:?}'", r.status),
-                        crate::error::ToolError::render,
+                        ntdbg_mcp::ToolError::render,
                     );
                     text.push_str(&format!("error: {detail}\n"));
                 }

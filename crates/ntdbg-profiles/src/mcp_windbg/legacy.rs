@@ -10,12 +10,10 @@
 use super::args::{ListDumpsArgs, OpenDumpArgs};
 use super::ids::Mode;
 use super::{needs_cdb_engine, time_limit, OPEN_TIMEOUT_S};
-use crate::dto::{CloseSessionParams, OpenDumpParams};
-use crate::error::ToolError;
-use crate::profiles::Host;
-use crate::schema;
-use crate::sessions::DumpIdentity;
-use crate::tools;
+use crate::Host;
+use ntdbg_mcp::dto::{CloseSessionParams, OpenDumpParams};
+use ntdbg_mcp::schema;
+use ntdbg_mcp::ToolError;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
@@ -171,10 +169,10 @@ impl Host {
             include_threads: false,
             new_session: false,
         };
-        let opened = tools::dumps::open_dump(self.state(), params).await?.value;
+        let opened = self.api().open_dump(params).await?.value;
         let mode = Mode::of_kind(&opened.kind);
         let limit = time_limit(None, super::command_timeout(mode));
-        super::run_console(self.state(), opened.session_id, a.command, mode, limit).await
+        super::run_console(self.api(), opened.session_id, a.command, mode, limit).await
     }
 
     #[tool(
@@ -193,7 +191,7 @@ impl Host {
             session_id: id,
             resume: None,
         };
-        tools::sessions::close_session(self.state(), params).await?;
+        self.api().close_session(params).await?;
         Ok(format!("closed the session of {}\n", a.dump_path))
     }
 
@@ -231,14 +229,9 @@ impl Host {
 impl Host {
     /// The id of the session open on the dump at `path`, if any (0.x names sessions by path).
     pub(super) fn session_of_dump(&self, path: &str) -> Result<Option<String>, ToolError> {
-        let canonical = self.state().allowed.check_existing(Path::new(path))?;
-        Ok(DumpIdentity::of(&canonical)
-            .ok()
-            .and_then(|identity| {
-                self.state()
-                    .sessions
-                    .find_dump(&crate::client::ClientId::current(), &identity)
-            })
+        Ok(self
+            .api()
+            .session_of_dump(Path::new(path))?
             .map(|slot| slot.id.clone()))
     }
 
@@ -251,11 +244,11 @@ impl Host {
         mode: Option<Mode>,
         new_session: bool,
     ) -> Result<(String, String), ToolError> {
-        let state = self.state();
+        let api = self.api();
         let limit = time_limit(a.timeout_seconds, OPEN_TIMEOUT_S);
         let deadline = tokio::time::Instant::now() + limit;
         if let Some(mode) = mode {
-            super::check_dump_kind(state, &a.dump_path, mode).await?;
+            super::check_dump_kind(api, &a.dump_path, mode).await?;
         }
         let params = OpenDumpParams {
             path: a.dump_path.clone(),
@@ -266,7 +259,7 @@ impl Host {
             new_session,
         };
         // A late open is dropped whole: the session is registered only when it completes.
-        let opened = tokio::time::timeout_at(deadline, tools::dumps::open_dump(state, params))
+        let opened = tokio::time::timeout_at(deadline, api.open_dump(params))
             .await
             .map_err(|_| super::timed_out("opening the dump", limit))??
             .value;
@@ -276,7 +269,7 @@ impl Host {
             .saturating_duration_since(tokio::time::Instant::now())
             .max(std::time::Duration::from_millis(1));
         let triage = super::run_console(
-            state,
+            api,
             opened.session_id,
             super::triage_commands(&a),
             mode,

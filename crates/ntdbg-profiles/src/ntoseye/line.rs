@@ -2,8 +2,8 @@
 //! command runner as one batch, and ntoseye's own `break`, which interrupts a running target
 //! (WinDbg's Ctrl+Break; ntdbg's `break_in`), so `break; bp X; g` works as one line.
 
-use crate::error::ToolError;
 use ntdbg_commands::Batch;
+use ntdbg_mcp::ToolError;
 
 /// One step of a line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,13 +8,11 @@
 //! its module (ntoskrnl.exe or ntkrnl*.exe) on a kernel target. A field the session cannot
 //! say is null, never guessed.
 
-use crate::client::ClientId;
-use crate::state::State;
 use ntdbg_engine::live::RunState;
 use ntdbg_engine::Session;
+use ntdbg_mcp::Api;
 use schemars::JsonSchema;
 use serde::Serialize;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the snapshot waits for the session, which a command may still hold.
@@ -102,8 +100,8 @@ impl TargetSnapshot {
 }
 
 /// The snapshot of session `id` now.
-pub async fn snapshot(state: &Arc<State>, id: &str) -> TargetSnapshot {
-    let Ok(slot) = state.sessions.get(&ClientId::current(), id) else {
+pub async fn snapshot(api: &Api, id: &str) -> TargetSnapshot {
+    let Ok(slot) = api.session(id) else {
         return ended("[target detached]".into());
     };
     if let Some(live) = &slot.live {

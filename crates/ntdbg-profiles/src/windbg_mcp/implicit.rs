@@ -3,8 +3,8 @@
 //! ntoseye's, opened at startup or by `open` and released by `close`; chensiling's, opened at
 //! startup from `--dump` (`--pid`/`--exe` on Windows) or recorded as not available.
 
-use crate::error::ToolError;
 use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::ToolError;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 

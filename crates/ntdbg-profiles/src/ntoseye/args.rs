@@ -1,7 +1,7 @@
 //! The ntoseye tools' arguments, as ntoseye declares them, and what ntdbg does with them.
 
 use super::refusal::Refusal;
-use crate::profiles::StartupTarget;
+use crate::StartupTarget;
 use ntdbg_engine::ErrorCode;
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -4,11 +4,9 @@
 //! command has one, its typed value.
 
 use super::envelope::{args, Execution, Parse, Reply, Source, Stage};
-use crate::client::ClientId;
-use crate::dto::{CommandStatus, OutputFormat, RunCommandParams};
-use crate::profiles::Host;
-use crate::text::floor_char;
-use crate::tools;
+use crate::Host;
+use ntdbg_mcp::dto::{CommandStatus, OutputFormat, RunCommandParams};
+use ntdbg_mcp::floor_char;
 use serde_json::{json, Value};
 
 /// Default time limit of one tool's commands, as Windbg-MCP's (30 s).
@@ -26,7 +24,7 @@ pub fn timeout_ms() -> u64 {
             .filter(|s| s.is_finite() && *s > 0.0)
             .unwrap_or(DEFAULT_TIMEOUT_S);
         // Float to integer casts saturate; the clamp keeps it within run_command's range.
-        ((seconds * 1000.0) as u64).clamp(1, tools::commands::MAX_TIMEOUT_MS)
+        ((seconds * 1000.0) as u64).clamp(1, ntdbg_mcp::limits::MAX_TIMEOUT_MS)
     })
 }
 /// Most bytes of output `include_raw` puts inline in a source.
@@ -125,13 +123,12 @@ impl Host {
     /// The profile's session, or an error in `reply` saying why there is none.
     pub(super) fn chensiling_target(&self, reply: &mut Reply) -> Option<Target> {
         let found = self.implicit().id().and_then(|id| {
-            self.state()
-                .sessions
-                .list(&ClientId::current())
+            self.api()
+                .sessions()
                 .into_iter()
                 .find(|s| s.id == id)
                 .ok_or_else(|| {
-                    crate::error::ToolError::new(
+                    ntdbg_mcp::ToolError::new(
                         ntdbg_engine::ErrorCode::NotAttached,
                         "the target's session is no longer open (closed as idle?)",
                     )
@@ -174,7 +171,7 @@ impl Host {
             output_file: None,
             on_error: None,
         };
-        let batch = match tools::commands::run_batch(self.state(), params).await {
+        let batch = match self.api().run_batch(params).await {
             Ok(batch) => batch,
             Err(e) => {
                 let busy = e.code == ntdbg_engine::ErrorCode::SessionBusy;

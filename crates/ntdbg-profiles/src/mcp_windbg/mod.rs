@@ -20,24 +20,22 @@ use args::{
 };
 use ids::{lookup, resolve, Mode};
 
-use crate::dto::{
+use crate::console_text;
+use crate::Host;
+use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::dto::{
     CloseSessionParams, ListDumpsParams, ListDumpsResult, OutputFormat, RunCommandParams,
     RunStateResult, SessionParams, WaitForEventParams,
 };
-use crate::error::ToolError;
-use crate::profiles::console_text;
-use crate::profiles::Host;
-use crate::rendered::Rendered;
-use crate::schema;
-use crate::state::{blocking, State};
-use crate::tools;
-use crate::tools::commands::MAX_TIMEOUT_MS;
-use ntdbg_engine::ErrorCode;
+use ntdbg_mcp::limits::MAX_TIMEOUT_MS;
+use ntdbg_mcp::schema;
+use ntdbg_mcp::Rendered;
+use ntdbg_mcp::ToolError;
+use ntdbg_mcp::{blocking, Api};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{tool, tool_router};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The workflow sentence of the server instructions.
@@ -114,8 +112,8 @@ fn timed_out(what: &str, limit: Duration) -> ToolError {
 }
 
 /// Refuses a dump of the other kind before opening it, naming the right tool.
-async fn check_dump_kind(state: &Arc<State>, path: &str, mode: Mode) -> Result<(), ToolError> {
-    let path = state.allowed.check_existing(Path::new(path))?;
+async fn check_dump_kind(api: &Api, path: &str, mode: Mode) -> Result<(), ToolError> {
+    let path = api.check_existing(Path::new(path))?;
     let summary = blocking("reading the dump header", move || {
         Ok(ntdbg_analysis::listing::summarize_dump(&path))
     })
@@ -156,25 +154,23 @@ fn triage_commands(a: &OpenDumpArgs) -> String {
 
 /// Runs `command` on session `raw` and returns the console text.
 async fn run_console(
-    state: &Arc<State>,
+    api: &Api,
     raw: String,
     command: String,
     mode: Mode,
     limit: Duration,
 ) -> Result<String, ToolError> {
     let timeout_ms = u64::try_from(limit.as_millis()).unwrap_or(MAX_TIMEOUT_MS);
-    let batch = tools::commands::run_batch(
-        state,
-        RunCommandParams {
+    let batch = api
+        .run_batch(RunCommandParams {
             session_id: raw,
             command,
             timeout_ms: Some(timeout_ms.max(1)),
             format: OutputFormat::Text,
             output_file: None,
             on_error: None,
-        },
-    )
-    .await?;
+        })
+        .await?;
     Ok(console_text(&batch, mode == Mode::Kd))
 }
 
@@ -373,8 +369,10 @@ impl Host {
             }
             _ => return Err(legacy::one_of_path_or_connection("send_ctrl_break")),
         };
-        let stopped =
-            tools::live::break_in(self.state(), SessionParams { session_id: raw }).await?;
+        let stopped = self
+            .api()
+            .break_in(SessionParams { session_id: raw })
+            .await?;
         Ok(run_state_text(&shown, &stopped))
     }
 
@@ -394,10 +392,9 @@ impl Host {
             timeout_ms: u64::try_from(limit.as_millis()).ok(),
             since_ms: None,
         };
-        let stopped =
-            tokio::time::timeout(limit, tools::live::wait_for_event(self.state(), params))
-                .await
-                .map_err(|_| timed_out("wait_for_break", limit))??;
+        let stopped = tokio::time::timeout(limit, self.api().wait_for_event(params))
+            .await
+            .map_err(|_| timed_out("wait_for_break", limit))??;
         Ok(run_state_text(a.session_id.trim(), &stopped))
     }
 }
@@ -417,15 +414,15 @@ impl Host {
             recursive: a.recursive,
             format: OutputFormat::Json,
         };
-        let listing = tools::dumps::list_dumps(self.state(), params).await?.value;
+        let listing = self.api().list_dumps(params).await?.value;
         Ok(listing_text(&listing))
     }
 
     /// `run_cdb_command` / `run_kd_command`.
     async fn run_profile_command(&self, a: RunArgs, mode: Mode) -> Result<String, ToolError> {
-        let raw = resolve(self.state(), &a.session_id, mode, mode.run_tool())?;
+        let raw = resolve(self.api(), &a.session_id, mode, mode.run_tool())?;
         let limit = time_limit(a.timeout_seconds, command_timeout(mode));
-        run_console(self.state(), raw, a.command, mode, limit).await
+        run_console(self.api(), raw, a.command, mode, limit).await
     }
 
     /// `close_cdb_session` / `close_kd_session`.
@@ -435,18 +432,18 @@ impl Host {
         resume: Option<bool>,
         mode: Mode,
     ) -> Result<String, ToolError> {
-        let raw = resolve(self.state(), id, mode, mode.close_tool())?;
+        let raw = resolve(self.api(), id, mode, mode.close_tool())?;
         let params = CloseSessionParams {
             session_id: raw,
             resume,
         };
-        tools::sessions::close_session(self.state(), params).await?;
+        self.api().close_session(params).await?;
         Ok(format!("closed session {}\n", id.trim()))
     }
 
     /// The ntdbg session behind a `cdb-` or `kd-` id, of either kind.
     fn any_session(&self, id: &str) -> Result<String, ToolError> {
-        Ok(lookup(self.state(), id)?.1.id.clone())
+        Ok(lookup(self.api(), id)?.1.id.clone())
     }
 }
 

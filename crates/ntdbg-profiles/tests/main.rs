@@ -1,0 +1,3 @@
+//! Tests of the drop-in profiles as a whole (one test binary for the crate).
+
+mod layering;
