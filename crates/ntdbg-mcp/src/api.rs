@@ -16,6 +16,8 @@ use crate::state::State;
 use crate::tools;
 use crate::tools::commands::BatchOutput;
 use ntdbg_analysis::Report;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::{tool, tool_router};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,11 +32,6 @@ impl Api {
     /// The handle on `state`.
     pub(crate) fn new(state: Arc<State>) -> Api {
         Api { state }
-    }
-
-    /// The state every connection shares.
-    pub(crate) fn state(&self) -> &Arc<State> {
-        &self.state
     }
 
     /// `list_dumps`.
@@ -147,5 +144,21 @@ impl Api {
     /// the server's, shared by every client (a single-session profile's start-up target).
     pub async fn as_server<F: Future>(&self, work: F) -> F::Output {
         ClientId::Server.scope(work).await
+    }
+}
+
+/// The crash store's tool, served beside any surface when the server has a database.
+#[tool_router(router = crash_store_tools, vis = "pub(crate)")]
+impl Api {
+    #[tool(
+        input_schema = crate::schema::input::<tools::crashes::QueryCrashesParams>(),
+        description = tools::crashes::QUERY_CRASHES,
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn query_crashes(
+        &self,
+        Parameters(p): Parameters<tools::crashes::QueryCrashesParams>,
+    ) -> Result<Rendered<tools::crashes::QueryCrashesResult>, ToolError> {
+        tools::crashes::query_crashes(&self.state, p).await
     }
 }

@@ -1,7 +1,6 @@
 //! `query_crashes`: the crash database of `ntdbg mcp --db` (read-only), asked what
 //! `ntdbg crashes` answers. Listed only when the server has a database.
 
-use crate::api::Api;
 use crate::dto::OutputFormat;
 use crate::error::ToolError;
 use crate::rendered::Rendered;
@@ -12,15 +11,13 @@ use ntdbg_store::{
     parse_time, CrashQuery, CrashesAnswer, DbLocation, ModuleVersions, NewSince, Store,
     StoredTriage,
 };
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const QUERY_CRASHES: &str = "Query the crash database: top buckets in a period, new ones, a bucket's dumps or crash ids (for open_dump), or counts per module version.";
+pub(crate) const QUERY_CRASHES: &str = "Query the crash database: top buckets in a period, new ones, a bucket's dumps or crash ids (for open_dump), or counts per module version.";
 
 /// Buckets listed when `top` is not given.
 const DEFAULT_TOP: usize = 20;
@@ -54,21 +51,6 @@ pub enum QueryCrashesResult {
     Buckets(StoredTriage),
     /// Counts per module version.
     Modules(ModuleVersions),
-}
-
-#[tool_router(router = crash_store_tools, vis = "pub(crate)")]
-impl Api {
-    #[tool(
-        input_schema = crate::schema::input::<QueryCrashesParams>(),
-        description = QUERY_CRASHES,
-        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
-    )]
-    async fn query_crashes(
-        &self,
-        Parameters(p): Parameters<QueryCrashesParams>,
-    ) -> Result<Rendered<QueryCrashesResult>, ToolError> {
-        query_crashes(self.state(), p).await
-    }
 }
 
 /// Answers `p` from the server's crash database.
