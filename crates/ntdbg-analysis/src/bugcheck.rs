@@ -844,7 +844,7 @@ fn bugcheck_inference(
     bugcheck: &ntdbg_targets::Bugcheck,
     d: &DecodedBugcheck,
     process: Option<&(String, usize)>,
-) -> crate::report::Inference {
+) -> crate::conclusion::Inference {
     let mut text = format!("{} ({:#x}): {}", d.name, bugcheck.code, d.description);
     if let Some((name, _)) = process {
         text.push_str(&format!("; the current process is {name}"));
@@ -861,7 +861,7 @@ fn bugcheck_inference(
             "; process {name}: the ImageFileName field at {offset:#x} of the dump's copy of the current EPROCESS (the one zero-padded image name there; no kernel symbols needed)"
         ));
     }
-    crate::report::Inference::new("bugcheck", text, basis)
+    crate::conclusion::Inference::new("bugcheck", text, basis)
 }
 
 /// The register context of the fault a bugcheck's parameters point to: its CONTEXT record

@@ -11,6 +11,7 @@
 
 mod analyze;
 pub mod bugcheck;
+mod conclusion;
 pub mod cxx;
 pub mod error_text;
 mod evidence;
@@ -20,6 +21,7 @@ pub mod frame_locals;
 pub mod hang;
 mod inference;
 pub mod kernel_objects;
+mod limits;
 pub mod listing;
 pub mod ntstatus;
 pub mod render;

@@ -1,6 +1,7 @@
 //! The analysis report (`ntdbg analyze --json`, MCP `analyze_crash`): its stable keys, and the
 //! facts about modules and frames that both the exception and the bugcheck analyses put in it.
 
+pub use crate::conclusion::Inference;
 use crate::signature::is_system_module;
 use ntdbg_engine::module_info::{file_name_of, file_version};
 use ntdbg_engine::stack::{FoundBy, Frame};
@@ -8,8 +9,7 @@ use ntdbg_engine::Session;
 use ntdbg_symbols::SymbolStatus;
 use serde::Serialize;
 
-/// How many frames of the faulting stack the report carries.
-pub const REPORT_FRAMES: usize = 32;
+pub use crate::limits::REPORT_FRAMES;
 
 /// The report's [`Report::version`]: 2 since addresses and 64-bit values of every typed result
 /// are `0x` hex strings (1: some were JSON numbers).
@@ -150,34 +150,6 @@ pub struct PointedTo {
     pub kind: String,
     /// The text, quoted (`L"…"` when UTF-16), or the symbol (`app!g_settings`).
     pub target: String,
-}
-
-/// A conclusion and the facts it rests on.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Inference {
-    /// The conclusion.
-    pub text: String,
-    /// The facts behind it.
-    pub basis: String,
-    /// The family of the conclusion, a stable key: `heap_corruption`, `fill_pattern`,
-    /// `fail_fast`, `stack_overflow`, `assertion`, `abort`, `breakpoint`, `deliberate`,
-    /// `constant_address`, `bit_flip`, `context_thread`, `null_deref`, `access_violation`,
-    /// `divide_by_zero`, `invalid_parameter`, `raised_exception`, `cpp_exception`,
-    /// `faulting_module`, `bugcheck`, `deadlock`, `hang`, `contention`.
-    /// Serialized, but left out of the MCP output schema (its size budget is spent).
-    #[schemars(skip)]
-    pub kind: String,
-}
-
-impl Inference {
-    /// An inference of family `kind` (see [`Inference::kind`]).
-    pub fn new(kind: &str, text: impl Into<String>, basis: impl Into<String>) -> Inference {
-        Inference {
-            text: text.into(),
-            basis: basis.into(),
-            kind: kind.to_string(),
-        }
-    }
 }
 
 pub(crate) fn module_facts(m: &minidump::MinidumpModule) -> ModuleFacts {

@@ -25,7 +25,7 @@ mod site;
 
 pub use names::{demangle_itanium_type, demangle_msvc_type};
 
-use crate::report::Inference;
+use crate::conclusion::Inference;
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;

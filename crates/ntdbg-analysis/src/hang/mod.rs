@@ -7,7 +7,7 @@ pub mod critical_section;
 pub mod locks;
 pub mod wait_chain;
 
-use crate::report::Inference;
+use crate::conclusion::Inference;
 use serde::Serialize;
 use wait_chain::{ThreadWait, WaitKind};
 

@@ -6,12 +6,12 @@
 
 use super::fill_pattern::{fill_pattern, FillPattern};
 use super::{bit_flip, heap};
+use crate::conclusion::Inference;
 use crate::evidence::dataflow::{Origin, Trace};
 use crate::evidence::regions::{self, RegionState};
 use crate::evidence::Evidence;
 use crate::exception::Access;
 use crate::fault::{classify_address, AddressClass, FaultingInstruction};
-use crate::report::Inference;
 use ntdbg_engine::stack::Frame;
 use ntdbg_targets::Arch;
 

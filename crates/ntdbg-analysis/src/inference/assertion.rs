@@ -2,9 +2,9 @@
 //! ("Assertion failed: x > 0 [File: …] [Line: …]") that a register or a stack slot near the
 //! stack pointer points to when the process stopped.
 
+use crate::conclusion::Inference;
 use crate::evidence::pointed::{candidates, text_target, Target};
 use crate::evidence::Evidence;
-use crate::report::Inference;
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;

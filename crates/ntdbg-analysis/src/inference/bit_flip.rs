@@ -3,7 +3,7 @@
 //! reports them. Stated as a hypothesis (faulty RAM or CPU), with the region the corrected
 //! address lands in and any register already holding a value near it.
 
-use crate::report::Inference;
+use crate::conclusion::Inference;
 use ntdbg_engine::Session;
 use ntdbg_targets::{Arch, ExceptionEvent};
 use std::ops::Range;

@@ -4,7 +4,7 @@
 //! copied between threads). The engine finds it ([`Session::exception_context_owner`]) and
 //! follows it: `.ecxr` and the prompt switch to that thread.
 
-use crate::report::Inference;
+use crate::conclusion::Inference;
 use ntdbg_engine::Session;
 
 /// The inference, when the context's stack pointer is outside the named thread's stack and

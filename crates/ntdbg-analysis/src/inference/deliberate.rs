@@ -4,11 +4,11 @@
 //! creates when it attaches, or a bare `int 3` — each said only as far as the dump shows it.
 //! (A pointer that is a constant of the code is [`crate::evidence::Evidence::constant_address`].)
 
+use crate::conclusion::Inference;
 use crate::evidence::calls::{call_before, Call};
 use crate::evidence::code::code_before;
 use crate::evidence::Evidence;
 use crate::fault::read_pointer;
-use crate::report::Inference;
 use crate::signature::is_system_module;
 use ntdbg_engine::disasm::{instruction_effects, Bitness, ControlFlow};
 use ntdbg_engine::stack::Frame;

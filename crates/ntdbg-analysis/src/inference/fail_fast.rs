@@ -1,7 +1,7 @@
 //! `__fastfail` (0xC0000409): the fast-fail code by name and what it means.
 
+use crate::conclusion::Inference;
 use crate::ntstatus::fast_fail_name;
-use crate::report::Inference;
 
 /// The fail-fast inference for fast-fail `code` (the first exception parameter).
 pub(super) fn fail_fast(code: Option<u64>) -> Inference {

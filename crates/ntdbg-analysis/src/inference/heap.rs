@@ -3,9 +3,9 @@
 //! hypotheses with the facts behind them.
 
 use super::fill_pattern::FillPattern;
+use crate::conclusion::Inference;
 use crate::evidence::Evidence;
 use crate::fault::FaultingInstruction;
-use crate::report::Inference;
 use crate::signature::is_system_module;
 use ntdbg_engine::stack::Frame;
 

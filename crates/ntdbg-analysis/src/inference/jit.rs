@@ -8,7 +8,8 @@ use ntdbg_engine::module_name;
 use ntdbg_engine::stack::{FoundBy, Frame};
 use ntdbg_engine::Session;
 
-use crate::report::{Inference, REPORT_FRAMES};
+use crate::conclusion::Inference;
+use crate::limits::REPORT_FRAMES;
 
 /// Modules (file name without extension, lower case) of runtimes that compile code at run
 /// time, and what they are.

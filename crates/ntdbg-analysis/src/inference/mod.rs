@@ -13,9 +13,9 @@ mod heap;
 mod jit;
 mod stack_overflow;
 
+use crate::conclusion::Inference;
 use crate::evidence::Evidence;
 use crate::exception::{DecodedException, ExceptionKind};
-use crate::report::Inference;
 use ntdbg_engine::stack::Frame;
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;

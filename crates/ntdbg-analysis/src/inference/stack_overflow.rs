@@ -1,7 +1,7 @@
 //! Stack overflow (0xC00000FD): the repeating cycle of frames (one function or several) and
 //! the size of the stack that ran out.
 
-use crate::report::Inference;
+use crate::conclusion::Inference;
 use ntdbg_engine::stack::{Frame, DEEPEST_WALK, MAX_FRAMES};
 use ntdbg_engine::Session;
 use ntdbg_targets::ExceptionEvent;

@@ -21,7 +21,7 @@ use ntdbg_symbols::strip_parameters;
 use serde::Serialize;
 
 /// Most frames a report lists in its signature explanation.
-const MAX_EXPLAINED: usize = crate::report::REPORT_FRAMES;
+const MAX_EXPLAINED: usize = crate::limits::REPORT_FRAMES;
 
 /// Whether a module (file name or WinDbg name) is a system or runtime module by the built-in
 /// list ([`IRRELEVANT_MODULES`]).
