@@ -47,6 +47,10 @@ pub enum EngineError {
         code: ErrorCode,
         /// What went wrong.
         message: String,
+        /// The error that caused this one (a protocol, Win32 or i/o error), kept for callers
+        /// that walk [`std::error::Error::source`]; `None` when there was no underlying error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// The work was cancelled through the session's [`Interrupt`](crate::Interrupt).
     #[error("cancelled")]
@@ -73,6 +77,29 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// A [`Live`](EngineError::Live) error with no underlying cause.
+    pub(crate) fn live(code: ErrorCode, message: impl Into<String>) -> EngineError {
+        EngineError::Live {
+            code,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A [`Live`](EngineError::Live) error caused by `cause`, which stays reachable through
+    /// [`source`](std::error::Error::source); `message` is what Display prints.
+    pub(crate) fn live_from(
+        code: ErrorCode,
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> EngineError {
+        EngineError::Live {
+            code,
+            message: message.into(),
+            source: Some(Box::new(cause)),
+        }
+    }
+
     /// The stable key of this error.
     pub fn code(&self) -> ErrorCode {
         match self {

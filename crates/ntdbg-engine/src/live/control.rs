@@ -227,10 +227,7 @@ pub struct LiveControl {
 
 /// A protocol error as an engine error.
 pub(crate) fn live(e: GdbError) -> EngineError {
-    EngineError::Live {
-        code: e.code(),
-        message: e.to_string(),
-    }
+    EngineError::live_from(e.code(), e.to_string(), e)
 }
 
 impl LiveControl {
@@ -389,13 +386,13 @@ impl LiveControl {
             .store(INTERRUPT_GRACE + 1, Ordering::Relaxed);
         self.interrupt.interrupt().map_err(live)?;
         if !self.wait_for_stop(stops, timeout) {
-            return Err(EngineError::Live {
-                code: ErrorCode::TimedOut,
-                message: format!(
+            return Err(EngineError::live(
+                ErrorCode::TimedOut,
+                format!(
                     "the target did not stop within {} ms of the interrupt",
                     timeout.as_millis()
                 ),
-            });
+            ));
         }
         Ok(self.state())
     }
@@ -490,10 +487,7 @@ impl LiveControl {
     ) -> Result<FilterSetting, EngineError> {
         self.lock_filters()
             .set(what, action)
-            .map_err(|message| EngineError::Live {
-                code: ErrorCode::SyntaxError,
-                message,
-            })
+            .map_err(|message| EngineError::live(ErrorCode::SyntaxError, message))
     }
 
     /// The breakpoints.
@@ -540,10 +534,10 @@ impl LiveControl {
             }
         }
         if bps.list().len() >= MAX_BREAKPOINTS {
-            return Err(EngineError::Live {
-                code: ErrorCode::TooManyBreakpoints,
-                message: format!("at most {MAX_BREAKPOINTS} breakpoints"),
-            });
+            return Err(EngineError::live(
+                ErrorCode::TooManyBreakpoints,
+                format!("at most {MAX_BREAKPOINTS} breakpoints"),
+            ));
         }
         if !bps.shares_slot(address, kind, None) {
             let (k, len) = kind.packet();
@@ -592,10 +586,10 @@ impl LiveControl {
 
     pub(crate) fn check_writable(&self, what: &str) -> Result<(), EngineError> {
         if self.read_only {
-            return Err(EngineError::Live {
-                code: ErrorCode::ReadOnly,
-                message: format!("{what} is refused: the session is read-only"),
-            });
+            return Err(EngineError::live(
+                ErrorCode::ReadOnly,
+                format!("{what} is refused: the session is read-only"),
+            ));
         }
         Ok(())
     }
@@ -672,18 +666,17 @@ impl LiveControl {
 /// Why a command that needs a halted target cannot run.
 pub(crate) fn not_halted(state: &RunState) -> EngineError {
     match state {
-        RunState::Running => EngineError::Live {
-            code: ErrorCode::TargetRunning,
-            message: "the target is running: break in or wait for it to stop first".into(),
-        },
-        RunState::Exited(why) => EngineError::Live {
-            code: ErrorCode::TargetGone,
-            message: format!("the target is gone: {why}"),
-        },
-        _ => EngineError::Live {
-            code: ErrorCode::TargetGone,
-            message: "the debugger detached from the target".into(),
-        },
+        RunState::Running => EngineError::live(
+            ErrorCode::TargetRunning,
+            "the target is running: break in or wait for it to stop first",
+        ),
+        RunState::Exited(why) => {
+            EngineError::live(ErrorCode::TargetGone, format!("the target is gone: {why}"))
+        }
+        _ => EngineError::live(
+            ErrorCode::TargetGone,
+            "the debugger detached from the target",
+        ),
     }
 }
 
@@ -709,28 +702,65 @@ pub(crate) fn image_end(client: &mut GdbClient, base: u64) -> Option<u64> {
 fn dump_reply(reply: &[u8]) -> Result<(), EngineError> {
     match reply {
         b"OK" => Ok(()),
-        b"" => Err(EngineError::Live {
-            code: ErrorCode::Unsupported,
-            message:
-                "not supported by this target: only pid:/exe: targets on Windows can write dumps"
-                    .into(),
-        }),
+        b"" => Err(EngineError::live(
+            ErrorCode::Unsupported,
+            "not supported by this target: only pid:/exe: targets on Windows can write dumps",
+        )),
         _ => {
             let message = match reply.strip_prefix(b"E.") {
                 Some(m) => String::from_utf8_lossy(m).into_owned(),
                 None => format!("the stub answered '{}'", String::from_utf8_lossy(reply)),
             };
-            Err(EngineError::Live {
-                code: ErrorCode::RemoteError,
-                message: format!("writing the dump failed: {message}"),
-            })
+            Err(EngineError::live(
+                ErrorCode::RemoteError,
+                format!("writing the dump failed: {message}"),
+            ))
         }
     }
 }
 
 fn no_breakpoint(id: u32) -> EngineError {
-    EngineError::Live {
-        code: ErrorCode::NoSuchBreakpoint,
-        message: format!("breakpoint {id} does not exist (bl lists them)"),
+    EngineError::live(
+        ErrorCode::NoSuchBreakpoint,
+        format!("breakpoint {id} does not exist (bl lists them)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error as _;
+
+    #[test]
+    fn a_protocol_error_stays_the_source_of_its_engine_error() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let gdb = GdbError::Connect {
+            addr: "127.0.0.1:1".into(),
+            source: io,
+        };
+        let (text, code) = (gdb.to_string(), gdb.code());
+        let e = live(gdb);
+        assert_eq!(e.to_string(), text);
+        assert_eq!(e.code(), code);
+        let cause = e.source().expect("the GdbError is the source");
+        assert!(matches!(
+            cause.downcast_ref::<GdbError>(),
+            Some(GdbError::Connect { addr, .. }) if addr == "127.0.0.1:1"
+        ));
+        let io = cause
+            .source()
+            .and_then(|c| c.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::ConnectionRefused)
+        );
+    }
+
+    #[test]
+    fn a_plain_message_has_no_source() {
+        let e = no_breakpoint(7);
+        assert_eq!(e.to_string(), "breakpoint 7 does not exist (bl lists them)");
+        assert_eq!(e.code(), ErrorCode::NoSuchBreakpoint);
+        assert!(e.source().is_none());
     }
 }

@@ -54,14 +54,17 @@ impl Session {
         kind: DumpKind,
         path: &Path,
     ) -> Result<DumpSummary, EngineError> {
-        let live = self.live().cloned().ok_or_else(|| EngineError::Live {
-            code: ErrorCode::NotLive,
-            message: "`.dump` writes a dump of a live target; this session is already a dump"
-                .into(),
+        let live = self.live().cloned().ok_or_else(|| {
+            EngineError::live(
+                ErrorCode::NotLive,
+                "`.dump` writes a dump of a live target; this session is already a dump",
+            )
         })?;
-        let text = path.to_str().ok_or_else(|| EngineError::Live {
-            code: ErrorCode::InvalidArgument,
-            message: format!("{} is not valid UTF-8", path.display()),
+        let text = path.to_str().ok_or_else(|| {
+            EngineError::live(
+                ErrorCode::InvalidArgument,
+                format!("{} is not valid UTF-8", path.display()),
+            )
         })?;
         match live.write_dump(kind, text) {
             Ok(()) => {
@@ -101,9 +104,9 @@ impl Session {
             write_minidump(&contents, &mut file)?;
             std::io::Write::flush(&mut file)
         };
-        write().map_err(|e| EngineError::Live {
-            code: ErrorCode::IoError,
-            message: format!("writing {}: {e}", path.display()),
+        write().map_err(|e| {
+            let message = format!("writing {}: {e}", path.display());
+            EngineError::live_from(ErrorCode::IoError, message, e)
         })?;
         Ok(DumpSummary {
             writer: "ntdbg",
@@ -174,9 +177,9 @@ impl Session {
         for &(start, end) in ranges {
             let mut at = start;
             while at < end {
-                self.interrupt().check().map_err(|_| EngineError::Live {
-                    code: ErrorCode::Cancelled,
-                    message: format!("cancelled after {total} bytes of memory"),
+                self.interrupt().check().map_err(|e| {
+                    let message = format!("cancelled after {total} bytes of memory");
+                    EngineError::live_from(ErrorCode::Cancelled, message, e)
                 })?;
                 let len = (end - at).min(CHUNK);
                 let bytes = self.target().read_virtual(at, len as usize);
@@ -190,14 +193,14 @@ impl Session {
                     total += 1;
                 }
                 if total > MAX_MEMORY {
-                    return Err(EngineError::Live {
-                        code: ErrorCode::RangeTooLarge,
-                        message: format!(
+                    return Err(EngineError::live(
+                        ErrorCode::RangeTooLarge,
+                        format!(
                             "the process's readable memory passes {} GiB: too big for a minidump; \
                              use /m",
                             MAX_MEMORY >> 30
                         ),
-                    });
+                    ));
                 }
                 at += len;
             }

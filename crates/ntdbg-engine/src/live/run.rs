@@ -203,9 +203,9 @@ impl LiveControl {
         std::thread::Builder::new()
             .name("ntdbg-live-wait".into())
             .spawn(move || me.wait_loop())
-            .map_err(|e| EngineError::Live {
-                code: ErrorCode::InternalError,
-                message: format!("cannot start the stop waiter: {e}"),
+            .map_err(|e| {
+                let message = format!("cannot start the stop waiter: {e}");
+                EngineError::live_from(ErrorCode::InternalError, message, e)
             })?;
         Ok(())
     }

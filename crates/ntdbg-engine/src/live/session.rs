@@ -50,33 +50,30 @@ impl Session {
         };
         if let Some(spec) = TargetSpec::parse(target).map_err(win32_error)? {
             let stream = ntdbg_win32::start(&spec, opts.timeout).map_err(win32_error)?;
-            let client =
-                GdbClient::handshake(stream, client_opts).map_err(|e| EngineError::Live {
-                    code: e.code(),
-                    message: format!("{}: {e}", spec.origin()),
-                })?;
+            let client = GdbClient::handshake(stream, client_opts).map_err(|e| {
+                EngineError::live_from(e.code(), format!("{}: {e}", spec.origin()), e)
+            })?;
             let gdb = GdbTarget::from_client(client, spec.origin())?;
             let folder = spec.program_folder().unwrap_or(".");
             return Session::over_live(gdb, symbol_path, Path::new(folder), opts);
         }
-        let addr = target
-            .trim()
-            .strip_prefix("gdb:")
-            .ok_or_else(|| EngineError::Live {
-                code: ErrorCode::UnsupportedTarget,
-                message: format!(
+        let addr = target.trim().strip_prefix("gdb:").ok_or_else(|| {
+            EngineError::live(
+                ErrorCode::UnsupportedTarget,
+                format!(
                     "cannot attach to {target:?}: live targets are gdb:HOST:PORT, pid:N or \
                      exe:PATH ARGS"
                 ),
-            })?;
+            )
+        })?;
         if addr
             .rsplit_once(':')
             .is_none_or(|(h, p)| h.is_empty() || p.parse::<u16>().is_err())
         {
-            return Err(EngineError::Live {
-                code: ErrorCode::UnsupportedTarget,
-                message: format!("{target:?} is not gdb:HOST:PORT"),
-            });
+            return Err(EngineError::live(
+                ErrorCode::UnsupportedTarget,
+                format!("{target:?} is not gdb:HOST:PORT"),
+            ));
         }
         let gdb = GdbTarget::connect(addr, client_opts)?;
         Session::over_live(gdb, symbol_path, Path::new("."), opts)
@@ -215,10 +212,7 @@ fn win32_error(e: Win32Error) -> EngineError {
         Win32Error::Start(_) => ErrorCode::ConnectFailed,
         _ => ErrorCode::UnsupportedTarget,
     };
-    EngineError::Live {
-        code,
-        message: e.to_string(),
-    }
+    EngineError::live_from(code, e.to_string(), e)
 }
 
 #[cfg(test)]

@@ -11,9 +11,11 @@ use std::sync::Arc;
 
 impl Session {
     fn live_control(&self) -> Result<Arc<LiveControl>, EngineError> {
-        self.live.clone().ok_or_else(|| EngineError::Live {
-            code: ErrorCode::NotLive,
-            message: "run control needs a live target (this session is a dump)".into(),
+        self.live.clone().ok_or_else(|| {
+            EngineError::live(
+                ErrorCode::NotLive,
+                "run control needs a live target (this session is a dump)",
+            )
         })
     }
 
@@ -102,9 +104,11 @@ impl Session {
             .or_else(|| stack.frames.get(1).map(|f| f.instruction));
         let ret = walked
             .or_else(|| self.frame_pointer_return())
-            .ok_or_else(|| EngineError::Live {
-                code: ErrorCode::NoReturnAddress,
-                message: "gu: the return address of the current function is unknown".into(),
+            .ok_or_else(|| {
+                EngineError::live(
+                    ErrorCode::NoReturnAddress,
+                    "gu: the return address of the current function is unknown",
+                )
             })?;
         self.go_to_in_frame(ret)
     }

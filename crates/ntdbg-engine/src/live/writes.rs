@@ -30,9 +30,11 @@ impl LiveControl {
         let reg = self
             .layout
             .by_name(&full)
-            .ok_or_else(|| EngineError::Live {
-                code: ErrorCode::SyntaxError,
-                message: format!("Bad register error: the target has no register '{name}'"),
+            .ok_or_else(|| {
+                EngineError::live(
+                    ErrorCode::SyntaxError,
+                    format!("Bad register error: the target has no register '{name}'"),
+                )
             })?
             .clone();
         client
@@ -43,13 +45,12 @@ impl LiveControl {
             value
         } else {
             let regs = client.read_registers().map_err(live)?;
-            let old = self
-                .layout
-                .value_u64(&reg.name, &regs)
-                .ok_or_else(|| EngineError::Live {
-                    code: ErrorCode::MemoryUnavailable,
-                    message: format!("register {} is unavailable", reg.name),
-                })?;
+            let old = self.layout.value_u64(&reg.name, &regs).ok_or_else(|| {
+                EngineError::live(
+                    ErrorCode::MemoryUnavailable,
+                    format!("register {} is unavailable", reg.name),
+                )
+            })?;
             let mask = ((1u64 << bits) - 1) << shift;
             (old & !mask) | ((value << shift) & mask)
         };
@@ -128,8 +129,8 @@ impl Session {
 }
 
 fn dump_is_read_only(what: &str) -> EngineError {
-    EngineError::Live {
-        code: ErrorCode::ReadOnly,
-        message: format!("the {what} of a dump cannot be changed: writes need a live target"),
-    }
+    EngineError::live(
+        ErrorCode::ReadOnly,
+        format!("the {what} of a dump cannot be changed: writes need a live target"),
+    )
 }
