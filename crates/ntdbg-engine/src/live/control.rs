@@ -21,7 +21,7 @@ use ntdbg_gdbremote::{
 
 use super::breakpoints::{BreakKind, Breakpoint, Breakpoints, FrameOwner, MAX_BREAKPOINTS};
 use super::filters::{EventFilters, FilterAction, FilterSetting};
-use super::run::RunBook;
+use super::run_book::RunBook;
 use super::stop_text::StopCause;
 use crate::{EngineError, ErrorCode};
 /// Events kept in the log.

@@ -12,6 +12,7 @@ mod dump;
 mod exception;
 pub mod filters;
 mod run;
+mod run_book;
 mod session;
 mod stepping;
 pub mod stop_text;

@@ -11,19 +11,19 @@
 
 mod pending;
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ntdbg_gdbremote::{
-    BreakpointKind, GdbClient, GdbError, IdPart, ResumeAction, RunState as ClientState, StopReply,
-    ThreadId, WindowsEvent, WindowsEventKind,
+    GdbClient, GdbError, IdPart, ResumeAction, RunState as ClientState, StopReply, ThreadId,
+    WindowsEvent, WindowsEventKind,
 };
 
 use super::breakpoints::Hit;
 use super::control::{image_end, live, not_halted, EventKind, Halt, LiveControl, Resume, RunState};
 use super::filters::{Decision, EventFilterKind, FilterEvent};
+use super::run_book::{Flight, Intent, PassedFault, Phase, Registers, RunBook, ThreadRun};
 use super::stop_text::{self, signal, Chance, StopCause, StopDetails};
 use super::trap::{self, StepFacts, Trap, TrapFacts};
 use crate::{EngineError, ErrorCode};
@@ -35,96 +35,6 @@ const POLL: Duration = Duration::from_millis(100);
 const AUTO_RESUMES_PER_HOLD: usize = 64;
 /// How often a step that did not run (a replayed event) is given again.
 const STEP_RETRIES: u8 = 3;
-
-/// What the user asked the target to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Intent {
-    /// Execute one instruction on `thread`, the other threads held.
-    Step {
-        /// The thread that steps.
-        thread: ThreadId,
-    },
-    /// Run: every thread, or `only` one (`~N g`).
-    Go {
-        /// The one thread that runs.
-        only: Option<ThreadId>,
-    },
-}
-
-/// A register snapshot (the bytes of a `g` reply).
-type Registers = Vec<Option<u8>>;
-
-/// Where a resume is.
-#[derive(Debug, Clone)]
-enum Phase {
-    /// `thread` steps alone off the execution breakpoint at `pc`, whose slots are lifted
-    /// until the step ends; then the intent goes on.
-    SteppingOff {
-        thread: ThreadId,
-        pc: u64,
-        slots: Vec<(BreakpointKind, usize)>,
-        before: Registers,
-        retries: u8,
-    },
-    /// The intent's own packet is out; `lifted` are the slots lifted for a step that started
-    /// on a breakpoint.
-    Main {
-        lifted: Option<(u64, Vec<(BreakpointKind, usize)>)>,
-        retries: u8,
-    },
-}
-
-/// A resume in progress.
-#[derive(Debug, Clone)]
-pub(crate) struct Flight {
-    intent: Intent,
-    phase: Phase,
-    /// The exception to pass to the program with the first run packet: `(thread, signal)`.
-    pass: Option<(ThreadId, u8)>,
-    /// The stepped thread's registers before its step (kept across events of other
-    /// threads, so a step that already ran is never given twice).
-    step_before: Option<Registers>,
-}
-
-/// What the debugger did to one thread.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct ThreadRun {
-    /// The execution breakpoint this thread stopped on: it steps off it before it runs.
-    on_breakpoint: Option<u64>,
-    /// A single step it was given has not reported yet.
-    late_step: bool,
-    /// Its registers after its last plain trap (one without a Windows debug event; with the
-    /// pc moved back where it was): a trap with the same registers is that event again,
-    /// replayed by a stub that held it (winedbg answers the event of a thread it does not
-    /// resume "reply later").
-    last_trap: Option<Registers>,
-    /// Its registers where its last single step ended: a thread one byte past a breakpoint
-    /// with these registers executed the instruction under it and has not run since.
-    stepped_to: Option<Registers>,
-    /// The breakpoint whose pending hit was cancelled when another thread's stop was shown
-    /// (the pc moved back to it): the trap the stub still holds is stale, and the thread
-    /// executes the breakpoint again rather than stepping off it.
-    cancelled_hit: Option<u64>,
-}
-
-/// A fault passed to the program: the same fault again, on the same thread with the same
-/// registers, is its second chance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PassedFault {
-    thread: u64,
-    signal: u8,
-    registers: Registers,
-}
-
-/// The run-control bookkeeping kept with the run state.
-#[derive(Debug, Default)]
-pub(crate) struct RunBook {
-    pub(crate) flight: Option<Flight>,
-    pub(crate) threads: HashMap<u64, ThreadRun>,
-    pub(crate) passed: Option<PassedFault>,
-    /// The process part of the stub's thread ids (`p1234.`), when it uses one.
-    pub(crate) pid_part: Option<IdPart>,
-}
 
 /// What the waiter does after a stop reply.
 enum Next {
