@@ -18,6 +18,7 @@ mod error;
 pub mod live;
 mod output;
 pub mod parse;
+mod policy;
 pub mod render;
 mod rows;
 mod run;
@@ -32,11 +33,9 @@ pub use output::{
     PeHeadersResult, PeSectionRow, RegionRow, SearchHit, SortedJson, ThreadError, ThreadResult,
     ThreadRow, TypedResult, UnloadedModuleRow,
 };
+pub use policy::{FileGate, Policy, SymbolPathGate};
 pub use rows::{
     CriticalSectionRow, ErrorCodeRow, EventFilterRow, FormatsRow, HandleRow, LastErrorRow,
     ThreadTimesRow, TypeCount, UniqueStack,
 };
-pub use run::{
-    run_batch, run_batch_with, run_command, Batch, CommandResult, FileGate, OnError, Policy,
-    Status, SymbolPathGate,
-};
+pub use run::{run_batch, run_batch_with, run_command, Batch, CommandResult, OnError, Status};

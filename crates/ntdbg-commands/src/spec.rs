@@ -48,7 +48,7 @@ pub struct Invocation<'a> {
     /// The table entry the command word resolved to (looked up once by the runner).
     pub spec: &'static CommandSpec,
     /// The front end's policy (its check of files a command writes).
-    pub policy: &'a crate::run::Policy,
+    pub policy: &'a crate::policy::Policy,
 }
 
 impl Invocation<'_> {

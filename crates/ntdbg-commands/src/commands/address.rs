@@ -118,7 +118,7 @@ fn address(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput,
                 .with_hint("use `!address`, `!address ADDR` or `!address -summary`"),
         );
     } else {
-        let at = crate::commands::eval(session, args)?;
+        let at = crate::commands::util::eval(session, args)?;
         let Some(region) = layout.regions.iter().find(|r| r.base <= at && at < r.end) else {
             return Err(CommandError::new(
                 ErrorCode::NoRegion,

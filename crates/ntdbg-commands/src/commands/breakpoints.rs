@@ -1,6 +1,6 @@
 //! Breakpoints on live targets: `bp`, `bu`, `ba`, `bl`, `bc`, `bd`, `be`.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
 use crate::render::addr;

@@ -2,7 +2,7 @@
 //! bytes), `ea` (ASCII text) and `eu` (UTF-16 text), as WinDbg's `e*` write them. Refused in
 //! a read-only session; a dump's memory cannot be changed.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{CommandError, ErrorCode};
 use crate::output::CommandOutput;
 use crate::spec::{CommandSpec, Effect, Invocation};

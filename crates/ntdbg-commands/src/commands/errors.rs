@@ -1,6 +1,6 @@
 //! Error codes and numbers: `!gle [-all]`, `!error VALUE [1]`, `.formats EXPR`.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, c_hex};

@@ -1,6 +1,6 @@
 //! Events and exception context: `.lastevent`, `.exr`, `.ecxr`, `.cxr`, `!analyze`.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
@@ -210,7 +210,7 @@ fn ecxr(session: &mut Session, _inv: &Invocation<'_>) -> Result<CommandOutput, C
 fn cxr(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let arg = inv.args.trim();
     if arg.is_empty() {
-        return Ok(super::reset_scope(session));
+        return Ok(super::util::reset_scope(session));
     }
     let addr = eval(session, arg)?;
     session.select_context_record(addr)?;

@@ -1,6 +1,6 @@
 //! Frames and their variables: `.frame [/r] [/c] [N]`, `dv [/t] [/v] [/i] [PATTERN]`.
 
-use super::eval;
+use super::util::eval;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::addr;

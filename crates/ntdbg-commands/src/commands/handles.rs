@@ -1,6 +1,6 @@
 //! Handles: `!handle [HANDLE [FLAGS [TYPE]]]` from the dump's HandleData stream.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::c_hex;

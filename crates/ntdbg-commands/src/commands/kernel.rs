@@ -1,6 +1,6 @@
 //! Kernel-dump commands: `.bugcheck`, `.trap`.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
@@ -36,7 +36,7 @@ const TRAP_NOTE: &str =
 fn trap(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let arg = inv.args.trim();
     if arg.is_empty() {
-        return Ok(super::reset_scope(session));
+        return Ok(super::util::reset_scope(session));
     }
     let address = eval(session, arg)?;
     let arch = session.arch();

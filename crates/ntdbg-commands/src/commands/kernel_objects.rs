@@ -5,7 +5,7 @@
 //! PDB they need instead of guessing a layout. A [`KernelLayoutOverride`] kept with the
 //! session supplies the offsets instead.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{CommandError, ErrorCode};
 use crate::output::{CommandOutput, KernelProcessRow, KernelThreadRow, TypedResult};
 use crate::spec::{CommandSpec, Invocation};
@@ -80,7 +80,7 @@ fn dot_process(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOut
 
 fn dot_thread(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     if inv.args.trim().is_empty() {
-        return Ok(super::reset_scope(session));
+        return Ok(super::util::reset_scope(session));
     }
     let layout = layout_for(session, ".thread")?;
     dot_thread_with(session, &layout, inv.args)
@@ -445,7 +445,7 @@ fn dot_thread_with(
     args: &str,
 ) -> Result<CommandOutput, CommandError> {
     if args.trim().is_empty() {
-        return Ok(super::reset_scope(session));
+        return Ok(super::util::reset_scope(session));
     }
     kernel_dump(session, ".thread")?;
     let address = one_address(session, ".thread", args)?;

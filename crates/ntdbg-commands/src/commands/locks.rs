@@ -2,7 +2,7 @@
 //! what every thread waits on (critical sections with their owners, kernel objects, sleeps)
 //! and the deadlock cycles among them.
 
-use super::eval;
+use super::util::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::rows::CriticalSectionRow;

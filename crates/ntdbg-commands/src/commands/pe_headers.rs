@@ -68,7 +68,7 @@ fn read_headers<'a>(session: &'a Session, arg: &str) -> Result<Headers<'a>, Comm
     let module = match session.module_by_name(arg) {
         Some(m) => m,
         None => {
-            let at = crate::commands::eval(session, arg)?;
+            let at = crate::commands::util::eval(session, arg)?;
             session.module_at(at).ok_or_else(|| {
                 CommandError::new(
                     ErrorCode::NoSuchModule,

@@ -73,7 +73,7 @@ fn set_registers(session: &mut Session, args: &str) -> Result<CommandOutput, Com
                 "Syntax error: r =VALUE names no register",
             ));
         }
-        let value = super::eval(session, value.trim())?;
+        let value = super::util::eval(session, value.trim())?;
         session.set_register(&name, value)?;
     }
     Ok(CommandOutput::text(String::new()))

@@ -6,7 +6,7 @@
 //! instruction. When the target is still running, the output is empty and the trailer says
 //! `[target running]`; the stop is shown at the head of the next command.
 
-use super::eval;
+use super::util::eval;
 use crate::error::CommandError;
 use crate::error::ErrorCode;
 use crate::output::CommandOutput;

@@ -285,7 +285,7 @@ fn parse_pattern(session: &Session, letter: &str, text: &str) -> Result<Kind, Co
             Some(chars) if !chars.is_empty() && chars.len() <= width => {
                 chars.bytes().fold(0u64, |v, b| (v << 8) | u64::from(b))
             }
-            _ => crate::commands::eval(session, word)?,
+            _ => crate::commands::util::eval(session, word)?,
         };
         if width < 8 && value >> (8 * width) != 0 {
             return Err(CommandError::syntax(format!(

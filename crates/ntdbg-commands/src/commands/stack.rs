@@ -1,6 +1,6 @@
 //! Call stacks: `k`, `kb`, `kn`, `kv`, `kp`, `kP`, `kc` (with an optional frame count).
 
-use super::eval;
+use super::util::eval;
 use crate::error::CommandError;
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::stack::{render_stack, Params, Style};

@@ -1,7 +1,7 @@
 //! Symbols: `ln ADDR` (nearest symbol), `x [/t] MOD!PATTERN` (search, with prototypes and
 //! variable values from the PDB).
 
-use super::eval;
+use super::util::eval;
 use crate::error::{excerpt, CommandError, ErrorCode};
 use crate::output::{CommandOutput, TypedResult};
 use crate::render::{addr, dt};

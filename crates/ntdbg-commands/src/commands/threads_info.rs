@@ -46,7 +46,7 @@ const UNIX_EPOCH_FILETIME: u64 = 116_444_736_000_000_000;
 fn runaway(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutput, CommandError> {
     let flags = match inv.args.trim() {
         "" => 1,
-        a => super::eval(session, a)?,
+        a => super::util::eval(session, a)?,
     };
     if flags & 7 == 0 {
         return Err(CommandError::syntax(format!(
@@ -169,7 +169,7 @@ fn uniqstack(session: &mut Session, inv: &Invocation<'_>) -> Result<CommandOutpu
     let mut keys: Vec<Option<Vec<u64>>> = Vec::new();
     let mut duplicates: Vec<usize> = Vec::new();
     for index in 0..count {
-        super::thread_step(session, index, count)?;
+        super::util::thread_step(session, index, count)?;
         let (stack, unavailable) = match session.thread_stack(index) {
             Ok(s) => (Some(s), None),
             Err(e) => (None, Some(e.to_string())),
