@@ -400,20 +400,16 @@ fn return_address_of_leaf(session: &Session, event: &ExceptionEvent) -> Option<u
 
 /// `PEB.BeingDebugged` of the process, when the dump holds the thread's TEB and the PEB.
 fn debugger_attached(session: &Session, event: &ExceptionEvent) -> Option<String> {
-    let ptr = session.arch().pointer_size();
-    let thread = session
+    let index = session
         .target()
         .threads()
         .iter()
-        .find(|t| t.id == event.thread_id)?;
-    if thread.teb == 0 {
-        return None;
-    }
-    let peb_offset = if ptr == 8 { 0x60 } else { 0x30 };
-    let peb = read_pointer(session, thread.teb + peb_offset, ptr).filter(|p| *p != 0)?;
-    let flag = session.target().read_virtual(peb + 2, 1)[0]?;
-    Some(match flag {
-        0 => format!("no debugger was attached (PEB {peb:#x} BeingDebugged = 0)"),
-        _ => format!("a debugger was attached (PEB {peb:#x} BeingDebugged = {flag})"),
+        .position(|t| t.id == event.thread_id)?;
+    let peb = session.teb(index).ok()?.peb.filter(|p| *p != 0)?;
+    // Every thread's TEB names the one PEB; read it only when it is that one.
+    let block = session.peb().ok().filter(|b| b.address == peb)?;
+    Some(match block.being_debugged? {
+        false => format!("no debugger was attached (PEB {peb:#x} BeingDebugged = 0)"),
+        true => format!("a debugger was attached (PEB {peb:#x} BeingDebugged = 1)"),
     })
 }
