@@ -110,8 +110,11 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn allowed() -> (AllowedDirs, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("ntdbg-sympolicy-{}", std::process::id()));
+    /// An allowed directory of the test `test`'s own: tests run in parallel, and each removes
+    /// its directory at its end.
+    fn allowed(test: &str) -> (AllowedDirs, PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("ntdbg-sympolicy-{}-{test}", std::process::id()));
         std::fs::create_dir_all(dir.join("syms")).expect("mkdir");
         (
             AllowedDirs::new(std::slice::from_ref(&dir)).expect("allowed"),
@@ -121,7 +124,7 @@ mod tests {
 
     #[test]
     fn folders_inside_and_configured_servers_pass() {
-        let (allowed, dir) = allowed();
+        let (allowed, dir) = allowed("inside");
         let mut servers = SymbolServers::default();
         servers.add(["https://symbols.example.com/".to_string()]);
         let text = format!(
@@ -135,7 +138,7 @@ mod tests {
 
     #[test]
     fn outside_folders_and_other_servers_are_refused_by_name() {
-        let (allowed, dir) = allowed();
+        let (allowed, dir) = allowed("outside");
         let servers = SymbolServers::default();
         let e = check_text("/etc", &allowed, &servers).expect_err("outside");
         assert_eq!(e.code, ErrorCode::PathNotAllowed);
