@@ -18,10 +18,7 @@ pub(crate) fn convert_pdb(
     code: Option<&(String, String)>,
 ) -> Result<(SymbolFile, Vec<(String, u64)>), SymbolError> {
     let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
-    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source,
-    };
+    let pdb_err = pdb_error(path);
     guarded(path, "PDB reader", || {
         let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
         check_identity(path, &mut pdb, want)?;
@@ -44,10 +41,7 @@ pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
     pdb: &mut PDB<'s, S>,
     want: &PdbIdentity,
 ) -> Result<(), SymbolError> {
-    let own = pdb_sym::read_identity(pdb).map_err(|e| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source: e.into(),
-    })?;
+    let own = pdb_sym::read_identity(pdb).map_err(|e| pdb_error(path)(e.into()))?;
     let matches = match &want.signature {
         PdbSignature::Pdb70 { guid, age } => own.matches_pdb70(guid, *age),
         PdbSignature::Pdb20 { signature, age } => own.matches_pdb20(*signature, *age),
@@ -71,10 +65,7 @@ pub(crate) fn check_identity<'s, S: pdb_addr2line::pdb::Source<'s> + 's>(
 /// tests): the `MODULE` line carries the PDB's own GUID and age.
 pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
     let file = ntdbg_files::open_regular(path).map_err(|e| io(path, e))?;
-    let pdb_err = |source: pdb_addr2line::Error| SymbolError::Pdb {
-        path: path.to_path_buf(),
-        source,
-    };
+    let pdb_err = pdb_error(path);
     guarded(path, "PDB reader", || {
         let mut pdb = PDB::open(file).map_err(|e| pdb_err(e.into()))?;
         let own = pdb_sym::read_identity(&mut pdb).map_err(|e| pdb_err(e.into()))?;
@@ -87,4 +78,12 @@ pub(crate) fn pdb_to_breakpad_text(path: &Path) -> Result<String, SymbolError> {
             .map(|c| c.text)
             .map_err(pdb_err)
     })
+}
+
+/// The error of the PDB reader on the file at `path`.
+fn pdb_error(path: &Path) -> impl Fn(pdb_addr2line::Error) -> SymbolError + '_ {
+    move |source| SymbolError::Pdb {
+        path: path.to_path_buf(),
+        source,
+    }
 }
